@@ -1,0 +1,26 @@
+// Package algo holds the rate-limiting algorithms: their configuration structs, their pure
+// state transitions in Go (the reference) and, beside each, a Lua twin that performs the
+// same arithmetic atomically inside Redis.
+//
+// Every config struct implements [Algorithm] by value:
+//
+//	FixedWindow{Limit, Window}            count per epoch-aligned window; cheapest, allows 2×Limit across a boundary
+//	SlidingWindowLog{Limit, Window}       exact: no window of length Window ever holds more than Limit; memory O(Limit)
+//	SlidingWindowCounter{Limit, Window}   previous window weighted by its overlap; O(1) memory, approximate
+//	TokenBucket{Rate, Burst}              starts full; refills at Rate; arithmetic identical to golang.org/x/time/rate
+//	LeakyBucket{Rate, Capacity}           meter when MaxWait is 0; a shaping queue (evenly spaced output) when reserving
+//	GCRA{Rate, Burst}                     one timestamp per key; same admission as a token bucket
+//
+// # Units and conventions
+//
+// Time inside every transition is an int64 count of microseconds since the Unix epoch; the
+// store supplies it. Rates are permits per second. Windows are aligned to the epoch (window
+// index = now / Window) so every process agrees on the boundaries. A [Request] with MaxWait 0
+// is granted only when permits are available now; with MaxWait > 0 a grant may be a
+// reservation whose Wait the caller must sleep; requests are served first come, first
+// served, so a later request never overtakes a reservation already queued.
+//
+// A [Decision] is never an error: a denial is a result. Errors come only from Validate.
+// ResetAfter tells the store when the state will equal a fresh one: the local store evicts
+// the key then, the Redis store sets the key's PEXPIRE to it.
+package algo

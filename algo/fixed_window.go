@@ -1,0 +1,103 @@
+package algo
+
+import (
+	"fmt"
+	"time"
+)
+
+// FixedWindow allows Limit permits per window; windows are aligned to the Unix epoch
+// (index = now / Window) so every process agrees on them. It is the cheapest algorithm, at
+// the price of letting up to 2×Limit through across a window boundary.
+//
+// A reservation that does not fit in the current window is placed at the start of the next
+// one. The state remembers only the latest window holding grants (the tail): while the tail
+// is in the future the current window is full, so later requests queue behind it.
+type FixedWindow struct {
+	Limit  int64         // permits per window, and the largest N; ≥ 1
+	Window time.Duration // window length; a whole number of µs, ≥ 1µs
+}
+
+// fixedWindowState mirrors the Lua twin's hash: fields win and count.
+type fixedWindowState struct {
+	valid bool
+	win   int64 // index of the tail window
+	count int64 // permits granted in it
+}
+
+// Name returns "fixed-window".
+func (FixedWindow) Name() string { return "fixed-window" }
+
+// Slot returns "fw:<window in µs>".
+func (c FixedWindow) Slot() string { return fmt.Sprintf("fw:%d", int64(c.Window/time.Microsecond)) }
+
+// Validate reports a Limit outside [1, 2^53] or a Window that is not a whole number of µs.
+func (c FixedWindow) Validate() error {
+	if err := checkCount("FixedWindow.Limit", c.Limit); err != nil {
+		return err
+	}
+	_, err := windowMicros("FixedWindow.Window", c.Window)
+	return err
+}
+
+// String describes the config.
+func (c FixedWindow) String() string {
+	return fmt.Sprintf("fixed-window(limit=%d, window=%v)", c.Limit, c.Window)
+}
+
+// NewState returns the state of a key with no grants.
+func (FixedWindow) NewState() State { return &fixedWindowState{} }
+
+// Apply grants req.N in the current window if it fits, else (with MaxWait) in the next.
+func (c FixedWindow) Apply(st State, now int64, req Request) Decision {
+	s := st.(*fixedWindowState)
+	w := int64(c.Window / time.Microsecond)
+	cur := floorDiv(now, w)
+	win, count := cur, int64(0)
+	if s.valid && s.win >= cur {
+		win, count = s.win, s.count
+	}
+	remaining := func(win, count int64) int64 {
+		if win != cur {
+			return 0
+		}
+		return c.Limit - count
+	}
+	if req.N > c.Limit || req.N <= 0 {
+		return never(c.Limit, remaining(win, count), c.reset(win, now, count))
+	}
+	grant, total := win, count+req.N
+	if total > c.Limit {
+		grant, total = win+1, req.N
+	}
+	wait := grant*w - now
+	if wait < 0 {
+		wait = 0
+	}
+	if wait > req.maxWaitMicros() {
+		return Decision{Limit: c.Limit, Remaining: remaining(win, count),
+			RetryAfter: toDuration(wait), ResetAfter: toDuration(c.reset(win, now, count))}
+	}
+	s.valid, s.win, s.count = true, grant, total
+	return Decision{Allowed: true, Limit: c.Limit, Remaining: remaining(grant, total),
+		ResetAfter: toDuration(c.reset(grant, now, total)), Wait: toDuration(wait), At: now + wait}
+}
+
+// reset is the time in µs until window win has ended (0 when it holds nothing).
+func (c FixedWindow) reset(win, now, count int64) int64 {
+	if count == 0 {
+		return 0
+	}
+	return (win+1)*int64(c.Window/time.Microsecond) - now
+}
+
+// Refund gives n permits back to the window they were granted in, if it is still the tail.
+func (c FixedWindow) Refund(st State, now int64, n int64, at int64) {
+	s := st.(*fixedWindowState)
+	if !s.valid || n <= 0 || s.win != floorDiv(at, int64(c.Window/time.Microsecond)) {
+		return
+	}
+	s.count -= n
+	if s.count < 0 {
+		s.count = 0
+	}
+}

@@ -1,0 +1,113 @@
+package algo
+
+import "fmt"
+
+// LeakyBucket is a bucket of Capacity units that leaks Rate units per second; a request for
+// N pours N units in. It is used two ways:
+//
+//   - As a meter (MaxWait 0): a request is allowed when its N units fit now
+//     (level + N ≤ Capacity). This admits like a token bucket that starts full.
+//   - As a shaping queue (MaxWait > 0): the level is the queue ahead of the request, which
+//     leaves when that queue has leaked out, so granted requests are spaced evenly at Rate
+//     with no burst: Wait = level / Rate. It is granted when it fits in the queue and
+//     Wait ≤ MaxWait; a full queue is a denial.
+type LeakyBucket struct {
+	Rate     float64 // units leaked per second; finite, > 0
+	Capacity int64   // most units the bucket holds, and the largest N; ≥ 1
+}
+
+// leakyBucketState mirrors the Lua twin's hash: fields level and last.
+type leakyBucketState struct {
+	valid bool
+	level float64 // units in the bucket at last
+	last  int64   // µs
+}
+
+// Name returns "leaky-bucket".
+func (LeakyBucket) Name() string { return "leaky-bucket" }
+
+// Slot returns "lb".
+func (LeakyBucket) Slot() string { return "lb" }
+
+// Validate reports a Rate that is not finite and positive or a Capacity outside [1, 2^53].
+func (c LeakyBucket) Validate() error {
+	if err := checkRate("LeakyBucket.Rate", c.Rate); err != nil {
+		return err
+	}
+	return checkCount("LeakyBucket.Capacity", c.Capacity)
+}
+
+// String describes the config.
+func (c LeakyBucket) String() string {
+	return fmt.Sprintf("leaky-bucket(rate=%g/s, capacity=%d)", c.Rate, c.Capacity)
+}
+
+// NewState returns an empty bucket.
+func (LeakyBucket) NewState() State { return &leakyBucketState{} }
+
+// drain returns the level at now and the instant used, which never goes backwards.
+func (c LeakyBucket) drain(s *leakyBucketState, now int64) (float64, int64) {
+	if !s.valid {
+		return 0, now
+	}
+	if now < s.last {
+		now = s.last
+	}
+	level := s.level - seconds(now-s.last)*c.Rate
+	if level < 0 {
+		level = 0
+	}
+	return level, now
+}
+
+// Apply pours req.N units in if they fit (meter) or if the queue ahead leaks out within
+// MaxWait (shaping queue).
+func (c LeakyBucket) Apply(st State, now int64, req Request) Decision {
+	s := st.(*leakyBucketState)
+	level, now := c.drain(s, now)
+	capacity := float64(c.Capacity)
+	if req.N > c.Capacity || req.N <= 0 {
+		return never(c.Capacity, floorCount(capacity-level), c.untilEmpty(level))
+	}
+	// bound is the highest level at which the request is granted.
+	bound := capacity - float64(req.N)
+	maxWait := req.maxWaitMicros()
+	var wait int64
+	if maxWait > 0 {
+		if q := float64(maxWait) / 1e6 * c.Rate; q < bound {
+			bound = q
+		}
+		wait = ceilMicros(level / c.Rate * 1e6)
+	}
+	if level > bound || wait > maxWait {
+		retry := ceilMicros((level - bound) / c.Rate * 1e6)
+		if retry == 0 { // rounding put level a hair above bound
+			retry = 1
+		}
+		return Decision{Limit: c.Capacity, Remaining: floorCount(capacity - level),
+			RetryAfter: toDuration(retry), ResetAfter: toDuration(c.untilEmpty(level))}
+	}
+	level += float64(req.N)
+	s.valid, s.level, s.last = true, level, now
+	return Decision{Allowed: true, Limit: c.Capacity, Remaining: floorCount(capacity - level),
+		ResetAfter: toDuration(c.untilEmpty(level)), Wait: toDuration(wait), At: now + wait}
+}
+
+// Refund takes n units back out of the bucket.
+func (c LeakyBucket) Refund(st State, now int64, n int64, _ int64) {
+	s := st.(*leakyBucketState)
+	if !s.valid || n <= 0 {
+		return
+	}
+	level, now := c.drain(s, now)
+	level -= float64(n)
+	if level < 0 {
+		level = 0
+	}
+	s.level, s.last = level, now
+}
+
+// untilEmpty is the time in µs for the bucket to leak out.
+func (c LeakyBucket) untilEmpty(level float64) int64 {
+	return ceilMicros(level / c.Rate * 1e6)
+}

@@ -1,0 +1,159 @@
+package algo
+
+import (
+	"fmt"
+	"time"
+)
+
+// SlidingWindowCounter keeps two counters per key, for the current epoch-aligned window and
+// the one before, and estimates the sliding window by weighting the previous count by how
+// much of it the sliding window still overlaps:
+//
+//	estimate(t) = prev·(1 − (t − start)/Window) + curr,   start = the current window's start
+//
+// A request for N is allowed at t when estimate(t) + N ≤ Limit. Memory is O(1) per key; the
+// estimate assumes the previous window's grants were spread evenly, so it can be off when
+// they were not. To keep Go and Lua bit-identical the condition is computed once as an
+// integer instant, the earliest t in the window at which it holds:
+//
+//	t_need = start + ceil(Window·(1 − (Limit − curr − N)/prev))
+//
+// A reservation that does not fit in the current window goes to the earliest instant of
+// the next window (or the one after) where it does.
+type SlidingWindowCounter struct {
+	Limit  int64         // permits per sliding window, and the largest N; ≥ 1
+	Window time.Duration // window length; a whole number of µs, ≥ 1µs
+}
+
+// slidingCounterState mirrors the Lua twin's hash: fields win, curr and prev.
+type slidingCounterState struct {
+	valid bool
+	win   int64 // index of the window curr counts
+	curr  int64
+	prev  int64 // count of window win-1
+}
+
+// Name returns "sliding-counter".
+func (SlidingWindowCounter) Name() string { return "sliding-counter" }
+
+// Slot returns "sc:<window in µs>".
+func (c SlidingWindowCounter) Slot() string {
+	return fmt.Sprintf("sc:%d", int64(c.Window/time.Microsecond))
+}
+
+// Validate reports a Limit outside [1, 2^53] or a Window that is not a whole number of µs.
+func (c SlidingWindowCounter) Validate() error {
+	if err := checkCount("SlidingWindowCounter.Limit", c.Limit); err != nil {
+		return err
+	}
+	_, err := windowMicros("SlidingWindowCounter.Window", c.Window)
+	return err
+}
+
+// String describes the config.
+func (c SlidingWindowCounter) String() string {
+	return fmt.Sprintf("sliding-counter(limit=%d, window=%v)", c.Limit, c.Window)
+}
+
+// NewState returns the state of a key with no grants.
+func (SlidingWindowCounter) NewState() State { return &slidingCounterState{} }
+
+// view returns the counters as seen from window cur: shifted forward when cur is later
+// than the state's window; a state in a future window (reservations) is kept as it is.
+func (c SlidingWindowCounter) view(s *slidingCounterState, cur int64) (win, curr, prev int64) {
+	switch {
+	case !s.valid || s.win < cur-1:
+		return cur, 0, 0
+	case s.win == cur-1:
+		return cur, 0, s.curr
+	default:
+		return s.win, s.curr, s.prev
+	}
+}
+
+// fit returns the earliest instant ≥ from inside window win at which n more permits fit,
+// or false when none does.
+func (c SlidingWindowCounter) fit(win, curr, prev, n, from int64) (int64, bool) {
+	w := int64(c.Window / time.Microsecond)
+	start := win * w
+	if curr+n > c.Limit {
+		return 0, false
+	}
+	at := max(from, start)
+	if prev > 0 {
+		need := start + ceilMicros(float64(w)*(1-float64(c.Limit-curr-n)/float64(prev)))
+		at = max(at, need)
+	}
+	if at >= start+w {
+		return 0, false
+	}
+	return at, true
+}
+
+// Apply grants req.N at the earliest instant ≥ now at which the estimate leaves room.
+func (c SlidingWindowCounter) Apply(st State, now int64, req Request) Decision {
+	s := st.(*slidingCounterState)
+	w := int64(c.Window / time.Microsecond)
+	cur := floorDiv(now, w)
+	win, curr, prev := c.view(s, cur)
+	if req.N > c.Limit || req.N <= 0 {
+		return never(c.Limit, c.remaining(win, curr, prev, now), c.reset(win, curr, prev, now))
+	}
+	// Try the state's window, then the next (prev := curr), then the one after (empty).
+	at, ok := c.fit(win, curr, prev, req.N, now)
+	if !ok {
+		win, curr, prev = win+1, 0, curr
+		if at, ok = c.fit(win, curr, prev, req.N, now); !ok {
+			win, curr, prev = win+1, 0, 0
+			at = win * w
+		}
+	}
+	wait := at - now
+	if wait > req.maxWaitMicros() {
+		win, curr, prev = c.view(s, cur)
+		return Decision{Limit: c.Limit, Remaining: c.remaining(win, curr, prev, now),
+			RetryAfter: toDuration(wait), ResetAfter: toDuration(c.reset(win, curr, prev, now))}
+	}
+	curr += req.N
+	s.valid, s.win, s.curr, s.prev = true, win, curr, prev
+	return Decision{Allowed: true, Limit: c.Limit, Remaining: c.remaining(win, curr, prev, now),
+		ResetAfter: toDuration(c.reset(win, curr, prev, now)), Wait: toDuration(wait), At: at}
+}
+
+// remaining is Limit minus the estimate at now (rounded up), or 0 while the state is in a
+// future window.
+func (c SlidingWindowCounter) remaining(win, curr, prev, now int64) int64 {
+	w := int64(c.Window / time.Microsecond)
+	if now < win*w {
+		return 0
+	}
+	weighted := float64(prev) * float64((win+1)*w-now) / float64(w)
+	return max(0, c.Limit-curr-ceilMicros(weighted))
+}
+
+// reset is the time in µs until both counters have left the sliding window.
+func (c SlidingWindowCounter) reset(win, curr, prev, now int64) int64 {
+	w := int64(c.Window / time.Microsecond)
+	switch {
+	case curr > 0:
+		return (win+2)*w - now
+	case prev > 0:
+		return (win+1)*w - now
+	default:
+		return 0
+	}
+}
+
+// Refund gives n permits back to the window they were granted in, if it is still counted.
+func (c SlidingWindowCounter) Refund(st State, now int64, n int64, at int64) {
+	s := st.(*slidingCounterState)
+	if !s.valid || n <= 0 {
+		return
+	}
+	switch floorDiv(at, int64(c.Window/time.Microsecond)) {
+	case s.win:
+		s.curr = max(0, s.curr-n)
+	case s.win - 1:
+		s.prev = max(0, s.prev-n)
+	}
+}

@@ -1,0 +1,99 @@
+package algo
+
+import "fmt"
+
+// TokenBucket holds up to Burst tokens and adds Rate tokens per second; a request for N
+// takes N tokens. A key starts full. Reservations may drive the bucket into debt (negative
+// tokens) that later requests wait behind, as in golang.org/x/time/rate, whose arithmetic
+// this type reproduces exactly (same float64 operations on the same instants).
+type TokenBucket struct {
+	Rate  float64 // tokens added per second; finite, > 0
+	Burst int64   // bucket size and the largest N ever granted; ≥ 1
+}
+
+// tokenBucketState mirrors the Redis hash of the Lua twin: fields tokens and last.
+type tokenBucketState struct {
+	valid  bool    // false for a key never seen (or evicted): the bucket is full
+	tokens float64 // tokens at last; may be negative while reservations are outstanding
+	last   int64   // µs of the last grant
+}
+
+// Name returns "token-bucket".
+func (TokenBucket) Name() string { return "token-bucket" }
+
+// Slot returns "tb": a rate change keeps the key's tokens.
+func (TokenBucket) Slot() string { return "tb" }
+
+// Validate reports a Rate that is not finite and positive or a Burst outside [1, 2^53].
+func (c TokenBucket) Validate() error {
+	if err := checkRate("TokenBucket.Rate", c.Rate); err != nil {
+		return err
+	}
+	return checkCount("TokenBucket.Burst", c.Burst)
+}
+
+// String describes the config.
+func (c TokenBucket) String() string {
+	return fmt.Sprintf("token-bucket(rate=%g/s, burst=%d)", c.Rate, c.Burst)
+}
+
+// NewState returns a full bucket.
+func (TokenBucket) NewState() State { return &tokenBucketState{} }
+
+// advance returns the tokens at now (never above Burst) and the instant used, which never
+// goes backwards.
+func (c TokenBucket) advance(s *tokenBucketState, now int64) (float64, int64) {
+	burst := float64(c.Burst)
+	if !s.valid {
+		return burst, now
+	}
+	if now < s.last {
+		now = s.last
+	}
+	tokens := s.tokens + seconds(now-s.last)*c.Rate
+	if tokens > burst {
+		tokens = burst
+	}
+	return tokens, now
+}
+
+// Apply takes req.N tokens if they are there now, or (with MaxWait) will be within MaxWait.
+func (c TokenBucket) Apply(st State, now int64, req Request) Decision {
+	s := st.(*tokenBucketState)
+	tokens, now := c.advance(s, now)
+	if req.N > c.Burst || req.N <= 0 {
+		return never(c.Burst, floorCount(tokens), c.untilFull(tokens))
+	}
+	left := tokens - float64(req.N)
+	var wait int64
+	if left < 0 {
+		wait = ceilMicros(-left / c.Rate * 1e6)
+	}
+	if wait > req.maxWaitMicros() {
+		// Nothing is written on a denial, exactly like x/time/rate.
+		return Decision{Limit: c.Burst, Remaining: floorCount(tokens),
+			RetryAfter: toDuration(wait), ResetAfter: toDuration(c.untilFull(tokens))}
+	}
+	s.valid, s.tokens, s.last = true, left, now
+	return Decision{Allowed: true, Limit: c.Burst, Remaining: floorCount(left),
+		ResetAfter: toDuration(c.untilFull(left)), Wait: toDuration(wait), At: now + wait}
+}
+
+// Refund puts n tokens back, never above Burst.
+func (c TokenBucket) Refund(st State, now int64, n int64, _ int64) {
+	s := st.(*tokenBucketState)
+	if !s.valid || n <= 0 {
+		return
+	}
+	tokens, now := c.advance(s, now)
+	tokens += float64(n)
+	if b := float64(c.Burst); tokens > b {
+		tokens = b
+	}
+	s.tokens, s.last = tokens, now
+}
+
+// untilFull is the time in µs for tokens to reach Burst.
+func (c TokenBucket) untilFull(tokens float64) int64 {
+	return ceilMicros((float64(c.Burst) - tokens) / c.Rate * 1e6)
+}

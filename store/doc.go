@@ -1,0 +1,8 @@
+// Package store defines where limiter state lives: the [Store] interface that the in-memory
+// store (package local) and the Redis store (package distributed) implement, and the errors
+// they share. Package storetest holds the conformance and differential suites every Store
+// must pass.
+//
+// A Store owns "now": it applies an algorithm's transition to one key at its own clock, in
+// microseconds since the Unix epoch, atomically with respect to every other call on that key.
+package store

@@ -1,0 +1,52 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/ratekit/limiter/algo"
+)
+
+// Store applies rate-limiting transitions to keyed state.
+//
+// The state a key holds under an algorithm is named by the key and the algorithm's Slot,
+// so rules with different slots on one key never share state. Implementations must be safe
+// for concurrent use and must apply each call atomically.
+type Store interface {
+	// Apply answers req for key under a at the store's now and commits what it grants.
+	// It returns an error, wrapping ErrInvalidKey, algo.ErrInvalidConfig or
+	// algo.ErrInvalidRequest, for bad input, and a wrapped backend error when the
+	// decision could not be made; a denial is a Decision, never an error.
+	Apply(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error)
+	// Refund gives back n permits of an earlier grant of key under a, identified by the
+	// grant's Decision.At, as far as the algorithm allows.
+	Refund(ctx context.Context, key string, a algo.Algorithm, n int64, at int64) error
+	// Close releases the store's resources. Calls after Close return ErrClosed.
+	Close() error
+}
+
+// Errors shared by every Store.
+var (
+	// ErrInvalidKey reports an empty key.
+	ErrInvalidKey = errors.New("limiter: invalid key")
+	// ErrClosed reports a call on a closed store.
+	ErrClosed = errors.New("limiter: store closed")
+	// ErrUnavailable wraps a backend failure (Redis down, timeout, reply that does not
+	// parse): the decision could not be made. Failure policies key off it.
+	ErrUnavailable = errors.New("limiter: store unavailable")
+)
+
+// Check validates the arguments of an Apply call; stores call it first.
+func Check(key string, a algo.Algorithm, req algo.Request) error {
+	if key == "" {
+		return fmt.Errorf("%w: key must not be empty", ErrInvalidKey)
+	}
+	if a == nil {
+		return fmt.Errorf("%w: algorithm is nil", algo.ErrInvalidConfig)
+	}
+	if err := a.Validate(); err != nil {
+		return err
+	}
+	return req.Validate()
+}

@@ -28,7 +28,7 @@ type fixedWindowState struct {
 func (FixedWindow) Name() string { return "fixed-window" }
 
 // Slot returns "fw:<window in µs>".
-func (c FixedWindow) Slot() string { return fmt.Sprintf("fw:%d", int64(c.Window/time.Microsecond)) }
+func (c FixedWindow) Slot() string { return fixedWindowSlots.get(int64(c.Window / time.Microsecond)) }
 
 // Validate reports a Limit outside [1, 2^53] or a Window that is not a whole number of µs.
 func (c FixedWindow) Validate() error {

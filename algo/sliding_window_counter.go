@@ -38,7 +38,7 @@ func (SlidingWindowCounter) Name() string { return "sliding-counter" }
 
 // Slot returns "sc:<window in µs>".
 func (c SlidingWindowCounter) Slot() string {
-	return fmt.Sprintf("sc:%d", int64(c.Window/time.Microsecond))
+	return slidingCounterSlots.get(int64(c.Window / time.Microsecond))
 }
 
 // Validate reports a Limit outside [1, 2^53] or a Window that is not a whole number of µs.

@@ -37,7 +37,7 @@ func (SlidingWindowLog) Name() string { return "sliding-log" }
 
 // Slot returns "sl:<window in µs>".
 func (c SlidingWindowLog) Slot() string {
-	return fmt.Sprintf("sl:%d", int64(c.Window/time.Microsecond))
+	return slidingLogSlots.get(int64(c.Window / time.Microsecond))
 }
 
 // Validate reports a Limit outside [1, 2^53] or a Window that is not a whole number of µs.

@@ -1,0 +1,67 @@
+package local
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/ratekit/limiter/algo"
+)
+
+// BenchmarkApply measures one decision on an existing key: the hot path must not allocate.
+func BenchmarkApply(b *testing.B) {
+	algs := []algo.Algorithm{
+		algo.TokenBucket{Rate: 1e9, Burst: 1e9},
+		algo.GCRA{Rate: 1e9, Burst: 1e9},
+		algo.LeakyBucket{Rate: 1e9, Capacity: 1e9},
+		algo.FixedWindow{Limit: 1 << 50, Window: time.Hour},
+		algo.SlidingWindowCounter{Limit: 1 << 50, Window: time.Hour},
+		algo.SlidingWindowLog{Limit: 1 << 50, Window: time.Millisecond},
+	}
+	for _, a := range algs {
+		b.Run(a.Name(), func(b *testing.B) {
+			s := New(WithSweepInterval(0))
+			defer s.Close()
+			ctx := context.Background()
+			req := algo.Request{N: 1}
+			if _, err := s.Apply(ctx, "key", a, req); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := s.Apply(ctx, "key", a, req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkApplyParallel spreads decisions over 1,000 existing keys from every P.
+func BenchmarkApplyParallel(b *testing.B) {
+	s := New(WithSweepInterval(0))
+	defer s.Close()
+	ctx := context.Background()
+	var a algo.Algorithm = algo.TokenBucket{Rate: 1e9, Burst: 1e9}
+	keys := make([]string, 1000)
+	for i := range keys {
+		keys[i] = "user:" + strconv.Itoa(i)
+		if _, err := s.Apply(ctx, keys[i], a, algo.Request{N: 1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			if _, err := s.Apply(ctx, keys[i%len(keys)], a, algo.Request{N: 1}); err != nil {
+				b.Error(err)
+				return
+			}
+			i++
+		}
+	})
+}

@@ -1,0 +1,165 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/store"
+)
+
+var start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func newTestStore(t *testing.T, opts ...Option) (*Store, *clockx.Fake) {
+	t.Helper()
+	clk := clockx.NewFake(start)
+	s := New(append([]Option{WithClock(clk), WithSweepInterval(0)}, opts...)...)
+	t.Cleanup(func() { _ = s.Close() })
+	return s, clk
+}
+
+func TestIdleKeysAreSwept(t *testing.T) {
+	t.Parallel()
+	s, clk := newTestStore(t)
+	ctx := context.Background()
+	tb := algo.TokenBucket{Rate: 10, Burst: 5}
+	for i := 0; i < 1000; i++ {
+		if _, err := s.Apply(ctx, fmt.Sprint("k", i), tb, algo.Request{N: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := s.Len(), 1000; got != want {
+		t.Fatalf("Len() = %d, want %d", got, want)
+	}
+	// One token refills in 100 ms: at 99 ms no key is fresh yet.
+	clk.Add(99 * time.Millisecond)
+	s.Sweep()
+	if got, want := s.Len(), 1000; got != want {
+		t.Fatalf("after 99ms Len() = %d, want %d (no bucket is full yet)", got, want)
+	}
+	clk.Add(time.Millisecond)
+	s.Sweep()
+	if got := s.Len(); got != 0 {
+		t.Fatalf("after 100ms Len() = %d, want 0 (every bucket is full again)", got)
+	}
+}
+
+func TestSweepKeepsBusyKeys(t *testing.T) {
+	t.Parallel()
+	s, clk := newTestStore(t)
+	ctx := context.Background()
+	fw := algo.FixedWindow{Limit: 3, Window: time.Second}
+	// Align to a window start so the expiry instant is known.
+	clk.Set(start.Truncate(time.Second))
+	if _, err := s.Apply(ctx, "busy", fw, algo.Request{N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(999 * time.Millisecond)
+	s.Sweep()
+	if got := s.Len(); got != 1 {
+		t.Fatalf("Len() = %d before the window ended, want 1", got)
+	}
+	// The state survives: two more fit, the fourth does not.
+	for i, want := range []bool{true, true, false} {
+		d, err := s.Apply(ctx, "busy", fw, algo.Request{N: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed != want {
+			t.Fatalf("request %d: Allowed = %v, want %v", i, d.Allowed, want)
+		}
+	}
+}
+
+func TestMaxKeysEvictsNearestFresh(t *testing.T) {
+	t.Parallel()
+	s, clk := newTestStore(t, WithMaxKeys(1), WithShards(1))
+	ctx := context.Background()
+	tb := algo.TokenBucket{Rate: 1, Burst: 2}
+	take := func(key string, n int64) algo.Decision {
+		t.Helper()
+		d, err := s.Apply(ctx, key, tb, algo.Request{N: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	take("a", 2) // a is empty: full again in 2 s
+	clk.Add(time.Second)
+	take("b", 1) // shard full: a (not idle) is evicted to make room
+	if got := s.Len(); got != 1 {
+		t.Fatalf("Len() = %d, want 1", got)
+	}
+	clk.Add(500 * time.Millisecond)
+	take("c", 1) // b becomes fresh at +2s, so it is the victim
+	if got := s.Len(); got != 1 {
+		t.Fatalf("Len() = %d, want 1", got)
+	}
+	// An evicted key starts fresh: forgetting state never blocks a client.
+	if d := take("a", 2); !d.Allowed {
+		t.Fatalf("evicted key a was not fresh: %+v", d)
+	}
+}
+
+func TestMaxKeysPrefersIdle(t *testing.T) {
+	t.Parallel()
+	s, clk := newTestStore(t, WithMaxKeys(2), WithShards(1))
+	ctx := context.Background()
+	fw := algo.FixedWindow{Limit: 1, Window: time.Minute}
+	tb := algo.TokenBucket{Rate: 1000, Burst: 1}
+	if _, err := s.Apply(ctx, "long", fw, algo.Request{N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Apply(ctx, "short", tb, algo.Request{N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(time.Millisecond) // "short" is full again, "long" is still counting
+	if _, err := s.Apply(ctx, "new", tb, algo.Request{N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.Apply(ctx, "long", fw, algo.Request{N: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Allowed {
+		t.Fatal("the busy key was evicted although an idle key could go")
+	}
+}
+
+func TestCloseStopsSweeper(t *testing.T) {
+	before := runtime.NumGoroutine()
+	s := New(WithSweepInterval(time.Millisecond))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	// Close waits for the sweeper, so the count is back at once.
+	if got := runtime.NumGoroutine(); got > before {
+		t.Fatalf("goroutines: %d after Close, %d before", got, before)
+	}
+	_, err := s.Apply(context.Background(), "k", algo.GCRA{Rate: 1, Burst: 1}, algo.Request{N: 1})
+	if !errors.Is(err, store.ErrClosed) {
+		t.Fatalf("Apply after Close: err = %v, want ErrClosed", err)
+	}
+	if err := s.Refund(context.Background(), "k", algo.GCRA{Rate: 1, Burst: 1}, 1, 0); !errors.Is(err, store.ErrClosed) {
+		t.Fatalf("Refund after Close: err = %v, want ErrClosed", err)
+	}
+}
+
+func TestShardsRoundUp(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, want int }{{0, 1}, {1, 1}, {2, 2}, {3, 4}, {17, 32}} {
+		s := New(WithShards(tc.in), WithSweepInterval(0))
+		if got := len(s.shards); got != tc.want {
+			t.Errorf("WithShards(%d): %d shards, want %d", tc.in, got, tc.want)
+		}
+		_ = s.Close()
+	}
+}

@@ -1,0 +1,36 @@
+# make test: vet, format check, every test under the race detector (Redis tests required,
+# never skipped), then a brief fuzz of each algorithm. make run: the CLI demo.
+GO       ?= go
+SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+FUZZTIME ?= 3s
+FUZZ     := FuzzFixedWindow FuzzSlidingLog FuzzSlidingCounter FuzzTokenBucket FuzzLeakyBucket FuzzGCRA
+
+.PHONY: test run vet fuzz redis-server bench
+
+test: redis-server vet
+	LIMITER_REQUIRE_REDIS=1 $(GO) test -race -count=1 ./...
+	$(MAKE) --no-print-directory fuzz
+
+vet:
+	$(GO) vet ./...
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+run:
+	$(GO) run ./cmd/ratekit sim --algo token-bucket --rate 10 --burst 20 --traffic burst --duration 10s
+
+# fuzz runs each fuzz target of the algorithms briefly (FUZZTIME each).
+fuzz:
+	@for t in $(FUZZ); do \
+		echo "fuzz $$t ($(FUZZTIME))"; \
+		$(GO) test -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZTIME) ./algo || exit 1; \
+	done
+
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem ./local ./...
+
+# redis-server installs Debian's redis-server when it is missing: the Redis tests start
+# their own throw-away servers from it.
+redis-server:
+	@command -v redis-server >/dev/null 2>&1 || { \
+		echo "installing redis-server"; \
+		$(SUDO) apt-get update -q && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-server; }

@@ -1,0 +1,58 @@
+// Package limiter is a keyed rate limiter for Go: one [Limiter] applies one algorithm to
+// any number of keys (users, IP addresses, API tokens), with its state either in memory or
+// shared between processes in Redis.
+//
+//	st := local.New()                       // or distributed.New(redisClient)
+//	defer st.Close()
+//	l, err := limiter.New(st, algo.TokenBucket{Rate: 10, Burst: 20})
+//	...
+//	d, err := l.Allow(ctx, "user:42")
+//	if err == nil && !d.Allowed {
+//		// reject; d.RetryAfter says when to come back
+//	}
+//
+// # Algorithms
+//
+// The algorithm is a config struct of package algo: FixedWindow, SlidingWindowLog,
+// SlidingWindowCounter, TokenBucket, LeakyBucket or GCRA (see that package for their
+// trade-offs). [New] validates it; [Limiter.SetAlgorithm] replaces it at run time, keeping
+// each key's state when the new algorithm keeps the same state (algo.Algorithm.Slot), so a
+// rate can change without resetting every bucket.
+//
+// # Three ways to ask
+//
+//   - [Limiter.Allow] and [Limiter.AllowN] answer at once: allowed (the permits are taken)
+//     or denied, with a [Decision] giving Limit, Remaining, RetryAfter and ResetAfter, the
+//     figures HTTP rate-limit headers need. A denial is a result, not an error.
+//   - [Limiter.Reserve] takes permits that may only be used after a delay (up to a maxWait
+//     bound) and returns a [Reservation] to sleep on or to cancel, giving the permits back.
+//   - [Limiter.Wait], [Limiter.WaitN] and [Limiter.TryAcquire] block until the permits are
+//     granted, the context ends, or (TryAcquire) a timeout would be exceeded. They reserve
+//     first and then sleep, so no lock or connection is held while sleeping, and a request
+//     that can never succeed (more than the limit, or a wait past the context's deadline)
+//     fails at once with [ErrExceedsLimit] or [ErrWouldExceedDeadline].
+//
+// Requests are first come, first served: a later request never overtakes permits already
+// reserved.
+//
+// # Stores
+//
+// A store.Store holds the state and owns "now": package local keeps it in memory for one
+// process; package distributed keeps it in Redis (one atomic Lua script per decision, Redis
+// server time), so every process sharing the Redis sees one limit. Both compute the same
+// decisions, with the same arithmetic. The Limiter's own clock ([WithClock]) is only used
+// to sleep and to time reservations; tests use clockx.Fake for both the store and the
+// Limiter, so a minute of traffic runs in microseconds without a single real sleep.
+//
+// # When the store fails
+//
+// A shared store can be unreachable. What the Limiter answers then is its
+// [FailurePolicy] ([WithFailurePolicy]): [FailClosed] (the default) denies and returns the
+// error; [FailOpen] allows and reports the error (Allow returns an allowed Decision with a
+// non-nil error, so look at the Decision); [Fallback] decides with another Limiter, usually
+// an in-memory one at a reduced rate. [WithTimeout] bounds each store call, and
+// [WithCircuitBreaker] stops calling a store that keeps failing for a cool-down, so a dead
+// Redis does not add its timeout to every request. [WithErrorHandler] sees every failure.
+// Invalid requests and configurations are errors under every policy ([ErrInvalidRequest],
+// [ErrInvalidConfig]).
+package limiter

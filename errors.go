@@ -1,0 +1,52 @@
+package limiter
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/store"
+)
+
+// Errors returned by the Limiter. Test for them with errors.Is: every error is wrapped with
+// the detail (field, key, n, limit) that caused it.
+var (
+	// ErrInvalidConfig reports a configuration that cannot be used: a nil store, a nil or
+	// invalid algorithm, an invalid option. It is the same value as algo.ErrInvalidConfig,
+	// so errors.Is matches errors from any package of the module.
+	ErrInvalidConfig = algo.ErrInvalidConfig
+
+	// ErrInvalidRequest reports a request that cannot be answered, such as n ≤ 0. It is the
+	// same value as algo.ErrInvalidRequest.
+	ErrInvalidRequest = algo.ErrInvalidRequest
+
+	// ErrExceedsLimit reports a request for more permits than the algorithm can ever grant at
+	// once (for example n > Burst), or whose wait would reach algo.MaxMicros (about 31
+	// years). Wait, WaitN and TryAcquire return it at once instead of blocking forever;
+	// Allow and Reserve report it as a denial whose RetryAfter is algo.Never.
+	ErrExceedsLimit = errors.New("limiter: request exceeds the limit")
+
+	// ErrWouldExceedDeadline reports that WaitN would have to wait past the context's
+	// deadline. It is returned at once, without reserving anything, as golang.org/x/time/rate
+	// does.
+	ErrWouldExceedDeadline = errors.New("limiter: wait would exceed the context deadline")
+
+	// ErrCircuitOpen reports a call that was not sent to the store because the circuit
+	// breaker (see WithCircuitBreaker) is open. The call was answered by the failure policy;
+	// the error also wraps store.ErrUnavailable.
+	ErrCircuitOpen = errors.New("limiter: circuit open")
+)
+
+// errCircuitOpen is the error of every call skipped by an open breaker. It is built once so
+// that a skipped call allocates nothing.
+var errCircuitOpen = fmt.Errorf("%w: %w", ErrCircuitOpen, store.ErrUnavailable)
+
+// invalidN is the error for n ≤ 0.
+func invalidN(n int64) error {
+	return fmt.Errorf("%w: n must be > 0, got %d", ErrInvalidRequest, n)
+}
+
+// exceeds is the error of a WaitN or TryAcquire that can never be granted.
+func exceeds(key string, n, limit int64) error {
+	return fmt.Errorf("%w: key %q: n=%d, limit=%d", ErrExceedsLimit, key, n, limit)
+}

@@ -1,0 +1,16 @@
+package local_test
+
+import (
+	"testing"
+
+	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/local"
+	"github.com/ratekit/limiter/store"
+	"github.com/ratekit/limiter/store/storetest"
+)
+
+// TestConformance runs the store conformance suite against the local store.
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(_ *testing.T, clk *clockx.Fake) store.Store { return local.New(local.WithClock(clk)) })
+}

@@ -1,0 +1,106 @@
+package limiter
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ratekit/limiter/clockx"
+)
+
+// Option configures a Limiter. Options are passed to New; New validates them.
+type Option interface {
+	apply(*options)
+}
+
+// options holds what the Options set; New copies it into the Limiter.
+type options struct {
+	clock        clockx.Clock
+	policy       FailurePolicy
+	timeout      time.Duration
+	breakerSet   bool
+	failures     int
+	coolDown     time.Duration
+	errorHandler func(key string, err error)
+}
+
+func defaultOptions() options {
+	return options{clock: clockx.Real(), policy: FailClosed}
+}
+
+// validate reports, wrapping ErrInvalidConfig, the option that cannot be used.
+func (o *options) validate() error {
+	if o.policy.kind == failFallback && o.policy.fallback == nil {
+		return fmt.Errorf("%w: WithFailurePolicy: Fallback limiter is nil", ErrInvalidConfig)
+	}
+	if o.timeout < 0 {
+		return fmt.Errorf("%w: WithTimeout: timeout must be ≥ 0, got %v", ErrInvalidConfig, o.timeout)
+	}
+	if o.breakerSet {
+		if o.failures < 1 {
+			return fmt.Errorf("%w: WithCircuitBreaker: failures must be ≥ 1, got %d", ErrInvalidConfig, o.failures)
+		}
+		if o.coolDown <= 0 {
+			return fmt.Errorf("%w: WithCircuitBreaker: coolDown must be > 0, got %v", ErrInvalidConfig, o.coolDown)
+		}
+	}
+	return nil
+}
+
+type optionFunc func(*options)
+
+func (f optionFunc) apply(o *options) { f(o) }
+
+// WithClock sets the clock the Limiter sleeps on in Wait, WaitN, TryAcquire and
+// Reservation.Wait, and reads to time reservations (Reservation.Delay, Reservation.Cancel)
+// and the circuit breaker's cool-down. It does not decide what "now" is for the algorithm:
+// the store does (see local.WithClock). The default is clockx.Real(); a nil clock keeps the
+// default. Tests pass a clockx.Fake, whose Sleep returns at once after moving the clock.
+func WithClock(c clockx.Clock) Option {
+	return optionFunc(func(o *options) {
+		if c != nil {
+			o.clock = c
+		}
+	})
+}
+
+// WithFailurePolicy sets what a call answers when the store is unavailable (an error
+// wrapping store.ErrUnavailable, a per-call timeout, or an open circuit breaker): FailClosed,
+// FailOpen or Fallback(l). The default is FailClosed.
+func WithFailurePolicy(p FailurePolicy) Option {
+	return optionFunc(func(o *options) { o.policy = p })
+}
+
+// WithTimeout bounds every store call to d of real time (through the call's context). A
+// call that times out counts as the store being unavailable and is answered by the failure
+// policy. The default, 0, adds no timeout: the caller's context and the store's own timeouts
+// apply. A negative d is an invalid config.
+//
+// The timeout is measured in real time, not on the WithClock clock, because it bounds the
+// real latency of a store call (a network round trip).
+func WithTimeout(d time.Duration) Option {
+	return optionFunc(func(o *options) { o.timeout = d })
+}
+
+// WithCircuitBreaker stops calling an unavailable store. After failures consecutive calls
+// fail with the store unavailable, the breaker opens: for coolDown (on the WithClock clock)
+// every call is answered at once by the failure policy, with an error wrapping
+// ErrCircuitOpen. Then one call is let through as a probe (half-open): if it succeeds the
+// breaker closes, if the store is still unavailable it opens for another coolDown. While the
+// probe is in flight other calls are still answered as if open.
+//
+// The default is no breaker. failures must be ≥ 1 and coolDown > 0.
+func WithCircuitBreaker(failures int, coolDown time.Duration) Option {
+	return optionFunc(func(o *options) {
+		o.breakerSet, o.failures, o.coolDown = true, failures, coolDown
+	})
+}
+
+// WithErrorHandler sets a function called on every store failure the failure policy
+// answers (including calls skipped by an open circuit breaker, whose error wraps
+// ErrCircuitOpen), with the key and the error. It is how FailOpen and Fallback failures get
+// logged or counted, since Wait and TryAcquire under those policies return no error. It is
+// called synchronously on the caller's goroutine and must be safe for concurrent use. The
+// default is none; a nil f keeps the default.
+func WithErrorHandler(f func(key string, err error)) Option {
+	return optionFunc(func(o *options) { o.errorHandler = f })
+}

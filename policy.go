@@ -1,0 +1,181 @@
+package limiter
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ratekit/limiter/clockx"
+)
+
+// FailurePolicy decides what a call answers when the store cannot: when it returns an
+// error wrapping store.ErrUnavailable, when a WithTimeout deadline passes, or when the
+// circuit breaker is open. Errors in the request or the configuration (ErrInvalidRequest,
+// ErrInvalidConfig, store.ErrInvalidKey) and a caller's own cancelled context never go
+// through the policy.
+//
+// The zero value is FailClosed. The policies are FailClosed, FailOpen and Fallback.
+type FailurePolicy struct {
+	kind     failureKind
+	fallback *Limiter
+}
+
+type failureKind uint8
+
+const (
+	failClosed failureKind = iota
+	failOpen
+	failFallback
+)
+
+var (
+	// FailClosed denies when the store is unavailable: Allow and AllowN return a Decision
+	// with Allowed false (and no other field set) together with the error; Reserve returns a
+	// Reservation that is not OK; Wait and WaitN return the error; TryAcquire returns
+	// (false, err). Nothing gets through while the store is down. It is the default.
+	FailClosed = FailurePolicy{kind: failClosed}
+
+	// FailOpen allows when the store is unavailable.
+	//
+	// Allow, AllowN and Reserve return an allowed Decision (Allowed true, no other field
+	// set; an OK Reservation with no delay that Cancel leaves alone) together with a non-nil
+	// error: under FailOpen a caller must look at the Decision, not at the error, to decide.
+	// Wait and WaitN return nil and TryAcquire returns (true, nil) at once, so their only
+	// trace of the failure is the WithErrorHandler function. Everything gets through while
+	// the store is down.
+	FailOpen = FailurePolicy{kind: failOpen}
+)
+
+// Fallback decides with l when the store is unavailable; l is normally a Limiter over a
+// local.Store with a reduced rate (for example the global rate divided by the number of
+// instances), so each process keeps a bound of its own while the shared store is down.
+//
+// Allow, AllowN and Reserve return l's answer with an error wrapping the store failure (and
+// l's error too if l failed as well). Wait, WaitN and TryAcquire hand the whole call to l
+// (it sleeps and retries as l does) and return what l returns: nil or true on success.
+// A Fallback whose l is nil makes New fail with ErrInvalidConfig.
+func Fallback(l *Limiter) FailurePolicy {
+	return FailurePolicy{kind: failFallback, fallback: l}
+}
+
+// String returns "fail-closed", "fail-open" or "fallback".
+func (p FailurePolicy) String() string {
+	switch p.kind {
+	case failOpen:
+		return "fail-open"
+	case failFallback:
+		return "fallback"
+	default:
+		return "fail-closed"
+	}
+}
+
+// breaker is a consecutive-failure circuit breaker timed on the limiter's clock.
+//
+// The healthy path (closed, no recent failure) reads one atomic and takes no lock; every
+// transition happens under mu, which is never held across a store call.
+type breaker struct {
+	threshold int
+	coolDown  time.Duration
+	clock     clockx.Clock
+
+	// dirty is false exactly when the breaker is closed with no failure counted, so that
+	// allow and success can skip the lock on the healthy path.
+	dirty atomic.Bool
+
+	mu        sync.Mutex
+	state     breakerState
+	failures  int       // consecutive unavailability errors while closed
+	openUntil time.Time // when open: the first instant a probe may go through
+}
+
+type breakerState uint8
+
+const (
+	breakerClosed breakerState = iota
+	breakerOpen
+	breakerProbing // half-open, with the single probe in flight
+)
+
+func newBreaker(threshold int, coolDown time.Duration, c clockx.Clock) *breaker {
+	return &breaker{threshold: threshold, coolDown: coolDown, clock: c}
+}
+
+// allow reports whether a call may go to the store, and whether that call is the half-open
+// probe (whose outcome the caller must report with success, failure or release).
+func (b *breaker) allow() (ok, probe bool) {
+	if !b.dirty.Load() {
+		return true, false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch b.state {
+	case breakerClosed:
+		return true, false
+	case breakerOpen:
+		if b.clock.Now().Before(b.openUntil) {
+			return false, false
+		}
+		b.state = breakerProbing
+		return true, true
+	default: // another probe is in flight
+		return false, false
+	}
+}
+
+// open reports whether calls are being skipped now, without claiming the probe.
+func (b *breaker) open() bool {
+	if !b.dirty.Load() {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.state == breakerProbing || (b.state == breakerOpen && b.clock.Now().Before(b.openUntil))
+}
+
+// success records a call the store answered: the breaker closes.
+func (b *breaker) success() {
+	if !b.dirty.Load() {
+		return
+	}
+	b.mu.Lock()
+	b.state, b.failures = breakerClosed, 0
+	b.dirty.Store(false)
+	b.mu.Unlock()
+}
+
+// failure records a call that found the store unavailable. A failed probe, or the
+// threshold-th consecutive failure, opens the breaker for coolDown.
+func (b *breaker) failure(probe bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.dirty.Store(true)
+	switch {
+	case probe:
+		b.open1()
+	case b.state == breakerClosed:
+		b.failures++
+		if b.failures >= b.threshold {
+			b.open1()
+		}
+	}
+	// A late failure of a call sent before the breaker opened leaves it as it is.
+}
+
+func (b *breaker) open1() {
+	b.state, b.failures = breakerOpen, 0
+	b.openUntil = b.clock.Now().Add(b.coolDown)
+}
+
+// release ends a probe that told nothing about the store (a bad request, a cancelled
+// context): the next call becomes the probe.
+func (b *breaker) release(probe bool) {
+	if !probe {
+		return
+	}
+	b.mu.Lock()
+	if b.state == breakerProbing {
+		b.state = breakerOpen // openUntil has passed: the next allow probes
+	}
+	b.mu.Unlock()
+}

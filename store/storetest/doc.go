@@ -1,0 +1,49 @@
+// Package storetest is the conformance suite every [store.Store] must pass, and a
+// differential helper that checks two implementations against each other.
+//
+// A new Store is wired in with one test:
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T, clk *clockx.Fake) store.Store {
+//			return mystore.New(mystore.WithClock(clk))
+//		})
+//	}
+//
+// [Run] checks, through the Store interface and the fake clock only (it never sleeps):
+//
+//   - exact tables per algorithm (fresh key, exhaustion, exact RetryAfter, epoch-aligned
+//     window boundaries, reservations that later requests queue behind, N above the limit,
+//     refunds), written from the semantics documented on each algo type;
+//   - randomised properties with fixed seeds: the bound of each algorithm on the instants
+//     of its grants (time going backwards included), exact admission per fixed window,
+//     GCRA, token bucket and leaky-bucket meter admitting alike, reservation spacing, and
+//     what every decision must satisfy (Remaining ≥ 0, RetryAfter > 0 exactly when denied,
+//     Wait ≤ MaxWait);
+//   - probes on twin keys: Remaining, RetryAfter and ResetAfter mean what they say;
+//   - bad input (errors wrapping store.ErrInvalidKey, algo.ErrInvalidRequest,
+//     algo.ErrInvalidConfig, never a panic), unusual keys (braces, NUL bytes, unicode,
+//     10 KB) that never share state, slots that never share state, a slot that keeps its
+//     state across a config change;
+//   - concurrency: goroutines hammering one key admit exactly the bound (run with -race);
+//   - Close: later calls fail with store.ErrClosed.
+//
+// A second implementation of the same transitions (the Redis store, whose Lua twins must
+// match the Go reference) is checked against the first with [Differential]:
+//
+//	storetest.Differential(t, localFactory, redisFactory, storetest.DiffOptions{Steps: 2000, Seed: 7})
+//
+// It drives both stores with one seeded random sequence of requests, time steps (including
+// backwards) and refunds, and fails at the first decision that differs in any field, with
+// the seed and the operations that led there.
+//
+// Known bugs of package algo stay in the suite as subtests that skip with a message
+// starting "BUG:" (GCRA drifting when its emission interval is not a whole number of µs at
+// high rates; 1µs roundings of RetryAfter and ResetAfter in TokenBucket and LeakyBucket,
+// which the probes otherwise tolerate); remove the Skip once the bug is fixed. With -short the randomised parts run a
+// quarter of their steps.
+//
+// The suite assumes a store keeps a key's state at least until the ResetAfter of its last
+// decision has passed on the store's clock; a store whose expiry runs on another clock
+// (Redis PEXPIRE in real time, while the suite moves a fake clock) must keep keys longer
+// under a fake clock.
+package storetest

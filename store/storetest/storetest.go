@@ -1,0 +1,211 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/store"
+)
+
+// Factory makes a fresh, empty store whose notion of now is clk, for example
+// local.New(local.WithClock(clk)) or distributed.New(client, distributed.WithClock(clk)).
+//
+// Run and Differential call a Factory from parallel subtests, so every store it returns must
+// be isolated from every other (a fresh prefix on a shared Redis, not FLUSHDB). The suite
+// closes each store when its test ends; a Factory may also register its own cleanup.
+type Factory func(t *testing.T, clk *clockx.Fake) store.Store
+
+// epoch is the realistic instant every clock of the suite starts from, or near:
+// 2026-01-01T00:00:00Z, a whole number of days since the Unix epoch, so it is aligned to
+// every window that divides a day.
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Run runs the whole conformance suite against stores made by newStore: exact scenario
+// tables per algorithm, randomised properties with fixed seeds, bad input, key and slot
+// independence, concurrency and Close. Subtests run in parallel; the suite never sleeps
+// (time moves only on the fake clocks it hands to newStore). With -short the randomised
+// parts take a quarter of their steps (about 60,000 calls to Apply instead of 220,000).
+func Run(t *testing.T, newStore Factory) {
+	t.Helper()
+	t.Run("Scenarios", func(t *testing.T) { t.Parallel(); runScenarios(t, newStore) })
+	t.Run("Properties", func(t *testing.T) { t.Parallel(); runProperties(t, newStore) })
+	t.Run("Probes", func(t *testing.T) { t.Parallel(); runProbes(t, newStore) })
+	t.Run("BadInput", func(t *testing.T) { t.Parallel(); runBadInput(t, newStore) })
+	t.Run("Keys", func(t *testing.T) { t.Parallel(); runKeys(t, newStore) })
+	t.Run("Independence", func(t *testing.T) { t.Parallel(); runIndependence(t, newStore) })
+	t.Run("Concurrency", func(t *testing.T) { t.Parallel(); runConcurrency(t, newStore) })
+	t.Run("Close", func(t *testing.T) { t.Parallel(); runClose(t, newStore) })
+}
+
+// Algorithms returns a representative set of valid configs of every algorithm: limits of 1
+// and of thousands, whole and fractional rates (whose emission interval is not a whole
+// number of microseconds), windows from a few microseconds to an hour.
+func Algorithms() []algo.Algorithm {
+	return []algo.Algorithm{
+		algo.FixedWindow{Limit: 1, Window: time.Second},
+		algo.FixedWindow{Limit: 3, Window: time.Second},
+		algo.FixedWindow{Limit: 100, Window: 10 * time.Millisecond},
+		algo.FixedWindow{Limit: 2, Window: 7 * time.Microsecond},
+		algo.FixedWindow{Limit: 5000, Window: time.Hour},
+
+		algo.SlidingWindowLog{Limit: 1, Window: time.Second},
+		algo.SlidingWindowLog{Limit: 3, Window: time.Second},
+		algo.SlidingWindowLog{Limit: 50, Window: 10 * time.Millisecond},
+		algo.SlidingWindowLog{Limit: 2, Window: 3 * time.Microsecond},
+
+		algo.SlidingWindowCounter{Limit: 1, Window: time.Second},
+		algo.SlidingWindowCounter{Limit: 10, Window: time.Second},
+		algo.SlidingWindowCounter{Limit: 100, Window: 10 * time.Millisecond},
+		algo.SlidingWindowCounter{Limit: 3, Window: 7 * time.Microsecond},
+		algo.SlidingWindowCounter{Limit: 5000, Window: time.Hour},
+
+		algo.TokenBucket{Rate: 10, Burst: 5},
+		algo.TokenBucket{Rate: 0.5, Burst: 1},
+		algo.TokenBucket{Rate: 3, Burst: 2},
+		algo.TokenBucket{Rate: 1000, Burst: 100},
+		algo.TokenBucket{Rate: 1e6 / 7, Burst: 3},
+		algo.TokenBucket{Rate: 0.01, Burst: 5000},
+
+		algo.LeakyBucket{Rate: 10, Capacity: 5},
+		algo.LeakyBucket{Rate: 0.5, Capacity: 2},
+		algo.LeakyBucket{Rate: 3, Capacity: 1},
+		algo.LeakyBucket{Rate: 1000, Capacity: 100},
+		algo.LeakyBucket{Rate: 1e6 / 7, Capacity: 3},
+
+		algo.GCRA{Rate: 10, Burst: 5},
+		algo.GCRA{Rate: 0.5, Burst: 1},
+		algo.GCRA{Rate: 3, Burst: 2},
+		algo.GCRA{Rate: 1000, Burst: 100},
+		algo.GCRA{Rate: 1e6 / 7, Burst: 3},
+		algo.GCRA{Rate: 0.01, Burst: 5000},
+	}
+}
+
+// scaled returns n, or n/4 (at least 1) when testing.Short().
+func scaled(n int) int {
+	if testing.Short() {
+		return max(1, n/4)
+	}
+	return n
+}
+
+// harness is one store under test with its fake clock.
+type harness struct {
+	t   testing.TB
+	s   store.Store
+	clk *clockx.Fake
+	ctx context.Context
+}
+
+// newHarness makes a store whose clock reads start and closes it when t ends.
+func newHarness(t *testing.T, f Factory, start time.Time) *harness {
+	t.Helper()
+	clk := clockx.NewFake(start)
+	s := f(t, clk)
+	if s == nil {
+		t.Fatal("storetest: the Factory returned a nil store")
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return &harness{t: t, s: s, clk: clk, ctx: context.Background()}
+}
+
+// now is the harness clock in µs since the Unix epoch.
+func (h *harness) now() int64 { return clockx.Micros(h.clk.Now()) }
+
+// apply calls Apply and fails the test on an error.
+func (h *harness) apply(key string, a algo.Algorithm, req algo.Request) algo.Decision {
+	h.t.Helper()
+	d, err := h.s.Apply(h.ctx, key, a, req)
+	if err != nil {
+		h.t.Fatalf("Apply(%q, %v, %+v) at %s: unexpected error: %v", key, a, req, h.clk.Now().Format(time.RFC3339Nano), err)
+	}
+	return d
+}
+
+// refund calls Refund and fails the test on an error.
+func (h *harness) refund(key string, a algo.Algorithm, n, at int64) {
+	h.t.Helper()
+	if err := h.s.Refund(h.ctx, key, a, n, at); err != nil {
+		h.t.Fatalf("Refund(%q, %v, %d, %d): unexpected error: %v", key, a, n, at, err)
+	}
+}
+
+// limitOf returns the most the algorithm grants at once (Decision.Limit).
+func limitOf(a algo.Algorithm) int64 {
+	switch c := a.(type) {
+	case algo.FixedWindow:
+		return c.Limit
+	case algo.SlidingWindowLog:
+		return c.Limit
+	case algo.SlidingWindowCounter:
+		return c.Limit
+	case algo.TokenBucket:
+		return c.Burst
+	case algo.LeakyBucket:
+		return c.Capacity
+	case algo.GCRA:
+		return c.Burst
+	}
+	return 1
+}
+
+// scaleOf is the time over which the algorithm's state matters: its window, or the time
+// its rate takes to refill (or drain) the whole burst. Random time steps are drawn around it.
+func scaleOf(a algo.Algorithm) time.Duration {
+	var d time.Duration
+	switch c := a.(type) {
+	case algo.FixedWindow:
+		d = c.Window
+	case algo.SlidingWindowLog:
+		d = c.Window
+	case algo.SlidingWindowCounter:
+		d = c.Window
+	case algo.TokenBucket:
+		d = seconds(float64(c.Burst) / c.Rate)
+	case algo.LeakyBucket:
+		d = seconds(float64(c.Capacity) / c.Rate)
+	case algo.GCRA:
+		d = seconds(float64(c.Burst) / c.Rate)
+	}
+	return min(max(d, time.Microsecond), 24*time.Hour)
+}
+
+// seconds converts seconds to a Duration rounded to whole microseconds.
+func seconds(s float64) time.Duration {
+	if s > 1e9 {
+		return 1e9 * time.Second
+	}
+	return time.Duration(s*1e6) * time.Microsecond
+}
+
+// describe formats a decision for failure messages.
+func describe(d algo.Decision) string {
+	return fmt.Sprintf("{Allowed:%t Limit:%d Remaining:%d RetryAfter:%s ResetAfter:%v Wait:%v At:%d}",
+		d.Allowed, d.Limit, d.Remaining, durString(d.RetryAfter), durString(d.ResetAfter), d.Wait, d.At)
+}
+
+// durString prints Never as "Never".
+func durString(d time.Duration) string {
+	if d == algo.Never {
+		return "Never"
+	}
+	return d.String()
+}
+
+// reqString formats a request, with Forever spelled out.
+func reqString(r algo.Request) string {
+	return fmt.Sprintf("{N:%d MaxWait:%s}", r.N, durString(r.MaxWait))
+}
+
+// errorIs fails t unless err wraps want.
+func errorIs(t testing.TB, what string, err, want error) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Errorf("%s: error = %v, want one wrapping %v", what, err, want)
+	}
+}

@@ -1,0 +1,133 @@
+package storetest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/store"
+)
+
+func refFactory(flaw string) Factory {
+	return func(_ *testing.T, clk *clockx.Fake) store.Store { return newRefStore(clk, flaw) }
+}
+
+func TestRunReference(t *testing.T) {
+	t.Parallel()
+	Run(t, refFactory(flawNone))
+}
+
+func TestDifferentialReference(t *testing.T) {
+	t.Parallel()
+	Differential(t, refFactory(flawNone), refFactory(flawNone), DiffOptions{Steps: 1000, Seed: 42})
+}
+
+// TestDifferentialFindsDifference checks that a store that drops refunds or forgets state
+// now and then is caught, with a message that locates the difference.
+func TestDifferentialFindsDifference(t *testing.T) {
+	t.Parallel()
+	for _, flaw := range []string{flawLostRefund, flawForgetful} {
+		t.Run(flaw, func(t *testing.T) {
+			t.Parallel()
+			found := 0
+			for i, a := range Algorithms() {
+				err := diffRun(t, refFactory(flawNone), refFactory(flaw), a, int64(i+1), 1500)
+				if err == nil {
+					continue
+				}
+				found++
+				msg := err.Error()
+				for _, want := range []string{"seed", "differ at step", "a: {Allowed", "b: "} {
+					if !strings.Contains(msg, want) {
+						t.Errorf("%v: the report does not say %q:\n%s", a, want, msg)
+					}
+				}
+			}
+			if found < len(Algorithms())/2 {
+				t.Fatalf("a %s store went unnoticed by %d of %d algorithms", flaw, len(Algorithms())-found, len(Algorithms()))
+			}
+		})
+	}
+}
+
+// flawEnv names the flaw TestFlawedStore gives its store; unset, that test is skipped.
+const flawEnv = "STORETEST_FLAW"
+
+// TestFlawedStore runs one part of the suite against a flawed store. It only runs as a
+// child of TestRunFindsFlaws, which expects it to fail.
+func TestFlawedStore(t *testing.T) {
+	flaw := os.Getenv(flawEnv)
+	if flaw == "" {
+		t.Skip("runs only as a child of TestRunFindsFlaws")
+	}
+	Run(t, refFactory(flaw))
+}
+
+// TestRunFindsFlaws runs the part of the suite meant to catch each flaw against a store
+// that has it, in a child process, and expects that part to fail.
+func TestRunFindsFlaws(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	for _, tc := range []struct {
+		flaw, part string
+	}{
+		{flawSharedKeys, "Keys"},
+		{flawSharedKeys, "Independence/Keys"},
+		{flawSharedSlots, "Independence/Slots"},
+		{flawNoClose, "Close"},
+		{flawLostRefund, "Scenarios"},
+		{flawForgetful, "Properties"},
+		{flawForgetful, "Probes"},
+		{flawNoValidation, "BadInput"},
+		{flawRacy, "Concurrency"},
+	} {
+		t.Run(tc.flaw+"/"+tc.part, func(t *testing.T) {
+			t.Parallel()
+			pattern := "^TestFlawedStore$/^" + strings.ReplaceAll(tc.part, "/", "$/^") + "$"
+			cmd := exec.Command(os.Args[0], "-test.run="+pattern, "-test.count=1", "-test.timeout=60s")
+			cmd.Env = append(os.Environ(), flawEnv+"="+tc.flaw)
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("the suite's %s passed against a %s store:\n%s", tc.part, tc.flaw, tail(out))
+			}
+			if !strings.Contains(string(out), "--- FAIL: TestFlawedStore/"+tc.part) {
+				t.Fatalf("the child failed, but not in %s:\n%s", tc.part, tail(out))
+			}
+		})
+	}
+}
+
+func tail(b []byte) string {
+	const n = 3000
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
+
+// Algorithms covers every algorithm with several configs.
+func ExampleAlgorithms() {
+	count := map[string]int{}
+	var names []string
+	for _, a := range Algorithms() {
+		if count[a.Name()] == 0 {
+			names = append(names, a.Name())
+		}
+		count[a.Name()]++
+	}
+	for _, name := range names {
+		fmt.Println(name, count[name])
+	}
+	// Output:
+	// fixed-window 5
+	// sliding-log 4
+	// sliding-counter 5
+	// token-bucket 6
+	// leaky-bucket 5
+	// gcra 6
+}

@@ -1,0 +1,147 @@
+package limiter
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ratekit/limiter/algo"
+)
+
+// Wait blocks until one permit for key is granted. It is WaitN(ctx, key, 1).
+func (l *Limiter) Wait(ctx context.Context, key string) error {
+	return l.WaitN(ctx, key, 1)
+}
+
+// WaitN blocks until n permits for key are granted, or ctx ends. It reserves first and
+// then sleeps on the limiter's clock, holding no lock or connection while it sleeps.
+//
+// When ctx has a deadline, WaitN reserves only a wait that ends before it: if the permits
+// would come later it returns an error wrapping ErrWouldExceedDeadline at once, reserving
+// nothing. Without a deadline it waits as long as needed; a request denied even so (a
+// LeakyBucket queue that is full) sleeps until it would fit and tries again. If ctx ends
+// during the sleep, WaitN gives the reserved permits back (see Reservation.Cancel) and
+// returns ctx.Err().
+//
+// It returns an error wrapping ErrInvalidRequest when n ≤ 0 and one wrapping
+// ErrExceedsLimit, at once, when n is more than the algorithm can ever grant. When the
+// store is unavailable: FailClosed returns the store error, FailOpen returns nil at once
+// (after calling the error handler), and Fallback(l2) returns l2.WaitN(ctx, key, n).
+func (l *Limiter) WaitN(ctx context.Context, key string, n int64) error {
+	if n <= 0 {
+		return invalidN(n)
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		maxWait := algo.Forever
+		deadline, hasDeadline := ctx.Deadline()
+		if hasDeadline {
+			// A context deadline is real time, whatever clock the limiter sleeps on.
+			maxWait = max(0, time.Until(deadline))
+		}
+		a := l.alg.Load().a
+		d, failed, err := l.call(ctx, key, a, algo.Request{N: n, MaxWait: maxWait})
+		switch {
+		case failed:
+			return l.waitOnFailure(ctx, key, n, err)
+		case err != nil:
+			return err
+		case d.Allowed:
+			return l.sleep(ctx, l.newReservation(key, a, n, d))
+		case d.RetryAfter == algo.Never:
+			return exceeds(key, n, d.Limit)
+		case hasDeadline:
+			return fmt.Errorf("%w: key %q: n=%d cannot be granted within %v (retry after %v)",
+				ErrWouldExceedDeadline, key, n, maxWait, d.RetryAfter)
+		}
+		if err := l.clock.Sleep(ctx, max(d.RetryAfter, time.Microsecond)); err != nil {
+			return err
+		}
+	}
+}
+
+// sleep waits for a granted reservation; if ctx ends first it gives the permits back and
+// returns ctx.Err().
+func (l *Limiter) sleep(ctx context.Context, r *Reservation) error {
+	if err := r.Wait(ctx); err != nil {
+		// ctx is done, but the refund must still reach the store. A failed refund is
+		// reported to the error handler; the caller's error is its context's.
+		_ = r.Cancel(context.WithoutCancel(ctx))
+		return err
+	}
+	return nil
+}
+
+// waitOnFailure answers a WaitN whose store call failed with err, by the policy.
+func (l *Limiter) waitOnFailure(ctx context.Context, key string, n int64, err error) error {
+	switch l.policy.kind {
+	case failOpen:
+		return nil
+	case failFallback:
+		if ferr := l.policy.fallback.WaitN(ctx, key, n); ferr != nil {
+			return fallbackErr(err, ferr)
+		}
+		return nil
+	default:
+		return err
+	}
+}
+
+// TryAcquire takes n permits for key if they are available now or will be within timeout,
+// sleeping (on the limiter's clock) until they are; it is Guava's tryAcquire. It returns
+// (true, nil) once the permits may be used, and (false, nil) at once, reserving nothing,
+// when they would come later than timeout (a negative timeout is 0: no waiting) or later
+// than ctx's deadline. If ctx ends during the sleep the permits are given back and it
+// returns (false, ctx.Err()).
+//
+// It returns an error wrapping ErrInvalidRequest when n ≤ 0 and one wrapping
+// ErrExceedsLimit when n is more than the algorithm can ever grant. When the store is
+// unavailable: FailClosed returns (false, err), FailOpen returns (true, nil) at once (after
+// calling the error handler), and Fallback(l2) returns l2.TryAcquire(ctx, key, n, timeout).
+func (l *Limiter) TryAcquire(ctx context.Context, key string, n int64, timeout time.Duration) (bool, error) {
+	if n <= 0 {
+		return false, invalidN(n)
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	maxWait := max(timeout, 0)
+	if deadline, ok := ctx.Deadline(); ok {
+		maxWait = min(maxWait, max(0, time.Until(deadline)))
+	}
+	a := l.alg.Load().a
+	d, failed, err := l.call(ctx, key, a, algo.Request{N: n, MaxWait: maxWait})
+	switch {
+	case failed:
+		return l.tryOnFailure(ctx, key, n, timeout, err)
+	case err != nil:
+		return false, err
+	case d.Allowed:
+		if err := l.sleep(ctx, l.newReservation(key, a, n, d)); err != nil {
+			return false, err
+		}
+		return true, nil
+	case d.RetryAfter == algo.Never:
+		return false, exceeds(key, n, d.Limit)
+	default:
+		return false, nil
+	}
+}
+
+// tryOnFailure answers a TryAcquire whose store call failed with err, by the policy.
+func (l *Limiter) tryOnFailure(ctx context.Context, key string, n int64, timeout time.Duration, err error) (bool, error) {
+	switch l.policy.kind {
+	case failOpen:
+		return true, nil
+	case failFallback:
+		ok, ferr := l.policy.fallback.TryAcquire(ctx, key, n, timeout)
+		if ferr != nil {
+			return ok, fallbackErr(err, ferr)
+		}
+		return ok, nil
+	default:
+		return false, err
+	}
+}

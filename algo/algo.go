@@ -14,8 +14,10 @@ const Forever time.Duration = math.MaxInt64
 // than the algorithm can ever hold at once (for example N > Burst).
 const Never time.Duration = math.MaxInt64
 
-// MaxMicros bounds every wait and every instant the algorithms compute, in microseconds
-// (about 31.7 years). It keeps float-to-integer conversions defined and durations in range.
+// MaxMicros bounds every wait and span the algorithms compute, in microseconds (about 31.7
+// years). It keeps float-to-integer conversions defined and durations in range. A wait of
+// MaxMicros or more is never granted, not even with MaxWait [Forever]: it is reported as
+// RetryAfter == [Never], and a ResetAfter that long as Never.
 const MaxMicros int64 = 1_000_000_000_000_000
 
 // maxExact is the largest integer a float64 (and so a Redis Lua number) holds exactly.
@@ -46,13 +48,15 @@ func (r Request) Validate() error {
 }
 
 // maxWaitMicros converts MaxWait to whole microseconds (rounded down, so a reservation never
-// waits longer than asked), with Forever as MaxMicros.
+// waits longer than asked), with Forever (and any MaxWait of MaxMicros or more) as
+// MaxMicros-1: waits are clamped to MaxMicros, which stands for "MaxMicros or more", so a
+// clamped wait is never granted and is reported as RetryAfter == Never instead.
 func (r Request) maxWaitMicros() int64 {
 	switch {
 	case r.MaxWait <= 0:
 		return 0
 	case r.MaxWait == Forever || r.MaxWait/time.Microsecond >= time.Duration(MaxMicros):
-		return MaxMicros
+		return MaxMicros - 1
 	default:
 		return int64(r.MaxWait / time.Microsecond)
 	}
@@ -87,7 +91,8 @@ type State any
 // notion of now, in microseconds since the Unix epoch, and with a Request it has validated.
 //
 // Transitions never panic and never create permits when now goes backwards: an earlier now
-// is treated as the latest instant the state has seen.
+// is answered at least as strictly as the latest instant the state has seen (the buckets
+// treat it as that instant).
 type Algorithm interface {
 	// Name is the algorithm's kebab-case name, for example "token-bucket".
 	Name() string
@@ -137,6 +142,15 @@ func ceilMicros(x float64) int64 {
 	return int64(math.Ceil(x))
 }
 
+// ceilCount rounds a non-negative count or span up without the MaxMicros clamp; callers
+// pass values below 2^63.
+func ceilCount(x float64) int64 {
+	if !(x > 0) {
+		return 0
+	}
+	return int64(math.Ceil(x))
+}
+
 // floorCount rounds a non-negative permit count down, clamped to [0, maxExact].
 func floorCount(x float64) int64 {
 	if !(x > 0) {
@@ -157,6 +171,16 @@ func toDuration(us int64) time.Duration {
 		return 0
 	}
 	return time.Duration(us) * time.Microsecond
+}
+
+// retryAfter is the RetryAfter of a request denied because its wait exceeds maxWait (both
+// in µs): the time until its wait has shrunk to maxWait, so that the same request is then
+// granted; Never when the wait was clamped to MaxMicros (it may be longer).
+func retryAfter(wait, maxWait int64) time.Duration {
+	if wait >= MaxMicros {
+		return Never
+	}
+	return toDuration(wait - maxWait)
 }
 
 // floorDiv divides rounding towards minus infinity, so window indexes stay aligned for

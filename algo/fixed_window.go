@@ -60,7 +60,7 @@ func (c FixedWindow) Apply(st State, now int64, req Request) Decision {
 		if win != cur {
 			return 0
 		}
-		return c.Limit - count
+		return max(0, c.Limit-count) // count exceeds Limit after a Limit decrease
 	}
 	if req.N > c.Limit || req.N <= 0 {
 		return never(c.Limit, remaining(win, count), c.reset(win, now, count))
@@ -73,21 +73,24 @@ func (c FixedWindow) Apply(st State, now int64, req Request) Decision {
 	if wait < 0 {
 		wait = 0
 	}
-	if wait > req.maxWaitMicros() {
+	if maxWait := req.maxWaitMicros(); wait > maxWait {
 		return Decision{Limit: c.Limit, Remaining: remaining(win, count),
-			RetryAfter: toDuration(wait), ResetAfter: toDuration(c.reset(win, now, count))}
+			RetryAfter: retryAfter(wait, maxWait), ResetAfter: toDuration(c.reset(win, now, count))}
 	}
 	s.valid, s.win, s.count = true, grant, total
 	return Decision{Allowed: true, Limit: c.Limit, Remaining: remaining(grant, total),
 		ResetAfter: toDuration(c.reset(grant, now, total)), Wait: toDuration(wait), At: now + wait}
 }
 
-// reset is the time in µs until window win has ended (0 when it holds nothing).
+// reset is the time in µs until window win has ended. When it holds nothing (a reservation
+// in a future window was refunded) the state is fresh once win has begun: until then it
+// still queues requests behind win, because it no longer knows the current window's count.
 func (c FixedWindow) reset(win, now, count int64) int64 {
+	w := int64(c.Window / time.Microsecond)
 	if count == 0 {
-		return 0
+		return max(0, win*w-now)
 	}
-	return (win+1)*int64(c.Window/time.Microsecond) - now
+	return (win+1)*w - now
 }
 
 // Refund gives n permits back to the window they were granted in, if it is still the tail.

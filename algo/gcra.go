@@ -1,17 +1,32 @@
 package algo
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // GCRA is the generic cell rate algorithm: one theoretical arrival time (TAT) per key.
-// Requests are spaced by the emission interval T = 1/Rate, and up to Burst may arrive at
-// once. It admits exactly what a TokenBucket with the same Rate and Burst admits, but keeps
-// a single number per key.
+// Requests are spaced by the emission interval T, and up to Burst may arrive at once. It
+// admits what a TokenBucket admits, but keeps a single number per key.
+//
+// GCRA works in whole µs: T is 1e6/Rate µs rounded up, and the TAT is a whole number of µs
+// since the Unix epoch, so every step is exact integer arithmetic in float64 (and in the
+// Lua twin). It admits exactly what a TokenBucket with Burst and Rate' = 1e6/T admits:
+// Rate itself when 1e6/Rate is a whole number, otherwise a rate lower by less than one part
+// in T (under 0.1% up to 1000 permits per second). A fractional TAT could not do this: near
+// today's instants (~1.8e15 µs) a float64 resolves only 1/4 µs, so adding fractional
+// intervals would drift, and deny the last permit of a burst taken in pieces. Prefer a
+// TokenBucket for high rates whose interval is not a whole number of µs.
 type GCRA struct {
-	Rate  float64 // permits per second; finite, > 0
-	Burst int64   // permits that may arrive at once, and the largest N; ≥ 1
+	Rate  float64 // permits per second; finite, > 0 and at most 1e6
+	Burst int64   // permits that may arrive at once, and the largest N; ≥ 1, Burst·T ≤ MaxMicros
 }
 
-// gcraState mirrors the Lua twin's key: the TAT in µs (fractional).
+// maxGCRARate is the largest Rate, whose interval is 1µs: any higher rate would be served
+// as 1e6 per second.
+const maxGCRARate = 1e6
+
+// gcraState mirrors the Lua twin's key: the TAT in whole µs.
 type gcraState struct {
 	valid bool
 	tat   float64
@@ -23,12 +38,25 @@ func (GCRA) Name() string { return "gcra" }
 // Slot returns "gcra": a rate change keeps the key's TAT.
 func (GCRA) Slot() string { return "gcra" }
 
-// Validate reports a Rate that is not finite and positive or a Burst outside [1, 2^53].
+// Validate reports a Rate that is not finite and positive or above 1e6 per second, a
+// Burst outside [1, 2^53], or a Burst whose Burst·T exceeds MaxMicros (the TAT then stays
+// far below 2^53 µs, where float64 holds whole µs exactly).
 func (c GCRA) Validate() error {
 	if err := checkRate("GCRA.Rate", c.Rate); err != nil {
 		return err
 	}
-	return checkCount("GCRA.Burst", c.Burst)
+	if c.Rate > maxGCRARate {
+		return fmt.Errorf("%w: GCRA.Rate must be at most 1e6 per second (one permit per µs), got %v",
+			ErrInvalidConfig, c.Rate)
+	}
+	if err := checkCount("GCRA.Burst", c.Burst); err != nil {
+		return err
+	}
+	if float64(c.Burst)*c.interval() > float64(MaxMicros) {
+		return fmt.Errorf("%w: GCRA.Burst times the interval 1e6/GCRA.Rate must be at most %d µs, got %d at %v/s",
+			ErrInvalidConfig, MaxMicros, c.Burst, c.Rate)
+	}
+	return nil
 }
 
 // String describes the config.
@@ -37,8 +65,9 @@ func (c GCRA) String() string { return fmt.Sprintf("gcra(rate=%g/s, burst=%d)", 
 // NewState returns the state of an idle key.
 func (GCRA) NewState() State { return &gcraState{} }
 
-// interval is the emission interval in µs.
-func (c GCRA) interval() float64 { return 1e6 / c.Rate }
+// interval is the emission interval in whole µs: 1e6/Rate rounded up, so that GCRA never
+// admits more than Rate.
+func (c GCRA) interval() float64 { return math.Ceil(1e6 / c.Rate) }
 
 // tat returns the key's TAT, never earlier than now.
 func (c GCRA) tat(s *gcraState, now int64) float64 {
@@ -55,25 +84,27 @@ func (c GCRA) Apply(st State, now int64, req Request) Decision {
 	s := st.(*gcraState)
 	t := c.interval()
 	tat := c.tat(s, now)
-	fnow := float64(now)
+	ahead := tat - float64(now) // ≥ 0, and exact: how far the TAT is ahead of now
 	if req.N > c.Burst || req.N <= 0 {
-		return never(c.Burst, c.remaining(tat, fnow), ceilMicros(tat-fnow))
+		return never(c.Burst, c.remaining(ahead), ceilMicros(ahead))
 	}
-	newTat := tat + float64(req.N)*t
-	wait := ceilMicros(newTat - float64(c.Burst)*t - fnow)
-	if wait > req.maxWaitMicros() {
-		return Decision{Limit: c.Burst, Remaining: c.remaining(tat, fnow),
-			RetryAfter: toDuration(wait), ResetAfter: toDuration(ceilMicros(tat - fnow))}
+	// N fits once ahead has come down to (Burst-N)·T. All of these are whole µs.
+	wait := ceilMicros(ahead - float64(c.Burst-req.N)*t)
+	if maxWait := req.maxWaitMicros(); wait > maxWait {
+		return Decision{Limit: c.Burst, Remaining: c.remaining(ahead),
+			RetryAfter: retryAfter(wait, maxWait), ResetAfter: toDuration(ceilMicros(ahead))}
 	}
-	s.valid, s.tat = true, newTat
-	return Decision{Allowed: true, Limit: c.Burst, Remaining: c.remaining(newTat, fnow),
-		ResetAfter: toDuration(ceilMicros(newTat - fnow)), Wait: toDuration(wait), At: now + wait}
+	s.valid, s.tat = true, tat+float64(req.N)*t
+	ahead = s.tat - float64(now)
+	return Decision{Allowed: true, Limit: c.Burst, Remaining: c.remaining(ahead),
+		ResetAfter: toDuration(ceilMicros(ahead)), Wait: toDuration(wait), At: now + wait}
 }
 
-// remaining is how many single permits fit before tat reaches now + Burst·T.
-func (c GCRA) remaining(tat, now float64) int64 {
+// remaining is how many single permits fit while the TAT is ahead µs ahead of now:
+// (Burst·T - ahead)/T rounded down, exact since Burst·T ≤ MaxMicros.
+func (c GCRA) remaining(ahead float64) int64 {
 	t := c.interval()
-	return floorCount((now + float64(c.Burst)*t - tat) / t)
+	return floorCount((float64(c.Burst)*t - ahead) / t)
 }
 
 // Refund moves the TAT back by n·T, never before now.

@@ -53,7 +53,8 @@ func (c LeakyBucket) drain(s *leakyBucketState, now int64) (float64, int64) {
 	if now < s.last {
 		now = s.last
 	}
-	level := s.level - seconds(now-s.last)*c.Rate
+	// The explicit conversion forbids a fused multiply-add, which Redis' Lua never does.
+	level := s.level - float64(seconds(now-s.last)*c.Rate)
 	if level < 0 {
 		level = 0
 	}
@@ -64,10 +65,13 @@ func (c LeakyBucket) drain(s *leakyBucketState, now int64) (float64, int64) {
 // MaxWait (shaping queue).
 func (c LeakyBucket) Apply(st State, now int64, req Request) Decision {
 	s := st.(*leakyBucketState)
-	level, now := c.drain(s, now)
+	level, at := c.drain(s, now)
+	// lag is how far a backwards clock is behind the state: ResetAfter counts from the
+	// caller's now, so a store never expires the key before its state is fresh.
+	lag := at - now
 	capacity := float64(c.Capacity)
 	if req.N > c.Capacity || req.N <= 0 {
-		return never(c.Capacity, floorCount(capacity-level), c.untilEmpty(level))
+		return never(c.Capacity, c.remaining(level), lag+c.untilEmpty(level))
 	}
 	// bound is the highest level at which the request is granted.
 	bound := capacity - float64(req.N)
@@ -84,13 +88,13 @@ func (c LeakyBucket) Apply(st State, now int64, req Request) Decision {
 		if retry == 0 { // rounding put level a hair above bound
 			retry = 1
 		}
-		return Decision{Limit: c.Capacity, Remaining: floorCount(capacity - level),
-			RetryAfter: toDuration(retry), ResetAfter: toDuration(c.untilEmpty(level))}
+		return Decision{Limit: c.Capacity, Remaining: c.remaining(level),
+			RetryAfter: toDuration(retry), ResetAfter: toDuration(lag + c.untilEmpty(level))}
 	}
 	level += float64(req.N)
-	s.valid, s.level, s.last = true, level, now
-	return Decision{Allowed: true, Limit: c.Capacity, Remaining: floorCount(capacity - level),
-		ResetAfter: toDuration(c.untilEmpty(level)), Wait: toDuration(wait), At: now + wait}
+	s.valid, s.level, s.last = true, level, at
+	return Decision{Allowed: true, Limit: c.Capacity, Remaining: c.remaining(level),
+		ResetAfter: toDuration(lag + c.untilEmpty(level)), Wait: toDuration(wait), At: at + wait}
 }
 
 // Refund takes n units back out of the bucket.
@@ -105,6 +109,13 @@ func (c LeakyBucket) Refund(st State, now int64, n int64, _ int64) {
 		level = 0
 	}
 	s.level, s.last = level, now
+}
+
+// remaining is what fits in the bucket now: Capacity - level rounded down, computed as
+// Capacity - ceil(level) so that no float64 rounding of the difference (near 2^53) can
+// report more room than a request would find.
+func (c LeakyBucket) remaining(level float64) int64 {
+	return max(0, c.Capacity-ceilCount(level))
 }
 
 // untilEmpty is the time in µs for the bucket to leak out.

@@ -71,6 +71,18 @@ func (c SlidingWindowCounter) view(s *slidingCounterState, cur int64) (win, curr
 	}
 }
 
+// need is the offset in µs from the start of a window from which n more permits fit
+// beside curr, with prev in the window before: the least t with prev·(1 - t/Window) + curr
+// + n ≤ Limit, that is ceil(Window·(1 - (Limit-curr-n)/prev)), or 0. The caller ensures
+// curr + n ≤ Limit. It may exceed MaxMicros (a window can be longer): no clamp.
+func (c SlidingWindowCounter) need(curr, prev, n int64) int64 {
+	if prev <= 0 {
+		return 0
+	}
+	w := int64(c.Window / time.Microsecond)
+	return ceilCount(float64(w) * (1 - float64(c.Limit-curr-n)/float64(prev)))
+}
+
 // fit returns the earliest instant ≥ from inside window win at which n more permits fit,
 // or false when none does.
 func (c SlidingWindowCounter) fit(win, curr, prev, n, from int64) (int64, bool) {
@@ -79,11 +91,7 @@ func (c SlidingWindowCounter) fit(win, curr, prev, n, from int64) (int64, bool) 
 	if curr+n > c.Limit {
 		return 0, false
 	}
-	at := max(from, start)
-	if prev > 0 {
-		need := start + ceilMicros(float64(w)*(1-float64(c.Limit-curr-n)/float64(prev)))
-		at = max(at, need)
-	}
+	at := max(from, start, start+c.need(curr, prev, n))
 	if at >= start+w {
 		return 0, false
 	}
@@ -109,10 +117,10 @@ func (c SlidingWindowCounter) Apply(st State, now int64, req Request) Decision {
 		}
 	}
 	wait := at - now
-	if wait > req.maxWaitMicros() {
+	if maxWait := req.maxWaitMicros(); wait > maxWait {
 		win, curr, prev = c.view(s, cur)
 		return Decision{Limit: c.Limit, Remaining: c.remaining(win, curr, prev, now),
-			RetryAfter: toDuration(wait), ResetAfter: toDuration(c.reset(win, curr, prev, now))}
+			RetryAfter: retryAfter(wait, maxWait), ResetAfter: toDuration(c.reset(win, curr, prev, now))}
 	}
 	curr += req.N
 	s.valid, s.win, s.curr, s.prev = true, win, curr, prev
@@ -120,18 +128,30 @@ func (c SlidingWindowCounter) Apply(st State, now int64, req Request) Decision {
 		ResetAfter: toDuration(c.reset(win, curr, prev, now)), Wait: toDuration(wait), At: at}
 }
 
-// remaining is Limit minus the estimate at now (rounded up), or 0 while the state is in a
-// future window.
+// remaining is the most a request at now could take without waiting: 0 while the state is
+// in a future window, else the largest r with need(curr, prev, r) ≤ now - start. It starts
+// from Limit - curr - ceil(prev·(end - now)/Window), the same in exact arithmetic, and
+// steps until it agrees with need, which float64 rounding at an exact boundary may not.
 func (c SlidingWindowCounter) remaining(win, curr, prev, now int64) int64 {
 	w := int64(c.Window / time.Microsecond)
-	if now < win*w {
+	start := win * w
+	if now < start || curr >= c.Limit {
 		return 0
 	}
-	weighted := float64(prev) * float64((win+1)*w-now) / float64(w)
-	return max(0, c.Limit-curr-ceilMicros(weighted))
+	weighted := float64(prev) * float64(start+w-now) / float64(w)
+	r := min(max(0, c.Limit-curr-ceilCount(weighted)), c.Limit-curr)
+	for r > 0 && c.need(curr, prev, r) > now-start {
+		r--
+	}
+	for r < c.Limit-curr && c.need(curr, prev, r+1) <= now-start {
+		r++
+	}
+	return r
 }
 
-// reset is the time in µs until both counters have left the sliding window.
+// reset is the time in µs until both counters have left the sliding window. With both at
+// zero in a future window (its reservations were refunded) the state is fresh once that
+// window has begun; until then it still queues requests behind it.
 func (c SlidingWindowCounter) reset(win, curr, prev, now int64) int64 {
 	w := int64(c.Window / time.Microsecond)
 	switch {
@@ -140,7 +160,7 @@ func (c SlidingWindowCounter) reset(win, curr, prev, now int64) int64 {
 	case prev > 0:
 		return (win+1)*w - now
 	default:
-		return 0
+		return max(0, win*w-now)
 	}
 }
 

@@ -57,13 +57,23 @@ func (c SlidingWindowLog) String() string {
 // NewState returns an empty log.
 func (SlidingWindowLog) NewState() State { return &slidingLogState{} }
 
-// trim drops the entries that no longer count at now.
-func (c SlidingWindowLog) trim(s *slidingLogState, now int64) {
+// live returns the index of the first entry that still counts at now and the sum of the
+// entries from there on. It leaves s alone: a denial writes nothing, because forgetting
+// entries at a now that later goes backwards would let them be granted again; a grant,
+// whose entry is at or after now, can forget them safely (see drop).
+func (c SlidingWindowLog) live(s *slidingLogState, now int64) (head int, total int64) {
 	w := int64(c.Window / time.Microsecond)
-	for s.head < len(s.entries) && s.entries[s.head].t <= now-w {
-		s.total -= s.entries[s.head].n
-		s.head++
+	head, total = s.head, s.total
+	for head < len(s.entries) && s.entries[head].t <= now-w {
+		total -= s.entries[head].n
+		head++
 	}
+	return head, total
+}
+
+// drop forgets the entries before head, whose sum has already left total.
+func (s *slidingLogState) drop(head int, total int64) {
+	s.head, s.total = head, total
 	if s.head == len(s.entries) {
 		s.entries, s.head = s.entries[:0], 0
 	} else if s.head > 32 && s.head*2 > len(s.entries) {
@@ -78,18 +88,18 @@ func (c SlidingWindowLog) trim(s *slidingLogState, now int64) {
 func (c SlidingWindowLog) Apply(st State, now int64, req Request) Decision {
 	s := st.(*slidingLogState)
 	w := int64(c.Window / time.Microsecond)
-	c.trim(s, now)
-	live := s.entries[s.head:]
+	head, total := c.live(s, now)
+	live := s.entries[head:]
+	if req.N > c.Limit || req.N <= 0 {
+		return never(c.Limit, c.remaining(live, total, now), c.reset(s, now))
+	}
 	at := now
 	if len(live) > 0 && live[len(live)-1].t > at {
 		at = live[len(live)-1].t
 	}
-	if req.N > c.Limit || req.N <= 0 {
-		return never(c.Limit, c.Limit-s.total, c.reset(s, now))
-	}
 	// Drop the oldest entries until the rest leaves room for N; the grant can happen once
 	// the last dropped entry has left the window.
-	sum := s.total
+	sum := total
 	for i := 0; sum+req.N > c.Limit; i++ {
 		sum -= live[i].n
 		if t := live[i].t + w; t > at {
@@ -97,18 +107,29 @@ func (c SlidingWindowLog) Apply(st State, now int64, req Request) Decision {
 		}
 	}
 	wait := at - now
-	if wait > req.maxWaitMicros() {
-		return Decision{Limit: c.Limit, Remaining: max(0, c.Limit-s.total),
-			RetryAfter: toDuration(wait), ResetAfter: toDuration(c.reset(s, now))}
+	if maxWait := req.maxWaitMicros(); wait > maxWait {
+		return Decision{Limit: c.Limit, Remaining: c.remaining(live, total, now),
+			RetryAfter: retryAfter(wait, maxWait), ResetAfter: toDuration(c.reset(s, now))}
 	}
-	if len(live) > 0 && live[len(live)-1].t == at {
-		s.entries[len(s.entries)-1].n += req.N
+	s.drop(head, total)
+	if k := len(s.entries); k > s.head && s.entries[k-1].t == at {
+		s.entries[k-1].n += req.N
 	} else {
 		s.entries = append(s.entries, logEntry{t: at, n: req.N})
 	}
 	s.total += req.N
-	return Decision{Allowed: true, Limit: c.Limit, Remaining: max(0, c.Limit-s.total),
+	live = s.entries[s.head:]
+	return Decision{Allowed: true, Limit: c.Limit, Remaining: c.remaining(live, s.total, now),
 		ResetAfter: toDuration(c.reset(s, now)), Wait: toDuration(wait), At: at}
+}
+
+// remaining is what a request at now could take without waiting: nothing while a later
+// entry (a reservation) is queued, since requests are served in order, else Limit - total.
+func (c SlidingWindowLog) remaining(live []logEntry, total, now int64) int64 {
+	if len(live) > 0 && live[len(live)-1].t > now {
+		return 0
+	}
+	return max(0, c.Limit-total)
 }
 
 // reset is the time in µs until the last entry has left the window.
@@ -120,6 +141,8 @@ func (c SlidingWindowLog) reset(s *slidingLogState, now int64) int64 {
 }
 
 // Refund removes up to n permits from the entry logged at at, if it is still in the log.
+// An emptied entry is removed, except the newest, which stays with no permits: requests
+// still queue behind its instant.
 func (c SlidingWindowLog) Refund(st State, now int64, n int64, at int64) {
 	s := st.(*slidingLogState)
 	if n <= 0 {
@@ -133,9 +156,16 @@ func (c SlidingWindowLog) Refund(st State, now int64, n int64, at int64) {
 		take := min(n, e.n)
 		e.n -= take
 		s.total -= take
-		if e.n == 0 {
-			s.entries = append(s.entries[:i], s.entries[i+1:]...)
+		if e.n > 0 {
+			return
 		}
+		if i == len(s.entries)-1 {
+			// The newest entry stays, empty: it is the floor of every later grant, which
+			// keeps the entries grants have forgotten out of the windows a clock stepping
+			// backwards would look at. (So later requests still queue behind it.)
+			return
+		}
+		s.entries = append(s.entries[:i], s.entries[i+1:]...)
 		return
 	}
 }

@@ -50,7 +50,8 @@ func (c TokenBucket) advance(s *tokenBucketState, now int64) (float64, int64) {
 	if now < s.last {
 		now = s.last
 	}
-	tokens := s.tokens + seconds(now-s.last)*c.Rate
+	// The explicit conversion forbids a fused multiply-add, which Redis' Lua never does.
+	tokens := s.tokens + float64(seconds(now-s.last)*c.Rate)
 	if tokens > burst {
 		tokens = burst
 	}
@@ -60,23 +61,28 @@ func (c TokenBucket) advance(s *tokenBucketState, now int64) (float64, int64) {
 // Apply takes req.N tokens if they are there now, or (with MaxWait) will be within MaxWait.
 func (c TokenBucket) Apply(st State, now int64, req Request) Decision {
 	s := st.(*tokenBucketState)
-	tokens, now := c.advance(s, now)
+	tokens, at := c.advance(s, now)
+	// lag is how far a backwards clock is behind the state: ResetAfter counts from the
+	// caller's now, so a store never expires the key before its state is fresh.
+	lag := at - now
 	if req.N > c.Burst || req.N <= 0 {
-		return never(c.Burst, floorCount(tokens), c.untilFull(tokens))
+		return never(c.Burst, floorCount(tokens), lag+c.untilFull(tokens))
 	}
 	left := tokens - float64(req.N)
 	var wait int64
-	if left < 0 {
+	// A deficit that refills in under a nanosecond is no deficit: x/time/rate truncates
+	// its wait to whole nanoseconds, and decisions match it exactly.
+	if left < 0 && -left/c.Rate*1e9 >= 1 {
 		wait = ceilMicros(-left / c.Rate * 1e6)
 	}
-	if wait > req.maxWaitMicros() {
+	if maxWait := req.maxWaitMicros(); wait > maxWait {
 		// Nothing is written on a denial, exactly like x/time/rate.
 		return Decision{Limit: c.Burst, Remaining: floorCount(tokens),
-			RetryAfter: toDuration(wait), ResetAfter: toDuration(c.untilFull(tokens))}
+			RetryAfter: retryAfter(wait, maxWait), ResetAfter: toDuration(lag + c.untilFull(tokens))}
 	}
-	s.valid, s.tokens, s.last = true, left, now
+	s.valid, s.tokens, s.last = true, left, at
 	return Decision{Allowed: true, Limit: c.Burst, Remaining: floorCount(left),
-		ResetAfter: toDuration(c.untilFull(left)), Wait: toDuration(wait), At: now + wait}
+		ResetAfter: toDuration(lag + c.untilFull(left)), Wait: toDuration(wait), At: at + wait}
 }
 
 // Refund puts n tokens back, never above Burst.

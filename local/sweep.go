@@ -3,6 +3,8 @@ package local
 import (
 	"time"
 
+	"github.com/ratekit/limiter/algo"
+
 	"github.com/ratekit/limiter/clockx"
 )
 
@@ -66,6 +68,9 @@ func (sh *shard) evictNearestFresh(sample int) {
 	var victim slotKey
 	best, seen := int64(0), 0
 	for k, e := range sh.m {
+		if _, ok := e.state.(*algo.SemaphoreState); ok {
+			continue // live leases must never be forgotten: that would admit extra holders
+		}
 		if seen == 0 || e.fresh < best {
 			victim, best = k, e.fresh
 		}

@@ -171,14 +171,15 @@ func windowScenarios() []scenario {
 			6:  ask(1700*ms, 2, 0, deny(0, 200*ms, sec)),
 			7:  ask(1700*ms, 2, 200*ms, ok(0, 1200*ms, 200*ms)), // reserved at 1900ms
 			8:  ask(1700*ms, 1, 0, deny(0, sec, 1200*ms)),       // (900ms,1900ms] is full: 2700ms
-			9:  giveBack(1700*ms, 2, 7),
-			10: giveBack(1700*ms, 1, 4),
-			11: ask(1700*ms, 1, 0, ok(0, sec, 0)),
-			12: ask(1900*ms, 3, 0, deny(2, 800*ms, 800*ms)),
-			13: ask(1900*ms, 2, 0, ok(0, sec, 0)),
-			14: giveBack(1900*ms, 1, 0), // long gone: no effect
-			15: ask(1900*ms, 1, 0, deny(0, 800*ms, sec)),
-			16: ask(5*sec, 3, 0, ok(0, sec, 0)),
+			9:  giveBack(1700*ms, 1, 4),                         // the grant at 1700ms is gone from the log
+			10: ask(1700*ms, 1, 0, deny(0, 200*ms, 1200*ms)),    // first come, first served: behind 1900ms
+			11: ask(1900*ms, 1, 0, ok(0, sec, 0)),               // 700ms and 900ms have left: 1900ms holds 3
+			12: ask(1900*ms, 1, 0, deny(0, sec, sec)),
+			13: giveBack(1900*ms, 1, 11),
+			14: ask(1900*ms, 1, 0, ok(0, sec, 0)),
+			15: giveBack(1900*ms, 1, 0), // long gone: no effect
+			16: ask(1900*ms, 1, 0, deny(0, sec, sec)),
+			17: ask(5*sec, 3, 0, ok(0, sec, 0)),
 		}},
 		{name: "SlidingWindowLog/3us", alg: algo.SlidingWindowLog{Limit: 2, Window: 3 * us}, steps: []step{
 			ask(0, 1, 0, ok(1, 3*us, 0)),

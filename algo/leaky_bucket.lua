@@ -1,0 +1,68 @@
+-- Leaky bucket: the Lua twin of algo.LeakyBucket (leaky_bucket.go), run after prelude.lua.
+-- Same state, same float operations in the same order as the Go transition.
+--
+-- KEYS[1]  hash: level = units in the bucket at last (double, %.17g), last = µs of the last
+--          write. No key: an empty bucket.
+-- ARGV[5]  rate, units leaked per second (double, %.17g)
+-- ARGV[6]  capacity, the most units held and the largest N (integer ≤ 2^53)
+--
+-- MaxWait 0 meters (allowed when N fits now); MaxWait > 0 shapes: the level is the queue
+-- ahead, which leaks out in level/rate seconds. TTL: the time until the bucket is empty.
+
+local rate = tonumber(ARGV[5])
+local capacity = tonumber(ARGV[6])
+
+local st = redis.call('HMGET', KEYS[1], 'level', 'last')
+local valid = st[1] and st[2] and true or false -- false for a missing key (or field)
+local s_level, s_last = 0, 0
+if valid then s_level, s_last = tonumber(st[1]), tonumber(st[2]) end
+
+-- drain returns the level at t (never below 0) and the instant used, which never goes
+-- back before last.
+local function drain(t)
+  if not valid then return 0, t end
+  if t < s_last then t = s_last end
+  local level = s_level - seconds(t - s_last) * rate
+  if level < 0 then level = 0 end
+  return level, t
+end
+
+-- until_empty is the time in µs for the bucket to leak out.
+local function until_empty(level)
+  return ceil_micros(level / rate * 1e6)
+end
+
+if op == 'apply' then
+  local level, t = drain(now)
+  if n > capacity or n <= 0 then
+    return {0, capacity, floor_count(capacity - level), MAX_MICROS, dur(until_empty(level)), 0, 0}
+  end
+  -- bound is the highest level at which the request is granted.
+  local bound = capacity - n
+  local wait = 0
+  if max_wait > 0 then
+    local q = max_wait / 1e6 * rate
+    if q < bound then bound = q end
+    wait = ceil_micros(level / rate * 1e6)
+  end
+  if level > bound or wait > max_wait then
+    local retry = ceil_micros((level - bound) / rate * 1e6)
+    if retry == 0 then retry = 1 end -- rounding put level a hair above bound
+    return {0, capacity, floor_count(capacity - level), dur(retry), dur(until_empty(level)), 0, 0}
+  end
+  level = level + n
+  redis.call('HSET', KEYS[1], 'level', num(level), 'last', num(t))
+  local reset = until_empty(level)
+  expire(reset)
+  return {1, capacity, floor_count(capacity - level), 0, dur(reset), dur(wait), t + wait}
+elseif op == 'refund' then
+  if not valid or not (n > 0) then return 0 end
+  local level, t = drain(now)
+  level = level - n
+  if level < 0 then level = 0 end
+  if level == s_level and t == s_last then return 0 end -- nothing to write
+  redis.call('HSET', KEYS[1], 'level', num(level), 'last', num(t))
+  expire(until_empty(level))
+  return 0
+end
+return redis.error_reply('leaky-bucket: unknown operation ' .. tostring(op))

@@ -1,0 +1,251 @@
+package algo
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// craftedState is a rate algorithm state written straight into Redis: its float (tokens,
+// level or TAT) is arbitrary, not the result of a history.
+type craftedState struct {
+	a      Scripted
+	x      float64
+	last   int64
+	fields func(x float64, last int64) []any // the hash, as the script stores it
+	state  func(x float64, last int64) State
+}
+
+// TestLuaCraftedStates compares the luaTwins on arbitrary fractional states of the rate
+// algorithms, including leaky-bucket states whose shaping bound rounds against the wait
+// (RetryAfter's 1 µs floor), which random histories seldom reach.
+func TestLuaCraftedStates(t *testing.T) {
+	t.Parallel()
+	rdb := newRedisClient(t, startRedis(t), 3)
+	ctx := context.Background()
+	const seed, perAlgo = 7, 1500
+	r := rand.New(rand.NewSource(seed))
+	const now = 1_700_000_000_123_456
+	ff := func(x float64) string { return strconv.FormatFloat(x, 'g', 17, 64) }
+	rateOf := func() float64 { return math.Exp(r.Float64()*20 - 8) } // [3e-4, 8e4] per second
+	var cases []craftedState
+	for i := 0; i < perAlgo; i++ {
+		rate, size := rateOf(), 1+r.Int63n(50)
+		last := now - r.Int63n(int64(float64(size)/rate*1e6)+1)
+		cases = append(cases,
+			craftedState{a: TokenBucket{Rate: rate, Burst: size}, x: (r.Float64()*3 - 2) * float64(size), last: last,
+				fields: func(x float64, l int64) []any { return []any{"tokens", ff(x), "last", l} },
+				state:  func(x float64, l int64) State { return &tokenBucketState{true, x, l} }},
+			craftedState{a: LeakyBucket{Rate: rate, Capacity: size}, x: r.Float64() * 2 * float64(size), last: last,
+				fields: func(x float64, l int64) []any { return []any{"level", ff(x), "last", l} },
+				state:  func(x float64, l int64) State { return &leakyBucketState{true, x, l} }},
+			craftedState{a: GCRA{Rate: rate, Burst: size}, x: float64(now) + (r.Float64()*2-0.5)*float64(size)*1e6/rate,
+				fields: func(x float64, _ int64) []any { return []any{"tat", ff(x)} },
+				state:  func(x float64, _ int64) State { return &gcraState{true, x} }},
+		)
+	}
+	// Leaky-bucket states at exactly the shaping bound q = maxWait/1e6·rate, where
+	// ceil(q/rate·1e6) can exceed maxWait: denied with RetryAfter 1 µs.
+	edges := 0
+	for i := 0; i < 1_000_000 && edges < 20; i++ {
+		rate, maxWait := rateOf(), 1+r.Int63n(1_000_000)
+		q := float64(maxWait) / 1e6 * rate
+		if q < 1 && ceilMicros(q/rate*1e6) > maxWait {
+			edges++
+			lb := LeakyBucket{Rate: rate, Capacity: 2 + r.Int63n(10)} // bound = q < Capacity-1
+			cases = append(cases, craftedState{a: lb, x: q, last: now,
+				fields: func(x float64, l int64) []any { return []any{"level", ff(x), "last", l} },
+				state:  func(x float64, l int64) State { return &leakyBucketState{true, x, l} }})
+			cases[len(cases)-1].last = -maxWait // marks the MaxWait to use below
+		}
+	}
+	if edges == 0 {
+		t.Fatalf("seed %d: found no leaky-bucket rounding edge to test", seed)
+	}
+	twinOf := map[string]luaTwin{}
+	for _, tw := range luaTwins {
+		twinOf[tw.name] = tw
+	}
+	denied1us := 0
+	for i, c := range cases {
+		req := Request{N: 1 + r.Int63n(3), MaxWait: time.Duration(r.Int63n(3_000_000)) * time.Microsecond}
+		last, at := c.last, now+r.Int63n(2)
+		if last < 0 { // an edge: at the bound, asking with that MaxWait
+			req, last, at = Request{N: 1, MaxWait: time.Duration(-last) * time.Microsecond}, now, now
+		}
+		key := fmt.Sprintf("{crafted-%d}", i)
+		st := c.state(c.x, last)
+		d := c.a.Apply(st, at, req)
+		if !d.Allowed && d.RetryAfter == time.Microsecond {
+			denied1us++
+		}
+		var run *redis.Cmd
+		var hash *redis.MapStringStringCmd
+		if _, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.HSet(ctx, key, c.fields(c.x, last)...)
+			run = redis.NewScript(c.a.Script().Source).Eval(ctx, p, []string{key},
+				scriptArgs(c.a, "apply", at, req.N, maxWaitArg(req))...)
+			hash = p.HGetAll(ctx, key)
+			p.Del(ctx, key)
+			return nil
+		}); err != nil {
+			t.Fatalf("seed %d case %d: %v", seed, i, err)
+		}
+		vals, err := run.Int64Slice()
+		if err != nil {
+			t.Fatalf("seed %d case %d: %v", seed, i, err)
+		}
+		if got, _ := toReply(vals); got != replyOf(d) {
+			t.Fatalf("seed %d case %d: %v at %d, state %s %d, %+v:\nLua reply %v\n Go reply %v",
+				seed, i, c.a, at, ff(c.x), last, req, vals, replyOf(d))
+		}
+		tw := twinOf[c.a.Name()]
+		got, err := tw.stored(hash.Val(), nil)
+		if want := tw.snap(st); err != nil || got != want && !(len(hash.Val()) == 0 && tw.reset(c.a, st, at) <= 0) {
+			t.Fatalf("seed %d case %d: %v: stored state %+v (%v), Go state %+v", seed, i, c.a, got, err, want)
+		}
+	}
+	if denied1us < edges {
+		t.Errorf("only %d of %d leaky-bucket edges were denied with RetryAfter 1µs", denied1us, edges)
+	}
+	t.Logf("%d crafted states compared (%d leaky-bucket rounding edges)", len(cases), edges)
+}
+
+// TestLuaSlidingLogHalfDeleted checks that the sliding log survives losing one of its two
+// keys (evicted under maxmemory, say): the list is the truth and total follows it.
+func TestLuaSlidingLogHalfDeleted(t *testing.T) {
+	t.Parallel()
+	rdb := newRedisClient(t, startRedis(t), 3)
+	ctx := context.Background()
+	a := SlidingWindowLog{Limit: 5, Window: time.Second}
+	const now = 1_700_000_000_000_000
+	entries := []logEntry{{now - 900_000, 2}, {now - 100_000, 1}}
+	for _, tc := range []struct {
+		name       string
+		hash, list bool
+		want       State // the Go state the Redis keys stand for
+	}{
+		{"list only", false, true, &slidingLogState{entries: entries, total: 3}},
+		{"hash only", true, false, a.NewState()},
+	} {
+		keys := scriptKeys(a.Script(), "{half}:"+tc.name)
+		if tc.hash {
+			rdb.HSet(ctx, keys[0], "total", 3)
+		}
+		if tc.list {
+			for _, e := range entries {
+				rdb.RPush(ctx, keys[1], fmt.Sprintf("%d:%d", e.t, e.n))
+			}
+		}
+		for i, n := range []int64{2, 1, 1} { // fits, fits, then the limit is reached
+			d := a.Apply(tc.want, now+int64(i), Request{N: n})
+			got, err := redis.NewScript(a.Script().Source).Run(ctx, rdb, keys, scriptArgs(a, "apply", now+int64(i), n, 0)...).Int64Slice()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r, _ := toReply(got); r != replyOf(d) {
+				t.Errorf("%s, request %d: Lua reply %v, Go reply %v", tc.name, i, got, replyOf(d))
+			}
+		}
+	}
+}
+
+// TestLuaSlidingLogRefundEdges drives both luaTwins through refunds of the newest entry, which
+// keep it empty ("T:0") unless the entry before it is as late.
+func TestLuaSlidingLogRefundEdges(t *testing.T) {
+	t.Parallel()
+	rdb := newRedisClient(t, startRedis(t), 3)
+	ctx := context.Background()
+	a := SlidingWindowLog{Limit: 2, Window: time.Second}
+	tw := luaTwins[1]
+	const t0 = 1_700_000_000_000_000
+	type step struct {
+		op          string
+		now, n, arg int64 // arg: MaxWait for apply, At for refund
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{
+		{"refund the only entry", []step{{"apply", t0, 1, 0}, {"refund", t0 + 5, 1, t0}, {"apply", t0 + 6, 2, 0}}},
+		{"refund a reservation, now after the previous entry", []step{
+			{"apply", t0, 2, 0}, {"apply", t0 + 10, 1, 2_000_000}, {"refund", t0 + 20, 1, t0 + 1_000_000}, {"apply", t0 + 30, 1, 2_000_000}}},
+		{"refund a reservation, now at the previous entry", []step{
+			{"apply", t0, 2, 0}, {"apply", t0, 1, 2_000_000}, {"refund", t0, 1, t0 + 1_000_000}, {"apply", t0 + 1, 1, 2_000_000}}},
+		{"refund a reservation, now before the previous entry", []step{
+			{"apply", t0, 2, 0}, {"apply", t0 + 10, 1, 2_000_000}, {"refund", t0 - 50, 1, t0 + 1_000_000}, {"apply", t0 - 40, 2, 5_000_000}}},
+		{"refund a middle entry", []step{
+			{"apply", t0, 1, 0}, {"apply", t0 + 10, 1, 0}, {"refund", t0 + 20, 1, t0}, {"apply", t0 + 30, 1, 0}}},
+		{"refund an emptied entry again", []step{
+			{"apply", t0, 1, 0}, {"refund", t0 + 5, 1, t0}, {"refund", t0 + 3, 1, t0}, {"refund", t0 + 7, 1, t0 + 3}}},
+	} {
+		keys := scriptKeys(a.Script(), "{edges}:"+tc.name)
+		st := a.NewState()
+		for i, s := range tc.steps {
+			var want any = int64(0)
+			if s.op == "apply" {
+				d := a.Apply(st, s.now, Request{N: s.n, MaxWait: time.Duration(s.arg) * time.Microsecond})
+				want = replyOf(d)
+			} else {
+				a.Refund(st, s.now, s.n, s.arg)
+			}
+			v, err := redis.NewScript(a.Script().Source).Run(ctx, rdb, keys, scriptArgs(a, s.op, s.now, s.n, s.arg)...).Result()
+			if err != nil {
+				t.Fatalf("%s, step %d: %v", tc.name, i, err)
+			}
+			var got any = v
+			if vs, ok := v.([]any); ok {
+				var r [7]int64
+				for j := range r {
+					r[j], _ = vs[j].(int64)
+				}
+				got = r
+			}
+			if got != want {
+				t.Errorf("%s, step %d %+v: Lua reply %v, Go reply %v", tc.name, i, s, got, want)
+			}
+			h, _ := rdb.HGetAll(ctx, keys[0]).Result()
+			l, _ := rdb.LRange(ctx, keys[1], 0, -1).Result()
+			stored, err := tw.stored(h, l)
+			if want := tw.snap(st); err != nil || stored != want && !(len(h) == 0 && len(l) == 0 && tw.reset(a, st, s.now) <= 0) {
+				t.Errorf("%s, step %d %+v: stored %+v (%v), Go state %+v", tc.name, i, s, stored, err, want)
+			}
+		}
+	}
+}
+
+// TestLuaHugeN checks requests around 2^53, where the script's doubles stop being exact:
+// 2^53+1 reads as 2^53 in Lua, yet exceeds a limit of 2^53.
+func TestLuaHugeN(t *testing.T) {
+	t.Parallel()
+	rdb := newRedisClient(t, startRedis(t), 3)
+	ctx := context.Background()
+	const now = 1_700_000_000_000_000
+	for _, a := range []Scripted{
+		FixedWindow{Limit: maxExact, Window: time.Second},
+		SlidingWindowLog{Limit: maxExact, Window: time.Second},
+		SlidingWindowCounter{Limit: maxExact, Window: time.Second},
+		TokenBucket{Rate: 1, Burst: maxExact},
+		LeakyBucket{Rate: 1, Capacity: maxExact},
+		GCRA{Rate: 1e6, Burst: maxExact / 1_000_000},
+	} {
+		keys := scriptKeys(a.Script(), "{huge}:"+a.Slot())
+		st := a.NewState()
+		for _, n := range []int64{maxExact + 1, maxExact, maxExact + 1, maxExact + 3, math.MaxInt64, maxExact / 1_000_000, 1} {
+			d := a.Apply(st, now, Request{N: n, MaxWait: Forever})
+			got, err := redis.NewScript(a.Script().Source).Run(ctx, rdb, keys, scriptArgs(a, "apply", now, n, MaxMicros)...).Int64Slice()
+			if err != nil {
+				t.Fatalf("%v, N=%d: %v", a, n, err)
+			}
+			if r, _ := toReply(got); r != replyOf(d) {
+				t.Errorf("%v, N=%d: Lua reply %v, Go reply %v", a, n, got, replyOf(d))
+			}
+		}
+	}
+}

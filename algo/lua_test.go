@@ -1,0 +1,376 @@
+package algo
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"os/exec"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+)
+
+// The Lua twins are tested against a real redis-server started by each test. Without one
+// on PATH the tests skip loudly, or fail when LIMITER_REQUIRE_REDIS is set (CI).
+
+// startRedis starts a throw-away redis-server on a free port of 127.0.0.1 and returns its
+// address; the server is killed when the test ends.
+func startRedis(tb testing.TB) string {
+	tb.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("LIMITER_REQUIRE_REDIS") != "" {
+			tb.Fatalf("redis-server not on PATH and LIMITER_REQUIRE_REDIS is set: %v", err)
+		}
+		tb.Skip("!!! redis-server not on PATH: the Lua twins are NOT tested; " +
+			"install Redis or set LIMITER_REQUIRE_REDIS=1 to make this a failure !!!")
+	}
+	var lastErr error
+	for attempt := 0; attempt < 5; attempt++ { // another process may take the port first
+		addr, err := tryStartRedis(tb, bin)
+		if err == nil {
+			return addr
+		}
+		lastErr = err
+	}
+	tb.Fatalf("starting redis-server: %v", lastErr)
+	return ""
+}
+
+func tryStartRedis(tb testing.TB, bin string) (string, error) {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	if err := l.Close(); err != nil {
+		return "", err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "",
+		"--appendonly", "no", "--logfile", "")
+	cmd.Stdout, cmd.Stderr = w, w
+	err = cmd.Start()
+	_ = w.Close() // the child holds its own copy; EOF on r means it exited
+	if err != nil {
+		_ = r.Close()
+		return "", err
+	}
+	// The server logs "Ready to accept connections" once it listens: wait for that line
+	// (or its exit), bounded by a generous timeout.
+	ready := make(chan bool, 1)
+	var log strings.Builder
+	logDone := make(chan struct{})
+	go func() {
+		defer close(logDone)
+		defer r.Close()
+		sc := bufio.NewScanner(r)
+		signalled := false
+		for sc.Scan() {
+			if !signalled {
+				log.WriteString(sc.Text() + "\n")
+				if strings.Contains(sc.Text(), "Ready to accept connections") {
+					signalled = true
+					ready <- true
+				}
+			}
+		}
+		if !signalled {
+			ready <- false
+		}
+	}()
+	stop := func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		<-logDone
+	}
+	select {
+	case ok := <-ready:
+		if !ok {
+			stop()
+			return "", fmt.Errorf("redis-server exited:\n%s", log.String())
+		}
+	case <-time.After(30 * time.Second):
+		stop()
+		return "", fmt.Errorf("redis-server not ready after 30s:\n%s", log.String())
+	}
+	tb.Cleanup(stop)
+	addr := net.JoinHostPort("127.0.0.1", port)
+	// Confirm with PING: a bounded number of connection attempts, no sleeping.
+	rdb := redis.NewClient(&redis.Options{Addr: addr, DisableIdentity: true, MaxRetries: -1})
+	defer rdb.Close()
+	for i := 0; ; i++ {
+		err := rdb.Ping(context.Background()).Err()
+		if err == nil {
+			return addr, nil
+		}
+		if i == 100 {
+			return "", fmt.Errorf("redis-server on %s does not answer PING: %w", addr, err)
+		}
+	}
+}
+
+// newRedisClient returns a client speaking RESP protocol (2 or 3) to addr.
+func newRedisClient(tb testing.TB, addr string, protocol int) *redis.Client {
+	tb.Helper()
+	rdb := redis.NewClient(&redis.Options{
+		Addr:                     addr,
+		Protocol:                 protocol,
+		DisableIdentity:          true,
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+	})
+	tb.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+// scriptKeys returns the KEYS of a decision on the state key base.
+func scriptKeys(s *Script, base string) []string {
+	keys := make([]string, len(s.Keys))
+	for i, suffix := range s.Keys {
+		keys[i] = base + suffix
+	}
+	return keys
+}
+
+// serverTime, as the now of scriptArgs, sends "": the script reads the server's TIME.
+const serverTime = math.MinInt64
+
+// scriptArgs returns the ARGV of a call.
+func scriptArgs(a Scripted, op string, now, n, arg4 int64) []any {
+	nowArg := ""
+	if now != serverTime {
+		nowArg = strconv.FormatInt(now, 10)
+	}
+	return a.AppendArgs([]any{op, nowArg, n, arg4})
+}
+
+// usOf converts a Decision duration to the µs a script replies: Never is MaxMicros.
+func usOf(d time.Duration) int64 {
+	if d == Never {
+		return MaxMicros
+	}
+	return int64(d / time.Microsecond)
+}
+
+// replyOf is the reply a script must give for d.
+func replyOf(d Decision) [7]int64 {
+	allowed := int64(0)
+	if d.Allowed {
+		allowed = 1
+	}
+	return [7]int64{allowed, d.Limit, d.Remaining, usOf(d.RetryAfter), usOf(d.ResetAfter), usOf(d.Wait), d.At}
+}
+
+// toReply checks that v is a reply of seven integers.
+func toReply(v []int64) ([7]int64, error) {
+	var r [7]int64
+	if len(v) != len(r) {
+		return r, fmt.Errorf("reply has %d values, want %d: %v", len(v), len(r), v)
+	}
+	copy(r[:], v)
+	return r, nil
+}
+
+// ttlMillis is the PEXPIRE a write with the given ResetAfter (µs) must set: rounded up to
+// ms, and at least 2 ms (Redis ≤ 7.0 may delete a key on "PEXPIRE key 1"; see prelude.lua).
+func ttlMillis(reset int64) int64 {
+	reset = min(reset, MaxMicros)
+	return max(2, (reset+999)/1000)
+}
+
+// allScripted is one config of every algorithm, with exact float arithmetic (T = 1e5 µs).
+var allScripted = []Scripted{
+	FixedWindow{Limit: 5, Window: time.Second},
+	SlidingWindowLog{Limit: 5, Window: time.Second},
+	SlidingWindowCounter{Limit: 5, Window: time.Second},
+	TokenBucket{Rate: 10, Burst: 5},
+	LeakyBucket{Rate: 10, Capacity: 5},
+	GCRA{Rate: 10, Burst: 5},
+}
+
+func TestScriptMetadata(t *testing.T) {
+	t.Parallel()
+	for _, a := range allScripted {
+		s := a.Script()
+		if s != a.Script() {
+			t.Errorf("%s: Script() returns a new *Script on each call", a.Name())
+		}
+		if got, want := s.Name, a.Name(); got != want {
+			t.Errorf("Script().Name = %q, want %q", got, want)
+		}
+		if len(s.Keys) == 0 || s.Keys[0] != "" {
+			t.Errorf("%s: Keys = %q, want the state key itself first", a.Name(), s.Keys)
+		}
+		if !strings.Contains(s.Source, "local function ceil_micros") || strings.HasPrefix(s.Source, "#!") {
+			t.Errorf("%s: Source lacks the prelude or starts with a shebang", a.Name())
+		}
+	}
+	if got, want := (SlidingWindowLog{}).Script().Keys, []string{"", ":log"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("sliding log Keys = %q, want %q", got, want)
+	}
+	// Floats travel as %.17g strings that read back to the same float64.
+	for _, rate := range []float64{0.1, 1.0 / 3, 7e-4, 1e9, 3.7, math.Nextafter(1, 2)} {
+		args := TokenBucket{Rate: rate, Burst: 7}.AppendArgs([]any{"x"})
+		if len(args) != 3 || args[0] != "x" || args[2] != int64(7) {
+			t.Fatalf("AppendArgs = %#v", args)
+		}
+		f, err := strconv.ParseFloat(args[1].(string), 64)
+		if err != nil || f != rate {
+			t.Errorf("rate %v sent as %q: read back %v, %v", rate, args[1], f, err)
+		}
+	}
+	if got, want := (FixedWindow{Limit: 3, Window: 1500 * time.Millisecond}).AppendArgs(nil), []any{int64(3), int64(1_500_000)}; !reflect.DeepEqual(got, want) {
+		t.Errorf("FixedWindow.AppendArgs = %#v, want %#v", got, want)
+	}
+}
+
+// TestLuaTTLAndDeletion checks the expiry convention on each algorithm: a grant sets every
+// key's TTL to ceil(ResetAfter/1 ms), at least 2 ms; refunding it once its window is over makes the state
+// fresh, which deletes the keys; a refund or a denial on a missing key writes nothing. (The
+// differential test checks the TTL of every write of its random sequences.)
+func TestLuaTTLAndDeletion(t *testing.T) {
+	t.Parallel()
+	rdb := newRedisClient(t, startRedis(t), 3)
+	ctx := context.Background()
+	const now = 1_700_000_000_250_000
+	for _, a := range allScripted {
+		t.Run(a.Name(), func(t *testing.T) {
+			rs := redis.NewScript(a.Script().Source)
+			keys := scriptKeys(a.Script(), "{ttl}:"+a.Slot())
+			d := a.Apply(a.NewState(), now, Request{N: 2})
+			got, err := rs.Run(ctx, rdb, keys, scriptArgs(a, "apply", now, 2, 0)...).Int64Slice()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r, err := toReply(got); err != nil || r != replyOf(d) {
+				t.Fatalf("reply = %v, %v; want %v", got, err, replyOf(d))
+			}
+			want := ttlMillis(usOf(d.ResetAfter))
+			for _, k := range keys {
+				ttl, err := rdb.PTTL(ctx, k).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				// PTTL counts down from the PEXPIRE: allow a second of scheduling.
+				if got := ttl.Milliseconds(); got > want || got < want-1000 {
+					t.Errorf("PTTL %s = %d ms, want %d ms (ResetAfter %v)", k, got, want, d.ResetAfter)
+				}
+			}
+			// One window (1 s) later, refunding the only grant leaves a fresh state in every
+			// algorithm (the sliding log keeps an emptied newest entry until it leaves the
+			// window), which the script deletes.
+			if err := rs.Run(ctx, rdb, keys, scriptArgs(a, "refund", now+1_000_000, 2, d.At)...).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := rdb.Exists(ctx, keys...).Result(); err != nil || n != 0 {
+				t.Errorf("after refunding the only grant: %d keys exist (%v), want the state deleted", n, err)
+			}
+			// A refund and a never-grantable request on a missing key write nothing.
+			if v, err := rs.Run(ctx, rdb, keys, scriptArgs(a, "refund", now, 1, now)...).Int64(); err != nil || v != 0 {
+				t.Errorf("refund on a missing key = %v, %v; want 0", v, err)
+			}
+			if _, err := rs.Run(ctx, rdb, keys, scriptArgs(a, "apply", now, 99, 0)...).Int64Slice(); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := rdb.Exists(ctx, keys...).Result(); err != nil || n != 0 {
+				t.Errorf("after a refund and a denial on a missing key: %d keys exist (%v)", n, err)
+			}
+		})
+	}
+	t.Run("2ms floor", func(t *testing.T) {
+		// A grant whose state is fresh again after 1 µs still gets a TTL of 2 ms. The script
+		// reads the server's TIME, so its At tells when (in server ms) the TTL started.
+		a := TokenBucket{Rate: 1e9, Burst: 1}
+		keys := scriptKeys(a.Script(), "{ttl}:floor")
+		rs := redis.NewScript(a.Script().Source)
+		var expireAt *redis.Cmd
+		var run *redis.Cmd
+		_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			run = rs.Eval(ctx, p, keys, scriptArgs(a, "apply", serverTime, 1, 0)...)
+			expireAt = p.Do(ctx, "PEXPIRETIME", keys[0]) // Redis ≥ 7: absolute ms
+			return nil
+		})
+		got, _ := run.Int64Slice()
+		if r, err := toReply(got); err != nil || r[0] != 1 || r[4] != 1 {
+			t.Fatalf("reply = %v, %v; want allowed with reset_after_us 1", got, err)
+		}
+		if err != nil {
+			t.Skipf("PEXPIRETIME needs Redis 7: %v", err)
+		}
+		// PEXPIRE reads the clock a few µs after the script's TIME: a ms may have ticked.
+		at, _ := expireAt.Int64()
+		if d := at - got[6]/1000; d != 2 && d != 3 {
+			t.Errorf("key expires %d ms after the script's now, want 2 (3 if a ms ticked)", d)
+		}
+	})
+}
+
+// TestLuaServerTime checks that ARGV[2] = "" makes the script read the server's TIME.
+func TestLuaServerTime(t *testing.T) {
+	t.Parallel()
+	rdb := newRedisClient(t, startRedis(t), 3)
+	ctx := context.Background()
+	for _, a := range allScripted {
+		before := time.Now().UnixMicro()
+		got, err := redis.NewScript(a.Script().Source).Run(ctx, rdb, scriptKeys(a.Script(), "{time}:"+a.Slot()),
+			scriptArgs(a, "apply", serverTime, 1, 0)...).Int64Slice()
+		after := time.Now().UnixMicro()
+		if err != nil {
+			t.Fatalf("%s: %v", a.Name(), err)
+		}
+		// Same machine, same clock: the server's now lies within the call, give or take 1 s.
+		if len(got) != 7 || got[0] != 1 || got[6] < before-1_000_000 || got[6] > after+1_000_000 {
+			t.Errorf("%s: reply %v: want allowed at a server time in [%d, %d] ± 1s", a.Name(), got, before, after)
+		}
+	}
+}
+
+// TestLuaRESP2AndRESP3 checks that a reply reads the same over both protocols.
+func TestLuaRESP2AndRESP3(t *testing.T) {
+	t.Parallel()
+	addr := startRedis(t)
+	ctx := context.Background()
+	const now = 1_700_000_000_000_000
+	for _, a := range allScripted {
+		var replies [2][]any
+		for i, proto := range []int{2, 3} {
+			rdb := newRedisClient(t, addr, proto)
+			keys := scriptKeys(a.Script(), fmt.Sprintf("{resp%d}:%s", proto, a.Slot()))
+			rs := redis.NewScript(a.Script().Source)
+			// A grant then a denial with a retry, so every field is non-trivial somewhere.
+			for _, n := range []int64{4, 3} {
+				v, err := rs.Run(ctx, rdb, keys, scriptArgs(a, "apply", now, n, 0)...).Result()
+				if err != nil {
+					t.Fatalf("%s over RESP%d: %v", a.Name(), proto, err)
+				}
+				replies[i] = append(replies[i], v)
+			}
+		}
+		if !reflect.DeepEqual(replies[0], replies[1]) {
+			t.Errorf("%s: RESP2 reply %#v, RESP3 reply %#v", a.Name(), replies[0], replies[1])
+		}
+		for _, v := range replies[1] {
+			vs, ok := v.([]any)
+			if !ok || len(vs) != 7 {
+				t.Fatalf("%s: reply %#v is not 7 values", a.Name(), v)
+			}
+			for _, x := range vs {
+				if _, ok := x.(int64); !ok {
+					t.Errorf("%s: reply value %#v (%T) is not an integer", a.Name(), x, x)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,113 @@
+-- Prelude shared by every algorithm script: scripts.go prepends it to each *.lua twin, so
+-- the helpers below reproduce algo.go's once for all six.
+--
+-- Calling convention (algo/lua.go):
+-- KEYS[1]  the state key; KEYS[2..] the algorithm's other keys (same hash tag)
+-- ARGV[1]  "apply" | "refund"
+-- ARGV[2]  now, µs since the Unix epoch, or "" for the server's TIME
+-- ARGV[3]  N, permits asked for (apply) or given back (refund)
+-- ARGV[4]  apply: MaxWait in µs (1e15 = Forever); refund: the grant's At in µs
+-- ARGV[5..] the config (algorithm specific)
+--
+-- Units and precision: every instant and duration is an integer count of µs held in a Lua
+-- double, exact below 2^53 (about year 2255); counts are integers below 2^53 too. Floats
+-- are stored with %.17g, which tonumber reads back to the same double (tostring would keep
+-- only 14 digits). "apply" replies the seven integers {allowed, limit, remaining,
+-- retry_after_us, reset_after_us, wait_us, at_us}, where a duration of 1e15 µs (MaxMicros)
+-- means never; "refund" replies 0. Every write sets PEXPIRE to the time until the state is
+-- fresh again (at least 2 ms, see expire), and a state that is fresh again is deleted.
+
+local MAX_MICROS = 1e15             -- algo.MaxMicros: bounds every wait; 1e15 µs = never
+local MAX_EXACT = 9007199254740992  -- 2^53: the largest count a double holds exactly
+
+-- num formats a number for Redis: %.17g round-trips every double and prints integers
+-- below 1e17 without an exponent.
+local function num(x) return string.format('%.17g', x) end
+
+-- ceil_micros rounds a wait up to whole µs, clamped to [0, MAX_MICROS]; NaN gives 0.
+local function ceil_micros(x)
+  if not (x > 0) then return 0 end
+  if x >= MAX_MICROS then return MAX_MICROS end
+  return math.ceil(x)
+end
+
+-- ceil_count rounds a non-negative count or span up without the MAX_MICROS clamp.
+local function ceil_count(x)
+  if not (x > 0) then return 0 end
+  return math.ceil(x)
+end
+
+-- floor_count rounds a permit count down, clamped to [0, 2^53]; NaN gives 0.
+local function floor_count(x)
+  if not (x > 0) then return 0 end
+  if x >= MAX_EXACT then return MAX_EXACT end
+  return math.floor(x)
+end
+
+-- dur is a duration as replied: clamped to [0, MAX_MICROS], like algo.toDuration.
+local function dur(us)
+  if us >= MAX_MICROS then return MAX_MICROS end
+  if us <= 0 then return 0 end
+  return us
+end
+
+-- retry_after is the RetryAfter of a request denied because its wait exceeds max_wait
+-- (µs), like algo.retryAfter: the time until its wait has shrunk to max_wait, or never
+-- (MAX_MICROS) when the wait was clamped to MAX_MICROS.
+local function retry_after(wait, mw)
+  if wait >= MAX_MICROS then return MAX_MICROS end
+  return dur(wait - mw)
+end
+
+-- floor_div divides integers rounding towards minus infinity, like algo.floorDiv. The
+-- rounded quotient of two integers below 2^53 never crosses an integer, so it is exact.
+local function floor_div(a, b) return math.floor(a / b) end
+
+-- seconds converts an elapsed count of µs (≥ 0) to seconds with the same operations as
+-- algo.seconds, itself time.Duration.Seconds on the same span in ns.
+local function seconds(us)
+  local sec = floor_div(us, 1000000)
+  local rem = us - sec * 1000000
+  return sec + (rem * 1000) / 1e9
+end
+
+-- expire sets every key's TTL to reset µs rounded up to whole ms, or deletes the keys when
+-- the state is fresh again (reset ≤ 0). The TTL is at least 2 ms, not 1: up to Redis 7.0,
+-- PEXPIRE reads the clock twice (when = now + ms, then deletes the key if when ≤ now), so
+-- "PEXPIRE k 1" deletes k whenever a millisecond ticks in between. A key outliving its
+-- state by 1 ms more is harmless: the state is fresh by then.
+local function expire(reset)
+  if reset <= 0 then
+    redis.call('DEL', unpack(KEYS))
+    return
+  end
+  if reset > MAX_MICROS then reset = MAX_MICROS end
+  local ms = math.ceil(reset / 1000) -- exact: see floor_div
+  if ms < 2 then ms = 2 end
+  for _, k in ipairs(KEYS) do redis.call('PEXPIRE', k, num(ms)) end
+end
+
+local now
+if ARGV[2] == '' then
+  -- Redis 3.2–4 replicate scripts verbatim unless told otherwise, and refuse writes after
+  -- TIME; Redis 5+ replicate effects already (the call is a no-op there).
+  if redis.replicate_commands then redis.replicate_commands() end
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+  now = tonumber(ARGV[2])
+end
+local op = ARGV[1]
+local n = tonumber(ARGV[3])
+-- Above 2^53 tonumber rounds: "9007199254740993" would read as 2^53, a valid size. Any N
+-- above 2^53 exceeds every limit (Go compares int64s), so keep it above: 2^53 + 2.
+if op == 'apply' and n and n >= MAX_EXACT and ARGV[3] ~= '9007199254740992' then
+  n = MAX_EXACT + 2
+end
+-- max_wait is MaxWait in µs (apply only), like Request.maxWaitMicros: at least 0, and
+-- Forever (or anything from MAX_MICROS on) is MAX_MICROS - 1, because waits are clamped to
+-- MAX_MICROS, which stands for "that long or more" and is never granted.
+local max_wait = tonumber(ARGV[4])
+if not (max_wait > 0) then max_wait = 0 elseif max_wait >= MAX_MICROS then max_wait = MAX_MICROS - 1 end
+-- grant_at is the refunded grant's At in µs (refund only).
+local grant_at = tonumber(ARGV[4])

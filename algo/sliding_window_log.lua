@@ -1,0 +1,179 @@
+-- Sliding window log: the Lua twin of algo.SlidingWindowLog (sliding_window_log.go), run
+-- after prelude.lua. Same state and the same integer arithmetic as the Go transition.
+--
+-- KEYS[1]  hash: total = the sum of the N logged in KEYS[2].
+-- KEYS[2]  list: one "T:N" entry per grant instant (T in µs, N permits, N ≥ 0), oldest
+--          first; T strictly increases along the list. No keys: an empty log.
+-- ARGV[5]  limit, permits per sliding window and the largest N (integer ≤ 2^53)
+-- ARGV[6]  window length in µs (integer ≥ 1)
+--
+-- A grant at T counts in (T − window, T]. Entries that no longer count at now are skipped,
+-- and forgotten only by a grant (whose entry is at or after now), as in Go: a denial
+-- writes nothing. A refund that empties the newest entry keeps it as "T:0", moved back to
+-- now if later, because it is the floor of every later grant. All values are integers
+-- below 2^53, so the arithmetic is exact; "sum + N > limit" is computed as
+-- "sum > limit - N", which cannot round. Entries are read with LRANGE in chunks of CHUNK.
+-- TTL: until the newest entry has left the window.
+
+local CHUNK = 64
+local limit = tonumber(ARGV[5])
+local w = tonumber(ARGV[6])
+local HASH, LOG = KEYS[1], KEYS[2]
+
+local len = redis.call('LLEN', LOG)
+local total = redis.call('HGET', HASH, 'total')
+
+-- parse splits a "T:N" entry.
+local function parse(e)
+  local c = string.find(e, ':', 1, true)
+  return tonumber(string.sub(e, 1, c - 1)), tonumber(string.sub(e, c + 1))
+end
+
+local function entry(t, k) return num(t) .. ':' .. num(k) end
+
+-- reset is the time in µs until the newest entry (at last_t; nil for an empty log) has
+-- left the window.
+local function reset(last_t)
+  if not last_t then return 0 end
+  return last_t + w - now
+end
+
+-- remaining is what a request at now could take without waiting: nothing while the newest
+-- live entry (at live_last_t) is a reservation after now, else limit - sum.
+local function remaining(live_last_t, sum)
+  if live_last_t and live_last_t > now then return 0 end
+  local r = limit - sum
+  if r < 0 then r = 0 end
+  return r
+end
+
+-- commit stores total and sets the TTL to the newest entry's reset, or deletes both keys
+-- when the log is empty.
+local function commit(last_t)
+  if not last_t then
+    redis.call('DEL', HASH, LOG)
+    return
+  end
+  redis.call('HSET', HASH, 'total', num(total))
+  expire(reset(last_t))
+end
+
+-- The two keys are written and deleted together, but one may go alone (evicted under
+-- maxmemory): the list is the truth, and total is recomputed from it when missing.
+if len == 0 then
+  total = 0
+elseif total then
+  total = tonumber(total)
+else
+  total = 0
+  for i = 0, len - 1, CHUNK do
+    for _, e in ipairs(redis.call('LRANGE', LOG, i, i + CHUNK - 1)) do
+      local _, k = parse(e)
+      total = total + k
+    end
+  end
+end
+local last_t, last_n -- the newest entry, live or not
+if len > 0 then last_t, last_n = parse(redis.call('LINDEX', LOG, -1)) end
+
+if op == 'apply' then
+  -- head entries (summing sum_dead) no longer count at now: T ≤ now − window.
+  local head, sum_dead = 0, 0
+  while head < len do
+    local chunk = redis.call('LRANGE', LOG, head, head + CHUNK - 1)
+    local stop = false
+    for i = 1, #chunk do
+      local t, k = parse(chunk[i])
+      if t > now - w then stop = true break end
+      sum_dead = sum_dead + k
+      head = head + 1
+    end
+    if stop or #chunk == 0 then break end
+  end
+  local live_total = total - sum_dead
+  local live_last_t = nil
+  if head < len then live_last_t = last_t end
+
+  if n > limit or n <= 0 then
+    return {0, limit, remaining(live_last_t, live_total), MAX_MICROS, dur(reset(last_t)), 0, 0}
+  end
+  local t = now
+  if live_last_t and live_last_t > t then t = live_last_t end
+  -- Drop the oldest live entries until the rest leaves room for N; the grant can happen
+  -- once the last dropped entry has left the window.
+  local sum, i = live_total, head
+  while sum > limit - n and i < len do
+    local chunk = redis.call('LRANGE', LOG, i, i + CHUNK - 1)
+    if #chunk == 0 then break end -- total disagrees with the log: never loop forever
+    for j = 1, #chunk do
+      if not (sum > limit - n) then break end
+      local et, ek = parse(chunk[j])
+      sum = sum - ek
+      if et + w > t then t = et + w end
+    end
+    i = i + #chunk
+  end
+  local wait = t - now
+  if wait > max_wait then
+    return {0, limit, remaining(live_last_t, live_total), retry_after(wait, max_wait),
+      dur(reset(last_t)), 0, 0}
+  end
+  -- Grant: forget the dead entries, then log N at t.
+  if head > 0 then redis.call('LTRIM', LOG, head, -1) end
+  total = live_total + n
+  if live_last_t == t then
+    redis.call('LSET', LOG, -1, entry(t, last_n + n))
+  else
+    redis.call('RPUSH', LOG, entry(t, n))
+  end
+  commit(t)
+  return {1, limit, remaining(t, total), 0, dur(reset(t)), dur(wait), t}
+elseif op == 'refund' then
+  -- Take up to N permits from the entry logged at the grant's At, if it is still there.
+  -- T strictly increases, so the search from the newest end stops at the first T < At.
+  if not (n > 0) then return 0 end
+  local hi = len - 1
+  while hi >= 0 do
+    local lo = hi - CHUNK + 1
+    if lo < 0 then lo = 0 end
+    local chunk = redis.call('LRANGE', LOG, lo, hi)
+    for j = #chunk, 1, -1 do
+      local et, ek = parse(chunk[j])
+      if et < grant_at then return 0 end
+      if et == grant_at then
+        local idx = lo + j - 1
+        local take = n
+        if ek < take then take = ek end
+        total = total - take
+        if ek > take then
+          redis.call('LSET', LOG, idx, entry(et, ek - take))
+          commit(last_t)
+          return 0
+        end
+        if idx == len - 1 then
+          -- The newest entry is the floor of every later grant: keep it, empty, at the
+          -- earlier of its instant and now, unless the entry before it is as late.
+          local kt = et
+          if now < kt then kt = now end
+          local prev_t = nil
+          if idx > 0 then prev_t = parse(redis.call('LINDEX', LOG, idx - 1)) end
+          if not prev_t or prev_t < kt then
+            if take == 0 and kt == et then return 0 end -- nothing to write
+            redis.call('LSET', LOG, idx, entry(kt, 0))
+            commit(kt)
+            return 0
+          end
+          redis.call('RPOP', LOG)
+          commit(prev_t)
+          return 0
+        end
+        redis.call('LREM', LOG, -1, chunk[j])
+        commit(last_t)
+        return 0
+      end
+    end
+    hi = lo - 1
+  end
+  return 0
+end
+return redis.error_reply('sliding-log: unknown operation ' .. tostring(op))

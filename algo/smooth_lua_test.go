@@ -1,0 +1,381 @@
+package algo
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The Lua twins of SmoothBursty and SmoothWarmingUp against their Go transitions, on a
+// real Redis (startRedis skips loudly without redis-server, or fails when
+// LIMITER_REQUIRE_REDIS is set): random sequences with config changes (Guava's setRate, and
+// changes of MaxBurstSeconds, Warmup and ColdFactor), +Inf and extreme rates, time going
+// backwards, requests that can never be granted, every kind of MaxWait. Every step
+// compares the reply, the stored hash and the TTL.
+
+// smoothSnap is a comparable copy of a smooth state: what the Redis hash holds.
+type smoothSnap struct {
+	valid             bool
+	stored            uint64 // float64 bits
+	next              int64
+	rate, burst, cold uint64 // float64 bits
+	warmup            int64
+}
+
+func snapSmooth(st State) smoothSnap {
+	s := st.(*smoothState)
+	if !s.valid {
+		return smoothSnap{}
+	}
+	return smoothSnap{valid: true, stored: math.Float64bits(s.stored), next: s.next,
+		rate: math.Float64bits(s.cfg.rate), burst: math.Float64bits(s.cfg.burst),
+		cold: math.Float64bits(s.cfg.cold), warmup: s.cfg.warmup}
+}
+
+// parseSmooth reads a smooth hash back; an empty hash is a missing key.
+func parseSmooth(h map[string]string, warm bool) (smoothSnap, error) {
+	if len(h) == 0 {
+		return smoothSnap{}, nil
+	}
+	want := []string{"stored", "next", "rate", "burst"}
+	if warm {
+		want = []string{"stored", "next", "rate", "warmup", "cold"}
+	}
+	if len(h) != len(want) {
+		return smoothSnap{}, fmt.Errorf("hash %v: want exactly the fields %v", h, want)
+	}
+	f := func(k string) (uint64, error) {
+		v, err := strconv.ParseFloat(h[k], 64)
+		return math.Float64bits(v), err
+	}
+	var s smoothSnap
+	var err error
+	s.valid = true
+	if s.stored, err = f("stored"); err != nil {
+		return s, err
+	}
+	if s.next, err = strconv.ParseInt(h["next"], 10, 64); err != nil {
+		return s, err
+	}
+	if s.rate, err = f("rate"); err != nil {
+		return s, err
+	}
+	if warm {
+		if s.warmup, err = strconv.ParseInt(h["warmup"], 10, 64); err != nil {
+			return s, err
+		}
+		s.cold, err = f("cold")
+	} else {
+		s.burst, err = f("burst")
+	}
+	return s, err
+}
+
+var (
+	smoothLuaRates  = []float64{math.Inf(1), 1e-15, 1e-6, 7e-4, 1.0 / 3, 0.5, 1, 2, 3, 5, 7.5, 10, 33.3, 100, 1e3, 1e6 / 7, 1e6, 1e9, 1e15}
+	smoothLuaBursts = []float64{0, 1, 0.5, 2.5, 3.7, 10, 1e-9, 3600, 1e9}
+	smoothLuaWarms  = []time.Duration{0, time.Microsecond, 1500 * time.Nanosecond, 250 * time.Millisecond, time.Second,
+		4 * time.Second, 10 * time.Second, time.Hour, 1000 * time.Hour}
+	smoothLuaColds = []float64{0, 1, 1.5, 2, 3, 4.25, 10, 1e6}
+)
+
+// smoothFamily returns 1–3 configs of one kind: the first is the usual one, the others
+// are the config changes of the sequence.
+func smoothFamily(r *rand.Rand, warm bool) []Scripted {
+	fam := make([]Scripted, 1+r.Intn(3))
+	for i := range fam {
+		rate := luaPick(r, smoothLuaRates)
+		if r.Intn(3) == 0 {
+			rate = math.Exp(r.Float64()*14 - 5) // an arbitrary float in [6.7e-3, 8.1e3]
+		}
+		if warm {
+			c := SmoothWarmingUp{Rate: rate, Warmup: luaPick(r, smoothLuaWarms), ColdFactor: luaPick(r, smoothLuaColds)}
+			if i > 0 && r.Intn(2) == 0 { // most changes are rate changes only
+				c = fam[0].(SmoothWarmingUp)
+				c.Rate = rate
+			}
+			fam[i] = c
+		} else {
+			c := SmoothBursty{Rate: rate, MaxBurstSeconds: luaPick(r, smoothLuaBursts)}
+			if i > 0 && r.Intn(2) == 0 {
+				c = fam[0].(SmoothBursty)
+				c.Rate = rate
+			}
+			fam[i] = c
+		}
+	}
+	return fam
+}
+
+// smoothScale is the characteristic time of a config in µs: its interval, or its warm-up.
+func smoothScale(a Scripted) int64 {
+	var p smoothParams
+	switch c := a.(type) {
+	case SmoothBursty:
+		p = c.config().params()
+	case SmoothWarmingUp:
+		p = c.config().params()
+	}
+	scale := p.interval
+	if w, ok := a.(SmoothWarmingUp); ok && float64(w.Warmup/time.Microsecond) > scale {
+		scale = float64(w.Warmup / time.Microsecond)
+	}
+	return int64(min(max(scale, 1), 1e12))
+}
+
+// smoothRequest asks for a few, many or an impossible number of permits, with a MaxWait
+// of 0, some time (with a sub-µs remainder), Forever, negative or beyond MaxMicros.
+func smoothRequest(r *rand.Rand, scale int64) Request {
+	var req Request
+	switch x := r.Intn(1000); {
+	case x < 800:
+		req.N = 1 + r.Int63n(3)
+	case x < 950:
+		req.N = 1 + r.Int63n(50)
+	case x < 970:
+		req.N = 1 + r.Int63n(1000)
+	case x < 975:
+		req.N = maxExact - r.Int63n(2) // exact in a double; the cost saturates
+	default:
+		req.N = maxExact + 1 + r.Int63n(3) // never granted: applies config changes only
+	}
+	switch x := r.Intn(100); {
+	case x < 40:
+	case x < 75:
+		req.MaxWait = time.Duration(r.Int63n(3*scale+1))*time.Microsecond + time.Duration(r.Intn(1000))
+	case x < 90:
+		req.MaxWait = Forever
+	case x < 95:
+		req.MaxWait = -time.Second
+	default:
+		req.MaxWait = time.Duration(MaxMicros+r.Int63n(1e6)) * time.Microsecond
+	}
+	return req
+}
+
+// smoothTimeStep moves the clock: not at all, within the scale, across several scales,
+// backwards, or a long idleness.
+func smoothTimeStep(r *rand.Rand, scale int64) int64 {
+	switch x := r.Intn(100); {
+	case x < 20:
+		return 0
+	case x < 50:
+		return 1 + r.Int63n(scale/8+1)
+	case x < 75:
+		return 1 + r.Int63n(scale)
+	case x < 85:
+		return int64(1+r.Intn(5))*scale + r.Int63n(scale)
+	case x < 93:
+		return -(1 + r.Int63n(scale))
+	default:
+		return 1 + r.Int63n(1e11)
+	}
+}
+
+// smoothMaxWaitArg is ARGV[4] of an apply (lua.go): MaxWait in µs, MaxMicros for Forever.
+func smoothMaxWaitArg(req Request) int64 {
+	if req.MaxWait == Forever || req.MaxWait/time.Microsecond >= time.Duration(MaxMicros) {
+		return MaxMicros
+	}
+	return req.maxWaitMicros()
+}
+
+type smoothDiffStats struct {
+	steps, granted, reserved, denied, never, configChanges, writes, deletes, refunds int
+}
+
+func TestSmoothLuaDifferential(t *testing.T) {
+	t.Parallel()
+	rdb := newRedisClient(t, startRedis(t), 3)
+	const seqs, steps = 12, 900 // 10,800 steps per kind
+	for _, warm := range []bool{false, true} {
+		name := SmoothBursty{}.Name()
+		if warm {
+			name = SmoothWarmingUp{}.Name()
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var st smoothDiffStats
+			start := time.Now()
+			for seq := 0; seq < seqs; seq++ {
+				seed := int64(7000 + seq)
+				if warm {
+					seed += 100
+				}
+				runSmoothDifferential(t, rdb, warm, seed, steps, &st)
+			}
+			if st.steps < 10_000 || st.configChanges < 500 || st.reserved < 500 || st.denied < 500 || st.deletes == 0 && warm {
+				t.Errorf("the sequences exercised too little: %+v", st)
+			}
+			t.Logf("%s: %d steps compared in %v: %+v", name, st.steps, time.Since(start).Round(time.Millisecond), st)
+		})
+	}
+}
+
+// runSmoothDifferential runs one seeded sequence on a few keys and fails at the first step
+// where the script's reply, stored hash or TTL differs from the Go transition's.
+func runSmoothDifferential(t *testing.T, rdb *redis.Client, warm bool, seed int64, steps int, st *smoothDiffStats) {
+	t.Helper()
+	ctx := context.Background()
+	r := rand.New(rand.NewSource(seed))
+	fam := smoothFamily(r, warm)
+	script := fam[0].Script()
+	rs := redis.NewScript(script.Source)
+	const nkeys = 3
+	states := make([]State, nkeys)
+	keys := make([][]string, nkeys)
+	last := make([]Scripted, nkeys) // the config each key was last written with
+	for k := range states {
+		states[k] = fam[0].NewState()
+		keys[k] = scriptKeys(script, fmt.Sprintf("{smooth-%d-%d}:%s", seed, k, fam[0].Slot()))
+	}
+	now := 1_700_000_000_000_000 + r.Int63n(1e12)
+	if r.Intn(4) == 0 {
+		now = r.Int63n(1e7) // near the epoch: backward steps reach negative instants
+	}
+	var history []string
+	fail := func(step int, format string, args ...any) {
+		t.Helper()
+		t.Fatalf("seed %d, step %d, configs %v, last steps:\n%s\n%s",
+			seed, step, fam, strings.Join(history, "\n"), fmt.Sprintf(format, args...))
+	}
+	for step := 0; step < steps; step++ {
+		k := r.Intn(nkeys)
+		a := fam[0]
+		if r.Intn(5) == 0 {
+			a = luaPick(r, fam)
+		}
+		scale := smoothScale(a)
+		now += smoothTimeStep(r, scale)
+		if now > 5e15 { // keep instants, and reservations after them, well below 2^53
+			now -= 3e15
+		}
+		s := states[k]
+		before := snapSmooth(s)
+		if before.valid && last[k] != nil && last[k] != a {
+			st.configChanges++
+		}
+		var args []any
+		var want [7]int64
+		granted := false
+		refund := r.Intn(40) == 0
+		if refund {
+			n, at := 1+r.Int63n(3), now-r.Int63n(scale+1)
+			a.Refund(s, now, n, at)
+			args = scriptArgs(a, "refund", now, n, at)
+			st.refunds++
+		} else {
+			req := smoothRequest(r, scale)
+			d := a.Apply(s, now, req)
+			want, granted = replyOf(d), d.Allowed
+			switch {
+			case d.Allowed && d.Wait > 0:
+				st.reserved++
+			case d.Allowed:
+				st.granted++
+			case req.N > maxExact:
+				st.never++
+			default:
+				st.denied++
+			}
+			args = scriptArgs(a, "apply", now, req.N, smoothMaxWaitArg(req))
+		}
+		after := snapSmooth(s)
+		changed := after != before || granted
+		reset := s.(*smoothState).resetAfter(now, a.(interface{ params() smoothParams }).params())
+		history = append(history, fmt.Sprintf("  step %d key %d %v ARGV%v\n    Go %+v -> %+v, reply %v, reset %d",
+			step, k, a, args, before, after, want, reset))
+		if len(history) > 6 {
+			history = history[1:]
+		}
+		if changed {
+			st.writes++
+			last[k] = a
+			if !refund && min(max(reset, 0), MaxMicros) != want[4] {
+				fail(step, "Go state's reset %d µs differs from the decision's ResetAfter %d µs", reset, want[4])
+			}
+			if reset <= 0 {
+				states[k] = a.NewState() // the script deletes a state that is fresh again
+				st.deletes++
+			}
+		}
+
+		// The script, the key's PTTL, PERSIST (keys expire only by the script's own DEL:
+		// this test's clock is not the server's) and the hash, in one MULTI.
+		var run *redis.Cmd
+		var ttl *redis.DurationCmd
+		var hash *redis.MapStringStringCmd
+		began := time.Now()
+		_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			run = rs.EvalSha(ctx, p, keys[k], args...)
+			ttl = p.PTTL(ctx, keys[k][0])
+			p.Persist(ctx, keys[k][0])
+			hash = p.HGetAll(ctx, keys[k][0])
+			return nil
+		})
+		if err != nil && strings.Contains(err.Error(), "NOSCRIPT") {
+			if err := rs.Load(ctx, rdb).Err(); err != nil {
+				fail(step, "loading the script: %v", err)
+			}
+			_, err = rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				run = rs.EvalSha(ctx, p, keys[k], args...)
+				ttl = p.PTTL(ctx, keys[k][0])
+				p.Persist(ctx, keys[k][0])
+				hash = p.HGetAll(ctx, keys[k][0])
+				return nil
+			})
+		}
+		slack := time.Since(began).Milliseconds() + 1
+		if err != nil {
+			fail(step, "redis: %v", err)
+		}
+		if refund {
+			if v, err := run.Int64(); err != nil || v != 0 {
+				fail(step, "refund replied %v, %v; want 0", v, err)
+			}
+		} else {
+			vals, err := run.Int64Slice()
+			if err != nil {
+				fail(step, "script: %v", err)
+			}
+			if got, err := toReply(vals); err != nil || got != want {
+				fail(step, "Lua reply %v (%v)\n   Go reply %v", vals, err, want)
+			}
+		}
+		got := ttl.Val()
+		switch {
+		case changed && reset <= 0, !changed && !snapSmooth(states[k]).valid:
+			if got != -2 {
+				fail(step, "PTTL %v, want the key deleted", got)
+			}
+		case changed:
+			ms, want := got.Milliseconds(), ttlMillis(reset)
+			if got < 0 || ms > want || ms < want-slack {
+				fail(step, "PTTL %v, want %d ms (reset %d µs)", got, want, reset)
+			}
+		default:
+			if got != -1 { // persisted after an earlier write; unchanged means not written
+				fail(step, "PTTL %v, want no TTL (nothing was written)", got)
+			}
+		}
+		stored, err := parseSmooth(hash.Val(), warm)
+		if err != nil {
+			fail(step, "stored hash %v does not parse: %v", hash.Val(), err)
+		}
+		if want := snapSmooth(states[k]); stored != want {
+			fail(step, "stored %+v\n    Go state %+v", stored, want)
+		}
+		st.steps++
+	}
+}
+
+// params lets the differential test reach the derived parameters of either kind.
+func (c SmoothBursty) params() smoothParams    { return c.config().params() }
+func (c SmoothWarmingUp) params() smoothParams { return c.config().params() }

@@ -1,0 +1,94 @@
+package algo
+
+import (
+	"fmt"
+	"time"
+)
+
+// SmoothWarmingUp is Guava's RateLimiter.create(Rate, Warmup) with a cold factor
+// (SmoothRateLimiter.SmoothWarmingUp): a key that has been unused starts slow ("cold") and
+// speeds up to Rate as it is used, over Warmup of saturated use. The waits are Guava's to
+// the microsecond.
+//
+// It shares SmoothBursty's model (storedPermits, nextFreeTicket, resync, a request paying
+// for the one before it, Request.MaxWait as Guava's tryAcquire timeout, config changes as
+// Guava's setRate), with these quantities, stableInterval being 1e6/Rate µs:
+//
+//	coldInterval     = ColdFactor × stableInterval
+//	thresholdPermits = 0.5 × warmup / stableInterval
+//	maxPermits       = thresholdPermits + 2 × warmup / (stableInterval + coldInterval)
+//	slope            = (coldInterval − stableInterval) / (maxPermits − thresholdPermits)
+//	coolDownInterval = warmup / maxPermits (µs of idleness that store one permit)
+//
+// Stored permits are not free: the interval of the permit at x stored permits is
+// stableInterval below thresholdPermits and rises linearly (slope) to coldInterval at
+// maxPermits, and taking k stored permits costs the area under that function between
+// stored−k and stored (a trapezoid above the threshold, a rectangle below), each part
+// truncated to whole µs as Guava does. Going from maxPermits down to thresholdPermits
+// takes Warmup; idle for Warmup, a key cools back down to maxPermits.
+//
+// A new key starts cold (storedPermits = maxPermits, nextFreeTicket = now), so a key is
+// fresh again exactly when it has refilled to maxPermits: ResetAfter is the time until
+// then, and a forgotten key behaves exactly like the one it replaces.
+//
+// Differences from Guava, all at the edges of the parameter space: a Warmup below 1 µs
+// (Guava truncates to µs as well) gives maxPermits 0 and no warm-up at all, where Guava
+// computes 0/0 and, once idle, stops limiting; waits saturate at MaxMicros (about 31.7
+// years, reported as Never). Rate +Inf makes every permit free, as in Guava; a key whose
+// rate was +Inf is kept one minute after its reservations end (it would otherwise restart
+// cold, where Guava restarts hot after a change to a finite rate). N above 2^53 is never
+// granted. Refund does nothing, as Guava cannot return permits.
+type SmoothWarmingUp struct {
+	Rate       float64       // permits per second at full speed; +Inf, or in [1e-15, 1e15]
+	Warmup     time.Duration // time of saturated use from cold to full speed; ≥ 0, truncated to µs
+	ColdFactor float64       // coldInterval / stableInterval; 0 means 3, else in [1, 1e6]
+}
+
+// Name returns "smooth-warmup".
+func (SmoothWarmingUp) Name() string { return "smooth-warmup" }
+
+// Slot returns "smw": a rate change keeps the key's state and is applied like Guava's setRate.
+func (SmoothWarmingUp) Slot() string { return "smw" }
+
+// Validate reports a Rate that is NaN, not positive, or finite outside [1e-15, 1e15], a
+// negative Warmup, and a ColdFactor that is not 0 and not in [1, 1e6].
+func (c SmoothWarmingUp) Validate() error {
+	if err := checkSmoothRate("SmoothWarmingUp.Rate", c.Rate); err != nil {
+		return err
+	}
+	if c.Warmup < 0 {
+		return fmt.Errorf("%w: SmoothWarmingUp.Warmup must be ≥ 0, got %v", ErrInvalidConfig, c.Warmup)
+	}
+	if f := c.ColdFactor; f != 0 && !(f >= 1 && f <= smoothMaxColdFactor) {
+		return fmt.Errorf("%w: SmoothWarmingUp.ColdFactor must be in [1, %g] (0 means 3), got %v",
+			ErrInvalidConfig, float64(smoothMaxColdFactor), f)
+	}
+	return nil
+}
+
+// String describes the config.
+func (c SmoothWarmingUp) String() string {
+	n := c.config()
+	return fmt.Sprintf("smooth-warmup(rate=%g/s, warmup=%v, cold-factor=%g)",
+		c.Rate, time.Duration(n.warmup)*time.Microsecond, n.cold)
+}
+
+// NewState returns the state of a key never seen: cold, created at its first request.
+func (SmoothWarmingUp) NewState() State { return &smoothState{} }
+
+// Apply answers req as Guava's tryAcquire(N, MaxWait) (acquire(N) for Forever) at now.
+func (c SmoothWarmingUp) Apply(st State, now int64, req Request) Decision {
+	return applySmooth(st.(*smoothState), c.config(), now, req)
+}
+
+// Refund does nothing: Guava cannot give permits back.
+func (SmoothWarmingUp) Refund(State, int64, int64, int64) {}
+
+// config returns the normalized config: ColdFactor 0 is 3, Warmup in whole µs.
+func (c SmoothWarmingUp) config() smoothConfig {
+	cold := c.ColdFactor
+	if cold == 0 {
+		cold = 3
+	}
+	return smoothConfig{warm: true, rate: c.Rate, warmup: int64(max(c.Warmup, 0) / time.Microsecond), cold: cold}
+}

@@ -1,0 +1,62 @@
+-- Token bucket: the Lua twin of algo.TokenBucket (token_bucket.go), run after prelude.lua.
+-- Same state, same float operations in the same order as the Go transition, so Redis and
+-- the local store decide bit for bit alike.
+--
+-- KEYS[1]  hash: tokens = tokens at last (double, %.17g; negative while reservations are
+--          outstanding), last = µs of the last write. No key: a full bucket.
+-- ARGV[5]  rate, tokens added per second (double, %.17g)
+-- ARGV[6]  burst, the bucket size and the largest N (integer ≤ 2^53)
+--
+-- Tokens are doubles, as in golang.org/x/time/rate; the refill is seconds(elapsed µs) ×
+-- rate. TTL: the time until the bucket is full again.
+
+local rate = tonumber(ARGV[5])
+local burst = tonumber(ARGV[6])
+
+local st = redis.call('HMGET', KEYS[1], 'tokens', 'last')
+local valid = st[1] and st[2] and true or false -- false for a missing key (or field)
+local s_tokens, s_last = 0, 0
+if valid then s_tokens, s_last = tonumber(st[1]), tonumber(st[2]) end
+
+-- advance returns the tokens at t (never above burst) and the instant used, which never
+-- goes back before last.
+local function advance(t)
+  if not valid then return burst, t end
+  if t < s_last then t = s_last end
+  local tokens = s_tokens + seconds(t - s_last) * rate
+  if tokens > burst then tokens = burst end
+  return tokens, t
+end
+
+-- until_full is the time in µs for the bucket to hold burst tokens again.
+local function until_full(tokens)
+  return ceil_micros((burst - tokens) / rate * 1e6)
+end
+
+if op == 'apply' then
+  local tokens, t = advance(now)
+  if n > burst or n <= 0 then
+    return {0, burst, floor_count(tokens), MAX_MICROS, dur(until_full(tokens)), 0, 0}
+  end
+  local left = tokens - n
+  local wait = 0
+  if left < 0 then wait = ceil_micros(-left / rate * 1e6) end
+  if wait > max_wait then
+    -- A denial writes nothing, like x/time/rate.
+    return {0, burst, floor_count(tokens), retry_after(wait, max_wait), dur(until_full(tokens)), 0, 0}
+  end
+  redis.call('HSET', KEYS[1], 'tokens', num(left), 'last', num(t))
+  local reset = until_full(left)
+  expire(reset)
+  return {1, burst, floor_count(left), 0, dur(reset), dur(wait), t + wait}
+elseif op == 'refund' then
+  if not valid or not (n > 0) then return 0 end
+  local tokens, t = advance(now)
+  tokens = tokens + n
+  if tokens > burst then tokens = burst end
+  if tokens == s_tokens and t == s_last then return 0 end -- nothing to write
+  redis.call('HSET', KEYS[1], 'tokens', num(tokens), 'last', num(t))
+  expire(until_full(tokens))
+  return 0
+end
+return redis.error_reply('token-bucket: unknown operation ' .. tostring(op))

@@ -1,0 +1,118 @@
+package local
+
+import (
+	"context"
+	"time"
+
+	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/store"
+)
+
+var _ store.SemaphoreStore = (*Store)(nil)
+
+// semSlot is the slot under which a semaphore's state sits beside the rate-limit states of
+// the same name. No algorithm's Slot starts with a NUL byte, so the two never collide.
+const semSlot = "\x00semaphore"
+
+// Acquire tries once to grant token a permit of the semaphore name, at the store's now.
+// See store.SemaphoreStore; the rules are those of algo.SemaphoreState.
+func (s *Store) Acquire(_ context.Context, name string, cfg algo.Semaphore, token string, queueTTL time.Duration) (algo.SemaphoreResult, error) {
+	if err := store.CheckSemaphore(name, cfg, token); err != nil {
+		return algo.SemaphoreResult{}, err
+	}
+	var r algo.SemaphoreResult
+	err := s.semaphore(name, true, func(st *algo.SemaphoreState, now int64) {
+		r = st.Acquire(cfg, now, token, queueTTL)
+	})
+	return r, err
+}
+
+// Release gives back token's permit of the semaphore name and removes token from its fair
+// queue, reporting whether token held a live lease. See store.SemaphoreStore.
+func (s *Store) Release(_ context.Context, name, token string) (bool, error) {
+	if err := store.CheckSemaphoreName(name); err != nil {
+		return false, err
+	}
+	if err := store.CheckSemaphoreToken(token); err != nil {
+		return false, err
+	}
+	var ok bool
+	err := s.semaphore(name, false, func(st *algo.SemaphoreState, now int64) {
+		ok = st.Release(now, token)
+	})
+	return ok, err
+}
+
+// Renew extends token's live lease of the semaphore name to now + cfg.LeaseTTL, reporting
+// false when token holds no live lease. See store.SemaphoreStore.
+func (s *Store) Renew(_ context.Context, name string, cfg algo.Semaphore, token string) (bool, error) {
+	if err := store.CheckSemaphore(name, cfg, token); err != nil {
+		return false, err
+	}
+	var ok bool
+	err := s.semaphore(name, false, func(st *algo.SemaphoreState, now int64) {
+		ok = st.Renew(cfg, now, token)
+	})
+	return ok, err
+}
+
+// Holders returns the number of live leases of the semaphore name.
+func (s *Store) Holders(_ context.Context, name string) (int64, error) {
+	if err := store.CheckSemaphoreName(name); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := s.semaphore(name, false, func(st *algo.SemaphoreState, now int64) {
+		n = st.Holders(now)
+	})
+	return n, err
+}
+
+// semaphore runs f on the state of the semaphore name under its shard's lock, creating the
+// state first when create is set; without it, a missing state skips f, whose results then
+// keep their zero values, the answers of a fresh semaphore (Release, Renew: false;
+// Holders: 0). The
+// entry's fresh instant is the state's IdleAt, so the sweeper forgets a semaphore once its
+// last lease and queue place have expired, and a semaphore left empty is removed at once.
+//
+// A new semaphore is inserted without evicting other keys to make room (WithMaxKeys), and
+// the eviction in sweep.go must likewise never pick a semaphore: holders must never be
+// forgotten while their leases run, or more than Permits could hold at once. Semaphores
+// leave only when idle.
+func (s *Store) semaphore(name string, create bool, f func(st *algo.SemaphoreState, now int64)) error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	k := slotKey{slot: semSlot, key: name}
+	sh := s.shard(name)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	now := clockx.Micros(s.clock.Now())
+	e := sh.m[k]
+	st := semState(e)
+	if st == nil {
+		if !create {
+			return nil // the zero answers (false, 0) are those of a fresh semaphore
+		}
+		st = algo.NewSemaphoreState()
+		e = &entry{state: st}
+		sh.m[k] = e
+	}
+	f(st, now)
+	if idle := st.IdleAt(); idle == 0 {
+		delete(sh.m, k)
+	} else {
+		e.fresh = idle
+	}
+	return nil
+}
+
+// semState returns the semaphore state an entry holds, or nil.
+func semState(e *entry) *algo.SemaphoreState {
+	if e == nil {
+		return nil
+	}
+	st, _ := e.state.(*algo.SemaphoreState)
+	return st
+}

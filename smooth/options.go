@@ -1,0 +1,89 @@
+package smooth
+
+import (
+	"fmt"
+
+	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/store"
+)
+
+// Option configures a Limiter made by NewBursty or NewWarmingUp.
+type Option interface {
+	apply(*options)
+}
+
+type options struct {
+	clock         clockx.Clock
+	store         store.Store
+	key           string
+	storeSet      bool
+	coldFactor    float64
+	coldFactorSet bool
+	maxBurst      float64
+	maxBurstSet   bool
+}
+
+type optionFunc func(*options)
+
+func (f optionFunc) apply(o *options) { f(o) }
+
+// WithClock sets the clock Acquire and TryAcquire sleep on, and the clock of the default
+// private store. The default is clockx.Real(); tests and simulations pass a clockx.Fake
+// (sleeps then advance virtual time at once) or a clockx.Mock. A nil c keeps the default.
+// A store given with WithStore keeps its own notion of now.
+func WithClock(c clockx.Clock) Option {
+	return optionFunc(func(o *options) {
+		if c != nil {
+			o.clock = c
+		}
+	})
+}
+
+// WithColdFactor sets the cold factor of NewWarmingUp: the interval between permits when
+// fully cold is f times the stable interval 1/rate. The default is 3, Guava's; f must be in
+// [1, 1e6] (1 means no warm-up). NewBursty rejects this option.
+func WithColdFactor(f float64) Option {
+	return optionFunc(func(o *options) { o.coldFactor, o.coldFactorSet = f, true })
+}
+
+// WithMaxBurstSeconds sets how many seconds of unused rate NewBursty saves up as stored
+// permits (at most s × rate permits, taken without waiting). The default is 1, Guava's;
+// s must be in (0, 1e9]. NewWarmingUp rejects this option.
+func WithMaxBurstSeconds(s float64) Option {
+	return optionFunc(func(o *options) { o.maxBurst, o.maxBurstSet = s, true })
+}
+
+// WithStore keeps the limiter's state under key in s instead of in a private in-memory
+// store: several Limiters (in one process or many) with the same config on the same key and
+// store are paced as one Guava RateLimiter. With a distributed.Store every reservation is one
+// atomic script in Redis, at the server's time. The default is a private local.Store on the
+// limiter's clock. The Limiter does not close s.
+func WithStore(s store.Store, key string) Option {
+	return optionFunc(func(o *options) { o.store, o.key, o.storeSet = s, key, true })
+}
+
+// collect applies opts and checks them against the kind of limiter being built.
+func collect(opts []Option, warm bool) (options, error) {
+	o := options{clock: clockx.Real()}
+	for _, opt := range opts {
+		if opt != nil {
+			opt.apply(&o)
+		}
+	}
+	switch {
+	case warm && o.maxBurstSet:
+		return o, fmt.Errorf("%w: smooth: WithMaxBurstSeconds applies to NewBursty only", algo.ErrInvalidConfig)
+	case !warm && o.coldFactorSet:
+		return o, fmt.Errorf("%w: smooth: WithColdFactor applies to NewWarmingUp only", algo.ErrInvalidConfig)
+	case o.coldFactorSet && o.coldFactor == 0:
+		return o, fmt.Errorf("%w: smooth: WithColdFactor must be in [1, 1e6], got 0", algo.ErrInvalidConfig)
+	case o.maxBurstSet && o.maxBurst == 0:
+		return o, fmt.Errorf("%w: smooth: WithMaxBurstSeconds must be in (0, 1e9], got 0", algo.ErrInvalidConfig)
+	case o.storeSet && o.store == nil:
+		return o, fmt.Errorf("%w: smooth: WithStore given a nil store", algo.ErrInvalidConfig)
+	case o.storeSet && o.key == "":
+		return o, fmt.Errorf("%w: smooth: WithStore given an empty key", store.ErrInvalidKey)
+	}
+	return o, nil
+}

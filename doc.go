@@ -55,4 +55,16 @@
 // Redis does not add its timeout to every request. [WithErrorHandler] sees every failure.
 // Invalid requests and configurations are errors under every policy ([ErrInvalidRequest],
 // [ErrInvalidConfig]).
+//
+// # Concurrency limits
+//
+// Not every limit is a rate: "at most 5 exports at once" is a [Semaphore]
+// ([NewSemaphore] with an algo.Semaphore). Acquire returns a [Lease] that the holder
+// releases (or renews, or keeps alive); a holder that dies without releasing loses its
+// permit when the lease expires. On Redis the semaphore is shared by the fleet.
+//
+// # Guava-style pacing
+//
+// Package smooth offers Guava's SmoothBursty and SmoothWarmingUp (Acquire, TryAcquire,
+// SetRate) over the same stores.
 package limiter

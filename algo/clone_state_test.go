@@ -25,6 +25,9 @@ func CloneState(st State) State {
 	case *gcraState:
 		c := *s
 		return &c
+	case *smoothState:
+		c := *s
+		return &c
 	}
 	return st
 }

@@ -9,7 +9,13 @@
 //	SlidingWindowCounter{Limit, Window}   previous window weighted by its overlap; O(1) memory, approximate
 //	TokenBucket{Rate, Burst}              starts full; refills at Rate; arithmetic identical to golang.org/x/time/rate
 //	LeakyBucket{Rate, Capacity}           meter when MaxWait is 0; a shaping queue (evenly spaced output) when reserving
-//	GCRA{Rate, Burst}                     one timestamp per key; same admission as a token bucket
+//	GCRA{Rate, Burst}                     one timestamp per key; admits as a token bucket of rate 1e6/ceil(1e6/Rate)
+//	SmoothBursty{Rate, MaxBurstSeconds}   Guava's SmoothBursty: paces requests; a large one is paid by the next caller
+//	SmoothWarmingUp{Rate, Warmup, ...}    Guava's SmoothWarmingUp: slow after idle, speeding up to Rate over Warmup
+//
+// [Semaphore] is not a rate but a concurrency limit (at most Permits holders, each with a
+// lease); [SemaphoreState] is its Go reference transition, used by the stores that
+// implement store.SemaphoreStore.
 //
 // # Units and conventions
 //
@@ -18,7 +24,9 @@
 // index = now / Window) so every process agrees on the boundaries. A [Request] with MaxWait 0
 // is granted only when permits are available now; with MaxWait > 0 a grant may be a
 // reservation whose Wait the caller must sleep; requests are served first come, first
-// served, so a later request never overtakes a reservation already queued.
+// served, so a later request never overtakes a reservation already queued (the one
+// exception is the LeakyBucket meter: a MaxWait 0 request that fits the bucket is granted
+// at once, beside the shaping queue; see its doc).
 //
 // A [Decision] is never an error: a denial is a result. Errors come only from Validate.
 // ResetAfter tells the store when the state will equal a fresh one: the local store evicts

@@ -5,4 +5,7 @@
 //
 // A Store owns "now": it applies an algorithm's transition to one key at its own clock, in
 // microseconds since the Unix epoch, atomically with respect to every other call on that key.
+//
+// [SemaphoreStore] is the second, separate contract: hosting concurrency limits (holders
+// with leases, fair or not) for limiter.NewSemaphore. Both stores implement both.
 package store

@@ -8,13 +8,6 @@ import (
 	"github.com/ratekit/limiter/algo"
 )
 
-// gcraBug is why the GCRA high-rate checks with a fractional emission interval are skipped.
-const gcraBug = "BUG: GCRA keeps its TAT as absolute µs in a float64 (about 1.8e15, where doubles " +
-	"step by 0.25µs), so every TAT += N·T is rounded to 0.25µs and a fractional interval drifts: " +
-	"GCRA{Rate: 1e6/1.1, Burst: 100} admits 110 requests at one instant and about 10% more than " +
-	"the token bucket over time (algo now documents the rounding and rejects Rate > 1e6; keeping " +
-	"the TAT as whole µs plus a fraction, or relative to a recent instant, would remove it)"
-
 func runBucketProperties(t *testing.T, f Factory) {
 	for i, rb := range []struct {
 		rate  float64
@@ -35,9 +28,6 @@ func runBucketProperties(t *testing.T, f Factory) {
 	for _, a := range highRate {
 		t.Run(fmt.Sprintf("HighRate/%v", a), func(t *testing.T) {
 			t.Parallel()
-			if c, ok := a.(algo.GCRA); ok && 1e6/c.Rate != float64(int64(1e6/c.Rate)) {
-				t.Skip(gcraBug)
-			}
 			checkHighRate(t, f, a)
 		})
 	}

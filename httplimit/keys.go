@@ -1,0 +1,232 @@
+package httplimit
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+)
+
+// KeyFunc returns the key a request is limited under: a client IP address, an API token,
+// a user ID. Requests with the same key share one limit. An error means the key cannot be
+// computed; the middleware then answers through its error handler (see WithErrorHandler)
+// without consulting the limiter. A KeyFunc whose error wraps ErrMissingKey blames the
+// client (400 Bad Request by default); any other error blames the server (500).
+//
+// An empty key with a nil error is treated as an error wrapping ErrMissingKey.
+type KeyFunc func(*http.Request) (string, error)
+
+// Errors returned by the KeyFuncs of this package. Test for them with errors.Is.
+var (
+	// ErrMissingKey reports a request that does not carry the key the KeyFunc looks for,
+	// such as a missing header. It is the client's fault: the default error handler answers
+	// 400 Bad Request. Custom KeyFuncs may wrap it to get the same answer.
+	ErrMissingKey = errors.New("httplimit: request has no key")
+
+	// ErrInvalidAddress reports a client address that does not parse as an IP address:
+	// a RemoteAddr rewritten by a faulty middleware, a TrustedProxies option that is not a
+	// CIDR, or a trusted proxy that forwards garbage in X-Forwarded-For. It is the server's
+	// (or its proxies') fault: the default error handler answers 500 Internal Server Error.
+	ErrInvalidAddress = errors.New("httplimit: invalid client address")
+)
+
+// IPOption configures ByIP.
+type IPOption interface {
+	applyIP(*ipOptions)
+}
+
+type ipOptions struct {
+	trusted []netip.Prefix
+	err     error // a TrustedProxies argument that does not parse
+	v6Bits  int
+}
+
+type ipOptionFunc func(*ipOptions)
+
+func (f ipOptionFunc) applyIP(o *ipOptions) { f(o) }
+
+// TrustedProxies names the reverse proxies (load balancers, CDNs) whose X-Forwarded-For
+// header ByIP believes, as CIDR prefixes ("10.0.0.0/8", "2001:db8::/32") or single
+// addresses ("192.0.2.7"). Several calls add up. The default is none: X-Forwarded-For is
+// ignored and the key is the address of the connection (RemoteAddr), because anyone can
+// write that header.
+//
+// With trusted proxies, when the connection comes from one of them ByIP walks the
+// X-Forwarded-For addresses (every such header, in order, joined) from the right, skipping
+// trusted proxies, and takes the first address that is not one: the address the last
+// trusted proxy saw. Entries to the left of it were written by the client or by untrusted
+// hops, so a spoofed header cannot choose the key. When every address is a trusted proxy,
+// the left-most one is taken. When the connection does not come from a trusted proxy, the
+// header is ignored.
+//
+// An argument that does not parse makes every call of the KeyFunc fail with an error
+// wrapping ErrInvalidAddress (500 by default), so the mistake shows at the first request
+// instead of silently trusting nobody.
+func TrustedProxies(cidrs ...string) IPOption {
+	return ipOptionFunc(func(o *ipOptions) {
+		for _, c := range cidrs {
+			p, err := parsePrefix(c)
+			if err != nil {
+				if o.err == nil {
+					o.err = err
+				}
+				continue
+			}
+			o.trusted = append(o.trusted, p)
+		}
+	})
+}
+
+// IPv6Prefix keys IPv6 clients by the network of their first bits bits instead of their
+// full address, for example 64: a single host usually owns a whole /64 and can pick any
+// address in it, so per-address keys let it multiply its limit. The key is then the
+// prefix in CIDR form ("2001:db8:1:2::/64"). The default, 128, keys by the full address;
+// a value outside [1, 128] keeps the default. IPv4 clients are always keyed by address.
+func IPv6Prefix(bits int) IPOption {
+	return ipOptionFunc(func(o *ipOptions) {
+		if bits >= 1 && bits <= 128 {
+			o.v6Bits = bits
+		}
+	})
+}
+
+func parsePrefix(s string) (netip.Prefix, error) {
+	s = strings.TrimSpace(s)
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return netip.Prefix{}, fmt.Errorf("%w: TrustedProxies(%q): %w", ErrInvalidAddress, s, err)
+		}
+		if p.Addr().Is4In6() {
+			// ::ffff:10.0.0.0/104 is 10.0.0.0/8: clients are compared unmapped.
+			bits := p.Bits() - 96
+			if bits < 0 {
+				return netip.Prefix{}, fmt.Errorf("%w: TrustedProxies(%q): IPv4-mapped prefix shorter than /96", ErrInvalidAddress, s)
+			}
+			p = netip.PrefixFrom(p.Addr().Unmap(), bits)
+		}
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("%w: TrustedProxies(%q): %w", ErrInvalidAddress, s, err)
+	}
+	a = a.WithZone("").Unmap()
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+// ByIP returns a KeyFunc that keys a request by its client's IP address, normalised so
+// that one client has one key: IPv4-mapped IPv6 addresses become IPv4 ("::ffff:192.0.2.1"
+// is "192.0.2.1"), IPv6 addresses take their canonical lower-case compressed form
+// (RFC 5952) without zone, and ports are dropped. By default the address is the
+// connection's (http.Request.RemoteAddr); see TrustedProxies for X-Forwarded-For and
+// IPv6Prefix for keying IPv6 clients by network.
+//
+// An address that does not parse is an error wrapping ErrInvalidAddress.
+func ByIP(opts ...IPOption) KeyFunc {
+	o := ipOptions{v6Bits: 128}
+	for _, opt := range opts {
+		if opt != nil {
+			opt.applyIP(&o)
+		}
+	}
+	return func(r *http.Request) (string, error) {
+		if o.err != nil {
+			return "", o.err
+		}
+		a, err := clientAddr(r, o.trusted)
+		if err != nil {
+			return "", err
+		}
+		if a.Is6() && o.v6Bits < 128 {
+			p, _ := a.Prefix(o.v6Bits) // bits is in range: no error
+			return p.String(), nil
+		}
+		return a.String(), nil
+	}
+}
+
+// clientAddr finds the client's address as ByIP documents.
+func clientAddr(r *http.Request, trusted []netip.Prefix) (netip.Addr, error) {
+	peer, err := parseAddr(r.RemoteAddr)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("%w: RemoteAddr %q", ErrInvalidAddress, r.RemoteAddr)
+	}
+	if len(trusted) == 0 || !isTrusted(peer, trusted) {
+		return peer, nil
+	}
+	hops := r.Header.Values("X-Forwarded-For")
+	if len(hops) == 0 {
+		return peer, nil // the proxy's own request (a health check, say)
+	}
+	// Every entry right of the first untrusted one was appended by a trusted proxy, so
+	// the walk only ever reads entries that our own infrastructure wrote.
+	leftmost := peer
+	for i := len(hops) - 1; i >= 0; i-- {
+		parts := strings.Split(hops[i], ",")
+		for j := len(parts) - 1; j >= 0; j-- {
+			s := strings.TrimSpace(parts[j])
+			if s == "" {
+				continue // "a, , b" or a trailing comma: empty list members are ignored
+			}
+			a, err := parseAddr(s)
+			if err != nil {
+				return netip.Addr{}, fmt.Errorf("%w: X-Forwarded-For entry %q after trusted proxy %v", ErrInvalidAddress, s, leftmost)
+			}
+			if !isTrusted(a, trusted) {
+				return a, nil
+			}
+			leftmost = a
+		}
+	}
+	return leftmost, nil
+}
+
+func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
+	for _, p := range trusted {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// parseAddr reads an IP address, with or without port or brackets ("192.0.2.1",
+// "192.0.2.1:443", "2001:db8::1", "[2001:db8::1]:443", "[2001:db8::1]"), and normalises
+// it: zone dropped, IPv4-mapped addresses unmapped.
+func parseAddr(s string) (netip.Addr, error) {
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a.WithZone("").Unmap(), nil
+	}
+	host := s
+	if h, _, err := net.SplitHostPort(s); err == nil {
+		host = h
+	} else if len(s) > 2 && s[0] == '[' && s[len(s)-1] == ']' {
+		host = s[1 : len(s)-1]
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	return a.WithZone("").Unmap(), nil
+}
+
+// ByHeader returns a KeyFunc that keys a request by the value of its header name (for
+// example "X-API-Key"), with surrounding spaces trimmed. When the request has several
+// such headers the first one is used. A missing or empty header is an error wrapping
+// ErrMissingKey (400 Bad Request by default).
+//
+// The value is taken as the client sends it: key by a header only when something upstream
+// (an authenticating proxy, an earlier middleware) has checked it, or when a client that
+// invents values only hurts itself, since each new value starts with a full limit.
+func ByHeader(name string) KeyFunc {
+	return func(r *http.Request) (string, error) {
+		v := strings.TrimSpace(r.Header.Get(name))
+		if v == "" {
+			return "", fmt.Errorf("%w: header %s is missing or empty", ErrMissingKey, http.CanonicalHeaderKey(name))
+		}
+		return v, nil
+	}
+}

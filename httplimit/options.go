@@ -1,0 +1,148 @@
+package httplimit
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/ratekit/limiter/store"
+)
+
+// DefaultPolicyName is the policy name the RateLimit-Policy and RateLimit headers carry
+// unless WithPolicyName sets another.
+const DefaultPolicyName = "default"
+
+// Option configures Middleware.
+type Option interface {
+	apply(*options)
+}
+
+type options struct {
+	cost     func(*http.Request) int64
+	wait     time.Duration
+	denied   http.Handler
+	onError  func(http.ResponseWriter, *http.Request, error)
+	policy   string // quoted sf-string
+	noHeader bool
+}
+
+func defaultOptions() options {
+	return options{
+		denied:  http.HandlerFunc(tooManyRequests),
+		onError: DefaultErrorHandler,
+		policy:  `"` + DefaultPolicyName + `"`,
+	}
+}
+
+type optionFunc func(*options)
+
+func (f optionFunc) apply(o *options) { f(o) }
+
+// WithCost sets how many permits a request takes, for example more for an expensive
+// endpoint or by the size of an upload. The default is 1 per request; a nil f keeps it.
+//
+// A cost of 0 exempts the request: it is served without consulting the limiter and
+// without RateLimit headers (health checks, say). A negative cost is a bug in f: the
+// request goes to the error handler with an error wrapping limiter.ErrInvalidRequest
+// (500 by default). A cost larger than the limit can ever grant is denied with 429 and
+// no Retry-After, since waiting would not help.
+func WithCost(f func(*http.Request) int64) Option {
+	return optionFunc(func(o *options) {
+		if f != nil {
+			o.cost = f
+		}
+	})
+}
+
+// WithWait makes the middleware delay a request instead of rejecting it, when its permits
+// will be available within maxWait: it reserves them (see limiter.Limiter.Reserve), sleeps on
+// the limiter's clock until they are usable, and then serves the request. A request whose
+// permits would come later than maxWait (or later than its context's deadline) is rejected
+// at once with 429, reserving nothing. If the request's context ends while it waits (the
+// client went away), the permits are given back and the handler is not called; the error
+// handler gets the context's error (503 by default, which a departed client never sees).
+//
+// The default, and maxWait ≤ 0, is no waiting: a request is served or rejected at once.
+// Waiting holds a goroutine and a connection per delayed request, so keep maxWait short
+// (well under the clients' timeouts).
+func WithWait(maxWait time.Duration) Option {
+	return optionFunc(func(o *options) { o.wait = maxWait })
+}
+
+// WithDeniedHandler sets the handler that writes the response to a rate-limited request.
+// It is called with Retry-After and the RateLimit headers already set on the
+// ResponseWriter and must write the status itself, normally 429 Too Many Requests (for
+// example with a JSON problem document). The default writes 429 with the plain-text body
+// "Too Many Requests". A nil h keeps the default.
+func WithDeniedHandler(h http.Handler) Option {
+	return optionFunc(func(o *options) {
+		if h != nil {
+			o.denied = h
+		}
+	})
+}
+
+// WithErrorHandler sets the function that answers a request the middleware cannot decide
+// on: its KeyFunc failed, WithCost returned a negative cost, the store is unavailable and
+// the limiter's failure policy is FailClosed, the request's context ended, or the limiter
+// returned another error. The function writes the whole response. The default is
+// DefaultErrorHandler; a nil f keeps it.
+//
+// Store failures that the failure policy answers with an allowed decision (FailOpen,
+// Fallback) never reach this function: the request is served. Count them with the
+// limiter's own limiter.WithErrorHandler.
+func WithErrorHandler(f func(w http.ResponseWriter, r *http.Request, err error)) Option {
+	return optionFunc(func(o *options) {
+		if f != nil {
+			o.onError = f
+		}
+	})
+}
+
+// WithPolicyName sets the policy name that identifies the limit in the RateLimit-Policy
+// and RateLimit headers, for example "per-ip" or "api-key". The middleware adds its
+// items to those headers rather than replacing them, so when several middlewares limit
+// the same requests (per IP, then per API key) each contributes an item: give them
+// distinct names. Characters outside printable ASCII are dropped; an empty name keeps the
+// default, DefaultPolicyName ("default").
+func WithPolicyName(name string) Option {
+	return optionFunc(func(o *options) { o.policy = quoteName(name) })
+}
+
+// WithoutHeaders stops the middleware from writing the RateLimit-Policy and RateLimit
+// headers, for services that prefer not to disclose their limits. Retry-After is still
+// sent with every 429 that has a finite retry time, since it is what well-behaved clients
+// and proxies act on. The default is to write the headers.
+func WithoutHeaders() Option {
+	return optionFunc(func(o *options) { o.noHeader = true })
+}
+
+// tooManyRequests is the default denied handler.
+func tooManyRequests(w http.ResponseWriter, _ *http.Request) {
+	http.Error(w, http.StatusText(http.StatusTooManyRequests), http.StatusTooManyRequests)
+}
+
+// DefaultErrorHandler is the error handler Middleware uses unless WithErrorHandler sets
+// another. It answers with a plain-text status line, never with the error's text (which
+// may name keys, addresses or backends):
+//
+//   - 400 Bad Request when err wraps ErrMissingKey (the client sent no key, such as a
+//     missing header for ByHeader);
+//   - 503 Service Unavailable when err wraps store.ErrUnavailable (the store is down and
+//     the failure policy is FailClosed), or when the request's context ended;
+//   - 500 Internal Server Error otherwise: a KeyFunc that cannot compute a key from a
+//     request the client could not have got wrong (ByIP with an unparseable RemoteAddr, a
+//     trusted proxy writing garbage in X-Forwarded-For), a negative cost, a nil limiter.
+func DefaultErrorHandler(w http.ResponseWriter, _ *http.Request, err error) {
+	code := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, ErrMissingKey):
+		code = http.StatusBadRequest
+	case errors.Is(err, store.ErrUnavailable),
+		errors.Is(err, context.Canceled),
+		errors.Is(err, context.DeadlineExceeded):
+		code = http.StatusServiceUnavailable
+	}
+	http.Error(w, http.StatusText(code), code)
+}

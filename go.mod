@@ -3,11 +3,14 @@ module github.com/ratekit/limiter
 go 1.24.0
 
 require (
-	github.com/benbjohnson/clock v1.3.5 // indirect
+	github.com/benbjohnson/clock v1.3.5
+	github.com/redis/go-redis/v9 v9.22.0
+	golang.org/x/time v0.14.0
+)
+
+require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/redis/go-redis/v9 v9.22.0 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
 	go.uber.org/atomic v1.11.0 // indirect
 	golang.org/x/sys v0.30.0 // indirect
-	golang.org/x/time v0.14.0 // indirect
 )

@@ -103,12 +103,17 @@ func (c LeakyBucket) Refund(st State, now int64, n int64, _ int64) {
 	if !s.valid || n <= 0 {
 		return
 	}
-	level, now := c.drain(s, now)
+	level, at := c.drain(s, now)
 	level -= float64(n)
-	if level < 0 {
+	if level <= 0 {
+		if at == now {
+			// Empty again: the state is a fresh one, as the Lua twin's deleted key is.
+			*s = leakyBucketState{}
+			return
+		}
 		level = 0
 	}
-	s.level, s.last = level, now
+	s.level, s.last = level, at
 }
 
 // remaining is what fits in the bucket now: Capacity - level rounded down, computed as

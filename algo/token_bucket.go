@@ -91,12 +91,17 @@ func (c TokenBucket) Refund(st State, now int64, n int64, _ int64) {
 	if !s.valid || n <= 0 {
 		return
 	}
-	tokens, now := c.advance(s, now)
+	tokens, at := c.advance(s, now)
 	tokens += float64(n)
-	if b := float64(c.Burst); tokens > b {
+	if b := float64(c.Burst); tokens >= b {
+		if at == now {
+			// Full again: the state is a fresh one, as the Lua twin's deleted key is.
+			*s = tokenBucketState{}
+			return
+		}
 		tokens = b
 	}
-	s.tokens, s.last = tokens, now
+	s.tokens, s.last = tokens, at
 }
 
 // untilFull is the time in µs for tokens to reach Burst.

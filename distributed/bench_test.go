@@ -1,0 +1,72 @@
+package distributed_test
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/distributed"
+	"github.com/ratekit/limiter/internal/redistest"
+)
+
+// benchAddrEnv names a Redis the benchmark uses instead of starting its own, so that
+// testdata/bench-evalsha.sh can compare it with redis-benchmark on the same server.
+const benchAddrEnv = "LIMITER_BENCH_REDIS_ADDR"
+
+const (
+	benchGoroutines = 64
+	benchKeys       = 10_000
+)
+
+// BenchmarkApply measures decisions per second through one client with 64 goroutines
+// (b.SetParallelism scales them to GOMAXPROCS) spread over 10,000 keys, at the server's
+// time: the figure to compare with redis-benchmark running the same EVALSHA with 64
+// clients (see testdata/bench-evalsha.sh).
+func BenchmarkApply(b *testing.B) {
+	addr := os.Getenv(benchAddrEnv)
+	if addr == "" {
+		addr = redistest.Start(b).Addr()
+	}
+	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: benchGoroutines, ContextTimeoutEnabled: true})
+	b.Cleanup(func() { _ = c.Close() })
+	keys := make([]string, benchKeys)
+	for i := range keys {
+		keys[i] = "user:" + strconv.Itoa(i)
+	}
+	for _, a := range []algo.Algorithm{
+		algo.TokenBucket{Rate: 100, Burst: 100},
+		algo.GCRA{Rate: 100, Burst: 100},
+		algo.SlidingWindowLog{Limit: 100, Window: time.Second},
+	} {
+		b.Run(a.Name(), func(b *testing.B) {
+			s := distributed.New(c, distributed.WithPrefix("bench:"))
+			var next, failed atomic.Int64
+			var firstErr atomic.Value
+			b.SetParallelism(max(1, benchGoroutines/runtime.GOMAXPROCS(0)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				ctx := context.Background()
+				i := int(next.Add(7919)) // each goroutine starts elsewhere in the key space
+				for pb.Next() {
+					i++
+					if _, err := s.Apply(ctx, keys[i%benchKeys], a, algo.Request{N: 1}); err != nil {
+						failed.Add(1)
+						firstErr.CompareAndSwap(nil, err)
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+			if n := failed.Load(); n > 0 {
+				b.Fatalf("%d of %d calls failed, the first with: %v", n, b.N, firstErr.Load())
+			}
+		})
+	}
+}

@@ -1,0 +1,43 @@
+// Package distributed is the Redis [store.Store]: limiter state shared by every process that
+// talks to one Redis (a single server, a Sentinel failover group, or a Redis Cluster),
+// through a go-redis v9 [redis.UniversalClient].
+//
+// # One round trip per decision
+//
+// Each algorithm of package algo has a Lua twin (algo.Scripted) with the same state fields
+// and the same arithmetic as its Go transition. Apply and Refund run it with EVALSHA, so a
+// decision is one round trip and is atomic on the server: concurrent callers in any number
+// of processes can never admit more than the limit between them. When a server has lost the
+// script (restart, failover, SCRIPT FLUSH, or a Cluster node that has never seen it) it
+// answers NOSCRIPT, and the store sends the source with EVAL, which also caches it on that
+// server; the caller sees nothing but one extra round trip.
+//
+// # Keys
+//
+// The state of a user key under an algorithm lives at
+//
+//	<prefix>{<escaped user key>}:<slot><suffix>
+//
+// where prefix is set by [WithPrefix] ("limiter:" by default), slot is the algorithm's Slot
+// ("tb", "sl:1000000", ...) and suffix names the extra keys a script needs (a sliding log
+// keeps a list beside its counter). The user key is escaped ('%' → "%25", '{' → "%7B",
+// '}' → "%7D") so that the Cluster hash tag, the part between the braces, is exactly the
+// user key: every key of one decision sits in one slot, as a script requires, and
+// different user keys spread over the slots. Any user key is safe: empty is rejected, but
+// braces, spaces, unicode, NUL bytes and long keys all map to distinct Redis keys.
+//
+// # Time and expiry
+//
+// By default the scripts read the server's TIME, so every client shares one clock and a
+// client whose clock runs fast or slow cannot over-admit. [WithClock] makes the store send
+// its own time instead (tests, simulations). Every write sets the keys' PEXPIRE to the
+// decision's ResetAfter (at least 1 ms), the moment the state equals a fresh one, and a
+// state that is fresh again is deleted, so Redis memory is bounded by the active keys.
+//
+// # Failures
+//
+// Errors that kept a decision from being made (network, [WithTimeout], cluster down, a key
+// holding other data, a reply that does not parse) wrap store.ErrUnavailable; the limiter
+// facade's failure policy decides what a request gets then. See docs/distributed.md for
+// Cluster usage and what a failover can lose.
+package distributed

@@ -1,0 +1,150 @@
+package distributed
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/store"
+)
+
+var _ store.SemaphoreStore = (*Store)(nil)
+
+// semSlot names a semaphore's keys beside the rate-limit states of the same name: a
+// semaphore name lives at <prefix>{<escaped name>}:sem (its holders) and :sem:q, :sem:qe,
+// :sem:n (its fair queue, the queue places' expiries, the ticket counter). No algorithm's
+// Slot is "sem", so the two never collide; all four keys share the name's hash tag.
+const semSlot = "sem"
+
+// semScript runs algo.Semaphore's Lua twin; one script serves every operation.
+var semScript = redis.NewScript(algo.Semaphore{}.Script().Source)
+
+// Acquire tries once to grant token a permit of the semaphore name, atomically in Redis at
+// the server's time (or WithClock's). See store.SemaphoreStore and algo.SemaphoreState for
+// the rules; the script removes expired leases and queue places from the very keys it
+// then counts, so a crashed holder or waiter frees its permit or place by itself.
+func (s *Store) Acquire(ctx context.Context, name string, cfg algo.Semaphore, token string, queueTTL time.Duration) (algo.SemaphoreResult, error) {
+	if err := store.CheckSemaphore(name, cfg, token); err != nil {
+		return algo.SemaphoreResult{}, err
+	}
+	reply, err := s.semRun(ctx, "acquire", name, token, semQueueMicros(queueTTL), cfg)
+	if err != nil {
+		return algo.SemaphoreResult{}, err
+	}
+	vals, ok := reply.([]any)
+	if !ok || len(vals) != 4 {
+		return algo.SemaphoreResult{}, semBadReply("acquire", name, reply)
+	}
+	var n [4]int64
+	for i, v := range vals {
+		if n[i], ok = v.(int64); !ok || n[i] < 0 {
+			return algo.SemaphoreResult{}, semBadReply("acquire", name, reply)
+		}
+	}
+	if n[0] > 1 {
+		return algo.SemaphoreResult{}, semBadReply("acquire", name, reply)
+	}
+	return algo.SemaphoreResult{
+		Acquired:   n[0] == 1,
+		Holders:    n[1],
+		Position:   n[2],
+		RetryAfter: micros(n[3]),
+	}, nil
+}
+
+// Release gives back token's permit of the semaphore name and removes token from its fair
+// queue, reporting whether token held a live lease. See store.SemaphoreStore.
+func (s *Store) Release(ctx context.Context, name, token string) (bool, error) {
+	if err := store.CheckSemaphoreName(name); err != nil {
+		return false, err
+	}
+	if err := store.CheckSemaphoreToken(token); err != nil {
+		return false, err
+	}
+	return s.semBool(ctx, "release", name, token, algo.Semaphore{})
+}
+
+// Renew extends token's live lease of the semaphore name to now + cfg.LeaseTTL, reporting
+// false when token holds no live lease. See store.SemaphoreStore.
+func (s *Store) Renew(ctx context.Context, name string, cfg algo.Semaphore, token string) (bool, error) {
+	if err := store.CheckSemaphore(name, cfg, token); err != nil {
+		return false, err
+	}
+	return s.semBool(ctx, "renew", name, token, cfg)
+}
+
+// Holders returns the number of live leases of the semaphore name (forgetting, like every
+// operation, the leases and queue places that have expired).
+func (s *Store) Holders(ctx context.Context, name string) (int64, error) {
+	if err := store.CheckSemaphoreName(name); err != nil {
+		return 0, err
+	}
+	reply, err := s.semRun(ctx, "holders", name, "", 0, algo.Semaphore{})
+	if err != nil {
+		return 0, err
+	}
+	n, ok := reply.(int64)
+	if !ok || n < 0 {
+		return 0, semBadReply("holders", name, reply)
+	}
+	return n, nil
+}
+
+// semBool runs an operation that replies 0 or 1.
+func (s *Store) semBool(ctx context.Context, op, name, token string, cfg algo.Semaphore) (bool, error) {
+	reply, err := s.semRun(ctx, op, name, token, 0, cfg)
+	if err != nil {
+		return false, err
+	}
+	n, ok := reply.(int64)
+	if !ok || (n != 0 && n != 1) {
+		return false, semBadReply(op, name, reply)
+	}
+	return n == 1, nil
+}
+
+// semRun runs the semaphore script for op on name's keys, with ARGV as documented on
+// algo.Semaphore.Script, and wraps a failure with store.ErrUnavailable.
+func (s *Store) semRun(ctx context.Context, op, name, token string, queue int64, cfg algo.Semaphore) (any, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	keys := stateKeys(s.prefix, name, semSlot, cfg.Script().Keys)
+	args := make([]any, 4, 7)
+	args[0] = op
+	if s.clock != nil {
+		args[1] = clockx.Micros(s.clock.Now())
+	} else {
+		args[1] = ""
+	}
+	args[2] = token
+	args[3] = queue
+	reply, err := s.run(ctx, semScript, keys, cfg.AppendArgs(args))
+	if err != nil {
+		if isWrongType(err) {
+			return nil, fmt.Errorf("%w: distributed: semaphore %s on %s: Redis key %s (or a key beside it) "+
+				"holds data of another type; is something else writing under the prefix %q? (%w)",
+				store.ErrUnavailable, op, quoteKey(name), quoteKey(keys[0]), s.prefix, err)
+		}
+		return nil, fmt.Errorf("%w: distributed: semaphore %s on %s: %w", store.ErrUnavailable, op, quoteKey(name), err)
+	}
+	return reply, nil
+}
+
+// semBadReply is the error of a reply that does not follow the script's convention.
+func semBadReply(op, name string, reply any) error {
+	return fmt.Errorf("%w: distributed: semaphore %s on %s: %w: got %s",
+		store.ErrUnavailable, op, quoteKey(name), errBadReply, describe(reply))
+}
+
+// semQueueMicros converts a queue TTL to whole µs, clamped to [0, algo.MaxMicros].
+func semQueueMicros(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return min(int64(d/time.Microsecond), algo.MaxMicros)
+}

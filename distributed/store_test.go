@@ -1,0 +1,79 @@
+package distributed_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/distributed"
+	"github.com/ratekit/limiter/internal/redistest"
+	"github.com/ratekit/limiter/local"
+	"github.com/ratekit/limiter/store"
+	"github.com/ratekit/limiter/store/storetest"
+)
+
+// redisFactory makes stores on one shared client, isolated by a fresh prefix each.
+func redisFactory(c redis.UniversalClient) storetest.Factory {
+	return func(t *testing.T, clk *clockx.Fake) store.Store {
+		return distributed.New(c, distributed.WithPrefix(freshPrefix()), distributed.WithClock(clk))
+	}
+}
+
+func localFactory(t *testing.T, clk *clockx.Fake) store.Store {
+	return local.New(local.WithClock(clk))
+}
+
+// diffAlgorithms are the configs driven for the long differential runs: one per algorithm,
+// each with a rate or window whose arithmetic is not round.
+func diffAlgorithms() []algo.Algorithm {
+	return []algo.Algorithm{
+		algo.FixedWindow{Limit: 7, Window: 3 * time.Millisecond},
+		algo.SlidingWindowLog{Limit: 5, Window: 7 * time.Millisecond},
+		algo.SlidingWindowCounter{Limit: 9, Window: 11 * time.Millisecond},
+		algo.TokenBucket{Rate: 1e6 / 7, Burst: 3},
+		algo.LeakyBucket{Rate: 333.3, Capacity: 4},
+		algo.GCRA{Rate: 1e3 / 3, Burst: 5},
+	}
+}
+
+// diffSteps is the length of the long differential runs, per algorithm.
+const diffSteps = 10_000
+
+func TestSingleNode(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	c := withoutExpiry(srv.Client(t)) // fake clocks: see frozen_test.go
+	t.Run("Conformance", func(t *testing.T) {
+		t.Parallel()
+		storetest.Run(t, redisFactory(c))
+	})
+	t.Run("DifferentialLong", func(t *testing.T) {
+		t.Parallel()
+		storetest.Differential(t, localFactory, redisFactory(c), storetest.DiffOptions{
+			Steps: diffSteps, Seed: 20260101, Algorithms: diffAlgorithms(),
+		})
+	})
+	t.Run("DifferentialEveryConfig", func(t *testing.T) {
+		t.Parallel()
+		storetest.Differential(t, localFactory, redisFactory(c), storetest.DiffOptions{Steps: 500, Seed: 7})
+	})
+}
+
+func TestCluster(t *testing.T) {
+	t.Parallel()
+	cl := redistest.StartCluster(t, 3)
+	c := withoutExpiry(cl.Client(t)) // fake clocks: see frozen_test.go
+	t.Run("Conformance", func(t *testing.T) {
+		t.Parallel()
+		storetest.Run(t, redisFactory(c))
+	})
+	t.Run("Differential", func(t *testing.T) {
+		t.Parallel()
+		storetest.Differential(t, localFactory, redisFactory(c), storetest.DiffOptions{
+			Steps: 1000, Seed: 3, Algorithms: diffAlgorithms(),
+		})
+	})
+}

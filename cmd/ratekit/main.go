@@ -1,57 +1,136 @@
-// Command ratekit shows how each rate-limiting algorithm shapes traffic.
+// Command ratekit shows how each rate-limiting algorithm shapes traffic, and measures how
+// fast a store decides.
 //
-//	ratekit sim --algo token-bucket --rate 10 --burst 20 --traffic burst --duration 10s
+//	ratekit sim --algo token-bucket --rate 10 --burst 20 --traffic burst --duration 10s --svg out.svg
 //
-// runs the algorithm on the in-memory store under virtual time and prints, second by
-// second, how many requests the traffic offered and how many the algorithm admitted.
-// Algorithms: fixed-window, sliding-log, sliding-counter, token-bucket, leaky-bucket, gcra.
-// Traffic: steady, burst, spike, ramp.
+// runs the algorithm on the in-memory store under virtual time (a minute of traffic takes
+// milliseconds, and every run prints the same numbers) and prints, interval by interval,
+// how many requests the traffic offered and how many the algorithm admitted, delayed and
+// denied, then an ASCII chart; --svg also writes the chart as an SVG file, and
+// --compare a,b,c puts several algorithms on one chart.
+//
+//	ratekit bench --store redis://localhost:6379 --algo gcra --goroutines 64 --duration 10s
+//
+// runs real-time load against the in-memory store or a Redis and prints decisions per
+// second, latency percentiles and the admitted ratio.
+//
+// Run "ratekit help" for the usage and "ratekit sim -h" or "ratekit bench -h" for every
+// flag. Bad flags, commands and algorithms print one line on stderr and exit with status 2.
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/redis/go-redis/v9"
 )
 
-// errUsage marks errors that are the caller's: exit code 2.
+// Exit statuses.
+const (
+	exitOK          = 0
+	exitFailure     = 1   // the command could not do its work (a file, a Redis)
+	exitUsage       = 2   // the caller's mistake: a flag, a command, an algorithm
+	exitInterrupted = 130 // stopped by Ctrl-C (128 + SIGINT), after printing what it had
+)
+
+// errUsage marks errors that are the caller's: exit status 2.
 var errUsage = errors.New("usage")
 
+// errInterrupted marks a command stopped by a signal after printing its partial result.
+var errInterrupted = errors.New("interrupted")
+
+// usage is the text of "ratekit help".
+var usage = `usage: ratekit <command> [flags]
+
+commands:
+  sim    show how an algorithm shapes a traffic pattern (in-memory store, virtual time)
+  bench  measure decisions/s and latency against the in-memory store or a Redis
+  help   print this text
+
+ratekit sim [--algo NAME | --compare NAME,NAME,...] [--rate R] [--burst B] [--limit L]
+            [--window W] [--warmup D] [--traffic steady|burst|spike|ramp] [--duration D]
+            [--interval D] [--mode allow|wait] [--max-wait D] [--svg FILE]
+ratekit bench [--store memory|redis://[user:pass@]host:port[/db]] [--algo NAME] [--rate R]
+              [--burst B] [--limit L] [--window W] [--warmup D] [--goroutines N]
+              [--duration D] [--keys N]
+
+algorithms: ` + strings.Join(algorithmNames[:5], ", ") + `,
+            ` + strings.Join(algorithmNames[5:], ", ") + `
+Run "ratekit sim -h" or "ratekit bench -h" for every flag and its default.
+`
+
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	redis.SetLogger(discardLogger{})
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop() // a second Ctrl-C kills at once
+	}()
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
-	err := dispatch(args, stdout)
+// run executes the command line args and returns the exit status. Errors are printed on
+// stderr as one line starting with "ratekit: ".
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	err := dispatch(ctx, args, stdout, stderr)
 	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, flag.ErrHelp):
-		return 0
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.Is(err, errInterrupted):
+		return exitInterrupted
 	case errors.Is(err, errUsage):
-		fmt.Fprintln(stderr, "ratekit:", unwrapUsage(err))
-		return 2
+		fmt.Fprintln(stderr, "ratekit:", oneLine(unwrapUsage(err)))
+		return exitUsage
 	default:
-		fmt.Fprintln(stderr, "ratekit:", err)
-		return 1
+		fmt.Fprintln(stderr, "ratekit:", oneLine(err.Error()))
+		return exitFailure
 	}
 }
 
-func dispatch(args []string, stdout io.Writer) error {
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: missing command (want: sim)", errUsage)
+		return usagef("missing command (want sim, bench or help; run \"ratekit help\")")
 	}
 	switch args[0] {
 	case "sim":
 		return simCommand(args[1:], stdout)
-	case "help", "-h", "--help":
-		fmt.Fprintln(stdout, "usage: ratekit sim --algo NAME [--rate R --burst B --limit L --window W] --traffic steady|burst|spike|ramp --duration D")
+	case "bench":
+		return benchCommand(ctx, args[1:], stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
 		return nil
 	default:
-		return fmt.Errorf("%w: unknown command %q (want: sim)", errUsage, args[0])
+		return usagef("unknown command %q (want sim, bench or help)", args[0])
 	}
+}
+
+// parseFlags parses args with fs, whose output it discards, so that a bad flag makes one
+// line: a usage error naming the command. -h prints the flags on stdout and returns
+// flag.ErrHelp. Positional arguments are refused.
+func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stdout, "usage: %s [flags]\n\nflags:\n", fs.Name())
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			return err
+		}
+		return usagef("%s: %v (run \"%s -h\")", strings.TrimPrefix(fs.Name(), "ratekit "), err, fs.Name())
+	}
+	if fs.NArg() > 0 {
+		return usagef("%s: unexpected argument %q (flags start with --)", strings.TrimPrefix(fs.Name(), "ratekit "), fs.Arg(0))
+	}
+	return nil
 }
 
 // usageError wraps a message as a usage error without repeating the word "usage".
@@ -68,4 +147,9 @@ func unwrapUsage(err error) string {
 		return u.msg
 	}
 	return err.Error()
+}
+
+// oneLine keeps an error message on one line, whatever the error wrapped.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
 }

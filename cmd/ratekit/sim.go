@@ -1,10 +1,11 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"math"
+	"os"
 	"strings"
 	"time"
 
@@ -12,107 +13,240 @@ import (
 	"github.com/ratekit/limiter/internal/sim"
 )
 
-// algoFlags are the parameters any algorithm may take; each uses the ones it needs.
-type algoFlags struct {
-	name   string
-	rate   float64
-	burst  int64
-	limit  int64
-	window time.Duration
+// Size of the ASCII chart.
+const (
+	asciiWidth  = 60
+	asciiHeight = 10
+)
+
+// simFlags are the flags of "ratekit sim" beyond the algorithm's.
+type simFlags struct {
+	algo     algoFlags
+	compare  string
+	traffic  string
+	duration time.Duration
+	interval time.Duration
+	mode     string
+	maxWait  time.Duration
+	svg      string
 }
 
-// algorithmNames lists the algorithms by their kebab-case names, in the order help shows.
-var algorithmNames = []string{"fixed-window", "sliding-log", "sliding-counter", "token-bucket", "leaky-bucket", "gcra"}
-
-// build turns the flags into an algorithm config. Burst defaults to the rate (one second's
-// worth), Limit to rate × window.
-func (f algoFlags) build() (algo.Algorithm, error) {
-	burst := f.burst
-	if burst == 0 {
-		burst = max(1, int64(math.Round(f.rate)))
-	}
-	limit := f.limit
-	if limit == 0 {
-		limit = max(1, int64(math.Round(f.rate*f.window.Seconds())))
-	}
-	var a algo.Algorithm
-	switch f.name {
-	case "fixed-window":
-		a = algo.FixedWindow{Limit: limit, Window: f.window}
-	case "sliding-log":
-		a = algo.SlidingWindowLog{Limit: limit, Window: f.window}
-	case "sliding-counter":
-		a = algo.SlidingWindowCounter{Limit: limit, Window: f.window}
-	case "token-bucket":
-		a = algo.TokenBucket{Rate: f.rate, Burst: burst}
-	case "leaky-bucket":
-		a = algo.LeakyBucket{Rate: f.rate, Capacity: burst}
-	case "gcra":
-		a = algo.GCRA{Rate: f.rate, Burst: burst}
-	default:
-		return nil, usagef("unknown algorithm %q (want one of %s)", f.name, strings.Join(algorithmNames, ", "))
-	}
-	if err := a.Validate(); err != nil {
-		return nil, usagef("%v", err)
-	}
-	return a, nil
+// simRun is one algorithm's simulation.
+type simRun struct {
+	name string
+	a    algo.Algorithm
+	rows []sim.Interval
 }
 
 func simCommand(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("ratekit sim", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	var af algoFlags
-	fs.StringVar(&af.name, "algo", "token-bucket", "algorithm: "+strings.Join(algorithmNames, ", "))
-	fs.Float64Var(&af.rate, "rate", 10, "permits per second (token-bucket, leaky-bucket, gcra; windows: limit = rate × window)")
-	fs.Int64Var(&af.burst, "burst", 0, "burst or capacity (default: the rate)")
-	fs.Int64Var(&af.limit, "limit", 0, "permits per window (default: rate × window)")
-	fs.DurationVar(&af.window, "window", time.Second, "window length")
-	traffic := fs.String("traffic", "burst", "traffic: steady, burst, spike, ramp")
-	duration := fs.Duration("duration", 10*time.Second, "simulated time")
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
+	var f simFlags
+	f.algo.register(fs)
+	fs.Lookup("rate").Usage = "permits per second, and the base rate of the traffic\n(windows: the default limit is rate × window)"
+	fs.StringVar(&f.compare, "compare", "", "comma-separated algorithms to draw on one chart (instead of --algo)")
+	fs.StringVar(&f.traffic, "traffic", "burst", "traffic shape: steady (1.5 × rate), burst (3 × rate at once every 2 s),\nspike (0.5 × rate, 5 × rate in the middle tenth), ramp (0 to 3 × rate)")
+	fs.DurationVar(&f.duration, "duration", 10*time.Second, "simulated time")
+	fs.DurationVar(&f.interval, "interval", time.Second, "width of one row of the table and one point of the charts")
+	fs.StringVar(&f.mode, "mode", "allow", "allow: a request is granted only if a permit is free now;\nwait: it is granted if it can be served within --max-wait (and counted as delayed)")
+	fs.DurationVar(&f.maxWait, "max-wait", time.Second, "longest wait a request accepts in wait mode")
+	fs.StringVar(&f.svg, "svg", "", "also write the chart (offered vs admitted over time) to this SVG `file`")
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
+	}
+	names := []string{f.algo.name}
+	if f.compare != "" {
+		if explicit(fs, "algo") {
+			return usagef("sim: use --algo or --compare, not both")
+		}
+		var err error
+		if names, err = compareNames(f.compare); err != nil {
 			return err
 		}
+	}
+	p, err := sim.ParsePattern(f.traffic)
+	if err != nil {
 		return usagef("sim: %v", err)
 	}
-	if fs.NArg() > 0 {
-		return usagef("sim: unexpected argument %q", fs.Arg(0))
+	var maxWait time.Duration
+	switch f.mode {
+	case "allow":
+		if explicit(fs, "max-wait") {
+			return usagef("sim: --max-wait needs --mode wait")
+		}
+	case "wait":
+		if f.maxWait <= 0 {
+			return usagef("sim: --max-wait must be > 0, got %v", f.maxWait)
+		}
+		maxWait = f.maxWait
+	default:
+		return usagef("sim: unknown mode %q (want allow or wait)", f.mode)
 	}
-	a, err := af.build()
+	if f.interval <= 0 {
+		return usagef("sim: --interval must be > 0, got %v", f.interval)
+	}
+
+	runs := make([]simRun, len(names))
+	for i, name := range names {
+		a, err := f.algo.build(name)
+		if err != nil {
+			return usagef("sim: %s", unwrapUsage(err))
+		}
+		rows, err := sim.Run(sim.Config{Algorithm: a, Traffic: p, Base: f.algo.rate,
+			Duration: f.duration, Interval: f.interval, MaxWait: maxWait})
+		if errors.Is(err, sim.ErrConfig) || errors.Is(err, algo.ErrInvalidConfig) {
+			return usagef("sim: %v", err)
+		}
+		if err != nil {
+			return err
+		}
+		runs[i] = simRun{name: name, a: a, rows: rows}
+	}
+
+	setting := fmt.Sprintf("%s traffic at base rate %g/s for %s, %s", p, f.algo.rate, sim.FormatDuration(f.duration), modeText(maxWait))
+	title, subtitle := fmt.Sprint(runs[0].a), setting
+	if len(runs) == 1 {
+		printTable(stdout, title+", "+setting, runs[0].rows, maxWait > 0)
+	} else {
+		title = fmt.Sprintf("%s traffic: admitted by algorithm", p)
+		subtitle = fmt.Sprintf("base rate %g/s for %s; %s; %s", f.algo.rate, sim.FormatDuration(f.duration), paramsText(runs), modeText(maxWait))
+		printCompare(stdout, setting, runs, maxWait > 0)
+	}
+	names = names[:0]
+	rowSets := make([][]sim.Interval, len(runs))
+	for i, r := range runs {
+		names = append(names, r.name)
+		rowSets[i] = r.rows
+	}
+	chart, err := sim.NewChart(title, subtitle, f.interval, names, rowSets)
 	if err != nil {
 		return err
 	}
-	p, err := sim.ParsePattern(*traffic)
-	if err != nil {
-		return usagef("sim: %v", err)
+	fmt.Fprintln(stdout)
+	if err := chart.WriteASCII(stdout, asciiWidth, asciiHeight); err != nil {
+		return err
 	}
-	rows, err := sim.Run(sim.Config{Algorithm: a, Traffic: p, Base: af.rate, Duration: *duration})
-	if err != nil {
-		return usagef("sim: %v", err)
+	if f.svg != "" {
+		if err := writeSVG(f.svg, chart); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "\nwrote %s\n", f.svg)
 	}
-	printTable(stdout, fmt.Sprintf("%v, traffic %s, %v", a, p, *duration), rows)
 	return nil
 }
 
-// printTable writes one line per interval with an ASCII bar of the admitted share.
-func printTable(w io.Writer, title string, rows []sim.Interval) {
-	peak := 1
-	for _, r := range rows {
-		peak = max(peak, r.Offered)
+// compareNames splits and checks the list of --compare.
+func compareNames(list string) ([]string, error) {
+	names := strings.Split(list, ",")
+	seen := map[string]bool{}
+	for i, n := range names {
+		n = strings.TrimSpace(n)
+		names[i] = n
+		if seen[n] {
+			return nil, usagef("sim: --compare names %q twice", n)
+		}
+		seen[n] = true
 	}
-	const barWidth = 40
+	return names, nil
+}
+
+// writeSVG writes chart to the file called path.
+func writeSVG(path string, chart sim.Chart) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+	if err := chart.WriteSVG(f); err != nil {
+		f.Close()
+		return fmt.Errorf("sim: writing %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("sim: writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// modeText describes the mode for titles.
+func modeText(maxWait time.Duration) string {
+	if maxWait > 0 {
+		return "wait mode (max wait " + sim.FormatDuration(maxWait) + ")"
+	}
+	return "allow mode"
+}
+
+// paramsText lists the parameters the compared algorithms were given, each once.
+func paramsText(runs []simRun) string {
+	var parts []string
+	seen := map[string]bool{}
+	for _, r := range runs {
+		s := fmt.Sprint(r.a)
+		if i := strings.IndexByte(s, '('); i >= 0 {
+			s = strings.TrimSuffix(s[i+1:], ")")
+		}
+		for _, p := range strings.Split(s, ", ") {
+			if !seen[p] {
+				seen[p] = true
+				parts = append(parts, p)
+			}
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// printTable writes one line per interval of one simulation, then the totals.
+func printTable(w io.Writer, title string, rows []sim.Interval, wait bool) {
 	fmt.Fprintln(w, title)
-	fmt.Fprintf(w, "%8s %8s %8s %8s  %s\n", "time", "offered", "admitted", "denied", "█ admitted  ░ denied")
-	var offered, admitted int
-	for _, r := range rows {
-		offered += r.Offered
-		admitted += r.Admitted
-		a := r.Admitted * barWidth / peak
-		d := r.Offered*barWidth/peak - a
-		fmt.Fprintf(w, "%8v %8d %8d %8d  %s%s\n", r.Start, r.Offered, r.Admitted, r.Offered-r.Admitted,
-			strings.Repeat("█", a), strings.Repeat("░", max(0, d)))
+	fmt.Fprintf(w, "%8s %8s %8s %8s %8s", "time", "offered", "admitted", "delayed", "denied")
+	if wait {
+		fmt.Fprintf(w, " %10s %10s", "mean delay", "max delay")
 	}
-	fmt.Fprintf(w, "%8s %8d %8d %8d\n", "total", offered, admitted, offered-admitted)
+	fmt.Fprintln(w)
+	line := func(label string, r sim.Interval) {
+		fmt.Fprintf(w, "%8s %8d %8d %8d %8d", label, r.Offered, r.Admitted, r.Delayed, r.Denied())
+		if wait {
+			fmt.Fprintf(w, " %10s %10s", sim.FormatDuration(r.MeanDelay()), sim.FormatDuration(r.MaxDelay))
+		}
+		fmt.Fprintln(w)
+	}
+	for _, r := range rows {
+		line(sim.FormatDuration(r.Start), r)
+	}
+	line("total", sim.Sum(rows))
+}
+
+// printCompare writes the admitted counts of several simulations of the same traffic side
+// by side, one line per interval, then a summary line per algorithm.
+func printCompare(w io.Writer, title string, runs []simRun, wait bool) {
+	fmt.Fprintln(w, title)
+	fmt.Fprintln(w, "admitted per interval:")
+	fmt.Fprintf(w, "%8s %8s", "time", "offered")
+	for _, r := range runs {
+		fmt.Fprintf(w, " %*s", max(8, len(r.name)), r.name)
+	}
+	fmt.Fprintln(w)
+	row := func(label string, i int, pick func([]sim.Interval, int) sim.Interval) {
+		fmt.Fprintf(w, "%8s %8d", label, pick(runs[0].rows, i).Offered)
+		for _, r := range runs {
+			fmt.Fprintf(w, " %*d", max(8, len(r.name)), pick(r.rows, i).Admitted)
+		}
+		fmt.Fprintln(w)
+	}
+	for i, r := range runs[0].rows {
+		row(sim.FormatDuration(r.Start), i, func(rows []sim.Interval, i int) sim.Interval { return rows[i] })
+	}
+	row("total", 0, func(rows []sim.Interval, _ int) sim.Interval { return sim.Sum(rows) })
+
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "%-40s %8s %8s %8s", "algorithm", "admitted", "delayed", "denied")
+	if wait {
+		fmt.Fprintf(w, " %10s %10s", "mean delay", "max delay")
+	}
+	fmt.Fprintln(w)
+	for _, r := range runs {
+		t := sim.Sum(r.rows)
+		fmt.Fprintf(w, "%-40s %8d %8d %8d", fmt.Sprint(r.a), t.Admitted, t.Delayed, t.Denied())
+		if wait {
+			fmt.Fprintf(w, " %10s %10s", sim.FormatDuration(t.MeanDelay()), sim.FormatDuration(t.MaxDelay))
+		}
+		fmt.Fprintln(w)
+	}
 }

@@ -1,5 +1,13 @@
 // Package sim runs an algorithm against a synthetic traffic pattern under virtual time and
-// tallies what it admitted, interval by interval. The ratekit CLI prints its results; the
-// simulation uses the in-memory store and a clockx.Fake, so a minute of traffic takes
-// milliseconds and every run with the same inputs prints the same table.
+// tallies what it admitted, delayed and denied, interval by interval, and draws the result
+// as a chart. The ratekit CLI ("ratekit sim") prints its results.
+//
+// A simulation ([Run]) uses the in-memory store and a clockx.Fake, so a minute of traffic
+// takes milliseconds and every run with the same inputs gives the same numbers. Requests
+// arrive open-loop: a request granted with a wait (wait mode, Config.MaxWait > 0) does not
+// hold back the ones after it, as with many independent clients.
+//
+// A [Chart] is drawn with the standard library only, as an SVG document ([Chart.WriteSVG]:
+// axes, grid, title, legend, one polyline per series) or as plain text
+// ([Chart.WriteASCII]).
 package sim

@@ -81,3 +81,12 @@ func (p Pattern) Arrivals(base float64, d time.Duration) []time.Duration {
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
 }
+
+// mean returns the mean offered rate of p as a multiple of the base rate (Run uses it to
+// refuse runs that would offer too many requests).
+func (p Pattern) mean() float64 {
+	if p == Spike {
+		return 0.5*0.9 + 5*0.1
+	}
+	return 1.5 // steady; burst (3 × base every other second); ramp (0 to 3 × base)
+}

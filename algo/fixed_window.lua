@@ -19,10 +19,11 @@ if valid then s_win, s_count = tonumber(st[1]), tonumber(st[2]) end
 
 local cur = floor_div(now, w)
 
--- remaining is what is left in the current window (0 while the tail is in the future).
+-- remaining is what is left in the current window: 0 while the tail is in the future, and
+-- never below 0 (count exceeds limit after a limit decrease on the same slot).
 local function remaining(win, count)
   if win ~= cur then return 0 end
-  return limit - count
+  return math.max(0, limit - count)
 end
 
 -- reset is the time in µs until window win has ended. When it holds nothing (a reservation

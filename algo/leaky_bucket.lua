@@ -7,7 +7,8 @@
 -- ARGV[6]  capacity, the most units held and the largest N (integer ≤ 2^53)
 --
 -- MaxWait 0 meters (allowed when N fits now); MaxWait > 0 shapes: the level is the queue
--- ahead, which leaks out in level/rate seconds. TTL: the time until the bucket is empty.
+-- ahead, which leaks out in level/rate seconds. TTL: the time until the bucket is empty,
+-- counted from the caller's now (so it includes how far a backwards now is behind last).
 
 local rate = tonumber(ARGV[5])
 local capacity = tonumber(ARGV[6])
@@ -32,10 +33,21 @@ local function until_empty(level)
   return ceil_micros(level / rate * 1e6)
 end
 
+-- remaining is what fits in the bucket now: capacity − ceil(level), never below 0, so that
+-- no rounding of the difference (near 2^53) reports more room than a request would find.
+local function remaining(level)
+  local r = capacity - ceil_count(level)
+  if r < 0 then r = 0 end
+  return r
+end
+
 if op == 'apply' then
   local level, t = drain(now)
+  -- lag is how far a backwards clock is behind the state: ResetAfter counts from the
+  -- caller's now, so the key never expires before its state is fresh.
+  local lag = t - now
   if n > capacity or n <= 0 then
-    return {0, capacity, floor_count(capacity - level), MAX_MICROS, dur(until_empty(level)), 0, 0}
+    return {0, capacity, remaining(level), MAX_MICROS, dur(lag + until_empty(level)), 0, 0}
   end
   -- bound is the highest level at which the request is granted.
   local bound = capacity - n
@@ -48,21 +60,27 @@ if op == 'apply' then
   if level > bound or wait > max_wait then
     local retry = ceil_micros((level - bound) / rate * 1e6)
     if retry == 0 then retry = 1 end -- rounding put level a hair above bound
-    return {0, capacity, floor_count(capacity - level), dur(retry), dur(until_empty(level)), 0, 0}
+    return {0, capacity, remaining(level), dur(retry), dur(lag + until_empty(level)), 0, 0}
   end
   level = level + n
   redis.call('HSET', KEYS[1], 'level', num(level), 'last', num(t))
-  local reset = until_empty(level)
+  local reset = lag + until_empty(level)
   expire(reset)
-  return {1, capacity, floor_count(capacity - level), 0, dur(reset), dur(wait), t + wait}
+  return {1, capacity, remaining(level), 0, dur(reset), dur(wait), t + wait}
 elseif op == 'refund' then
   if not valid or not (n > 0) then return 0 end
   local level, t = drain(now)
   level = level - n
-  if level < 0 then level = 0 end
+  if level <= 0 then
+    if t == now then -- empty again at now: a fresh state, as in Go
+      redis.call('DEL', KEYS[1])
+      return 0
+    end
+    level = 0 -- empty, but at last, after now (a backwards clock): not fresh yet
+  end
   if level == s_level and t == s_last then return 0 end -- nothing to write
   redis.call('HSET', KEYS[1], 'level', num(level), 'last', num(t))
-  expire(until_empty(level))
+  expire(t - now + until_empty(level)) -- counted from the caller's now, as in apply
   return 0
 end
 return redis.error_reply('leaky-bucket: unknown operation ' .. tostring(op))

@@ -15,8 +15,10 @@ package algo
 //
 // An "apply" replies with an array of seven integers:
 // {allowed (0/1), limit, remaining, retry_after_us, reset_after_us, wait_us, at_us},
-// where retry_after_us is MaxMicros for Never. A "refund" replies 0. Every write sets the
-// keys' PEXPIRE to ResetAfter (at least 1 ms), and a state that is fresh again is deleted.
+// where each of the three duration fields (retry_after_us, reset_after_us, wait_us) is
+// MaxMicros for Never. A "refund" replies 0. Every write sets the keys' PEXPIRE to
+// ResetAfter rounded up to whole milliseconds, at least 2 ms (up to Redis 7.0,
+// "PEXPIRE key 1" may delete the key at once), and a state that is fresh again is deleted.
 type Script struct {
 	Name   string   // the algorithm's Name
 	Source string   // Lua source

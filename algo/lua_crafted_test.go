@@ -20,6 +20,7 @@ type craftedState struct {
 	last   int64
 	fields func(x float64, last int64) []any // the hash, as the script stores it
 	state  func(x float64, last int64) State
+	req    *Request // if set, the request to apply at now (else a random one)
 }
 
 // TestLuaCraftedStates compares the luaTwins on arbitrary fractional states of the rate
@@ -68,15 +69,57 @@ func TestLuaCraftedStates(t *testing.T) {
 	if edges == 0 {
 		t.Fatalf("seed %d: found no leaky-bucket rounding edge to test", seed)
 	}
+	tbFields := func(x float64, l int64) []any { return []any{"tokens", ff(x), "last", l} }
+	tbState := func(x float64, l int64) State { return &tokenBucketState{true, x, l} }
+	lbFields := func(x float64, l int64) []any { return []any{"level", ff(x), "last", l} }
+	lbState := func(x float64, l int64) State { return &leakyBucketState{true, x, l} }
+	// Token-bucket deficits around the 1 ns that x/time/rate resolves: a deficit that
+	// refills in f ns is waited for only when f ≥ 1.
+	tiny := 0
+	for _, rate := range []float64{1e6, 3.7e6, 1e8, 1e9} {
+		for _, f := range []float64{0.1, 0.5, 0.999, 1, 1.5} {
+			for n := int64(1); n <= 3; n++ {
+				x := float64(n) - f*rate/1e9
+				if x == float64(n) {
+					continue
+				}
+				tiny++
+				cases = append(cases, craftedState{a: TokenBucket{Rate: rate, Burst: 5}, x: x, last: now,
+					fields: tbFields, state: tbState, req: &Request{N: n}})
+			}
+		}
+	}
+	// Leaky-bucket levels at capacity 2^53, where capacity - level rounds up to capacity.
+	for _, x := range []float64{0.25, 0.5, 1.5, 2.75, 1e3 + 0.5} {
+		cases = append(cases, craftedState{a: LeakyBucket{Rate: 1, Capacity: maxExact}, x: x, last: now,
+			fields: lbFields, state: lbState, req: &Request{N: 1}})
+	}
+	// States last written at an instant after now (a clock that stepped backwards).
+	for _, lag := range []int64{1, 999, 1_000_000} {
+		for _, mw := range []time.Duration{0, time.Second} {
+			cases = append(cases,
+				craftedState{a: TokenBucket{Rate: 10, Burst: 5}, x: 2.5, last: now + lag,
+					fields: tbFields, state: tbState, req: &Request{N: 1, MaxWait: mw}},
+				craftedState{a: TokenBucket{Rate: 10, Burst: 5}, x: 0.5, last: now + lag,
+					fields: tbFields, state: tbState, req: &Request{N: 3, MaxWait: mw}},
+				craftedState{a: LeakyBucket{Rate: 10, Capacity: 5}, x: 2.5, last: now + lag,
+					fields: lbFields, state: lbState, req: &Request{N: 1, MaxWait: mw}},
+				craftedState{a: LeakyBucket{Rate: 10, Capacity: 5}, x: 4.5, last: now + lag,
+					fields: lbFields, state: lbState, req: &Request{N: 3, MaxWait: mw}})
+		}
+	}
 	twinOf := map[string]luaTwin{}
 	for _, tw := range luaTwins {
 		twinOf[tw.name] = tw
 	}
-	denied1us := 0
+	denied1us, tinyGranted := 0, 0
 	for i, c := range cases {
 		req := Request{N: 1 + r.Int63n(3), MaxWait: time.Duration(r.Int63n(3_000_000)) * time.Microsecond}
 		last, at := c.last, now+r.Int63n(2)
-		if last < 0 { // an edge: at the bound, asking with that MaxWait
+		switch {
+		case c.req != nil:
+			req, at = *c.req, now
+		case last < 0: // an edge: at the bound, asking with that MaxWait
 			req, last, at = Request{N: 1, MaxWait: time.Duration(-last) * time.Microsecond}, now, now
 		}
 		key := fmt.Sprintf("{crafted-%d}", i)
@@ -84,6 +127,9 @@ func TestLuaCraftedStates(t *testing.T) {
 		d := c.a.Apply(st, at, req)
 		if !d.Allowed && d.RetryAfter == time.Microsecond {
 			denied1us++
+		}
+		if _, ok := c.a.(TokenBucket); ok && c.req != nil && d.Allowed && d.Wait == 0 && c.x < float64(req.N) {
+			tinyGranted++ // granted in debt: a sub-nanosecond deficit
 		}
 		var run *redis.Cmd
 		var hash *redis.MapStringStringCmd
@@ -114,7 +160,11 @@ func TestLuaCraftedStates(t *testing.T) {
 	if denied1us < edges {
 		t.Errorf("only %d of %d leaky-bucket edges were denied with RetryAfter 1µs", denied1us, edges)
 	}
-	t.Logf("%d crafted states compared (%d leaky-bucket rounding edges)", len(cases), edges)
+	if tinyGranted == 0 || tinyGranted == tiny {
+		t.Errorf("%d of %d token-bucket sub-nanosecond deficits granted at once, want some but not all", tinyGranted, tiny)
+	}
+	t.Logf("%d crafted states compared (%d leaky-bucket rounding edges, %d of %d sub-ns deficits granted at once)",
+		len(cases), edges, tinyGranted, tiny)
 }
 
 // TestLuaSlidingLogHalfDeleted checks that the sliding log survives losing one of its two
@@ -156,68 +206,109 @@ func TestLuaSlidingLogHalfDeleted(t *testing.T) {
 	}
 }
 
-// TestLuaSlidingLogRefundEdges drives both luaTwins through refunds of the newest entry, which
-// keep it empty ("T:0") unless the entry before it is as late.
+// edgeStep is one call of a hand-written sequence.
+type edgeStep struct {
+	op          string
+	now, n, arg int64 // arg: MaxWait in µs for apply, At for refund
+}
+
+// runEdgeSteps runs steps through a's Go transition and its Lua twin on fresh keys, and
+// requires the same replies and, after every step, the same stored state.
+func runEdgeSteps(t *testing.T, rdb *redis.Client, a Scripted, name string, steps []edgeStep) {
+	t.Helper()
+	ctx := context.Background()
+	var tw luaTwin
+	for _, x := range luaTwins {
+		if x.name == a.Name() {
+			tw = x
+		}
+	}
+	keys := scriptKeys(a.Script(), "{edges}:"+name)
+	rs := redis.NewScript(a.Script().Source)
+	st := a.NewState()
+	for i, s := range steps {
+		var want any = int64(0)
+		if s.op == "apply" {
+			d := a.Apply(st, s.now, Request{N: s.n, MaxWait: time.Duration(s.arg) * time.Microsecond})
+			want = replyOf(d)
+		} else {
+			a.Refund(st, s.now, s.n, s.arg)
+		}
+		v, err := rs.Run(ctx, rdb, keys, scriptArgs(a, s.op, s.now, s.n, s.arg)...).Result()
+		if err != nil {
+			t.Fatalf("%s, step %d: %v", name, i, err)
+		}
+		var got any = v
+		if vs, ok := v.([]any); ok {
+			var r [7]int64
+			for j := range r {
+				r[j], _ = vs[j].(int64)
+			}
+			got = r
+		}
+		if got != want {
+			t.Errorf("%s, step %d %+v: Lua reply %v, Go reply %v", name, i, s, got, want)
+		}
+		h, _ := rdb.HGetAll(ctx, keys[0]).Result()
+		var l []string
+		if len(keys) > 1 {
+			l, _ = rdb.LRange(ctx, keys[1], 0, -1).Result()
+		}
+		stored, err := tw.stored(h, l)
+		// The script deletes a state that is fresh again, which the Go state may still hold.
+		if want := tw.snap(st); err != nil || stored != want && !(len(h) == 0 && len(l) == 0 && tw.reset(a, st, s.now) <= 0) {
+			t.Errorf("%s, step %d %+v: stored %+v (%v), Go state %+v", name, i, s, stored, err, want)
+		}
+	}
+}
+
+// TestLuaSlidingLogRefundEdges drives both twins through refunds that empty an entry: the
+// newest stays, empty ("T:0"), at its own instant even when now is earlier; any other goes.
 func TestLuaSlidingLogRefundEdges(t *testing.T) {
 	t.Parallel()
 	rdb := newRedisClient(t, startRedis(t), 3)
-	ctx := context.Background()
 	a := SlidingWindowLog{Limit: 2, Window: time.Second}
-	tw := luaTwins[1]
 	const t0 = 1_700_000_000_000_000
-	type step struct {
-		op          string
-		now, n, arg int64 // arg: MaxWait for apply, At for refund
-	}
 	for _, tc := range []struct {
 		name  string
-		steps []step
+		steps []edgeStep
 	}{
-		{"refund the only entry", []step{{"apply", t0, 1, 0}, {"refund", t0 + 5, 1, t0}, {"apply", t0 + 6, 2, 0}}},
-		{"refund a reservation, now after the previous entry", []step{
+		{"refund the only entry", []edgeStep{{"apply", t0, 1, 0}, {"refund", t0 + 5, 1, t0}, {"apply", t0 + 6, 2, 0}}},
+		{"refund a reservation, now after the previous entry", []edgeStep{
 			{"apply", t0, 2, 0}, {"apply", t0 + 10, 1, 2_000_000}, {"refund", t0 + 20, 1, t0 + 1_000_000}, {"apply", t0 + 30, 1, 2_000_000}}},
-		{"refund a reservation, now at the previous entry", []step{
+		{"refund a reservation, now at the previous entry", []edgeStep{
 			{"apply", t0, 2, 0}, {"apply", t0, 1, 2_000_000}, {"refund", t0, 1, t0 + 1_000_000}, {"apply", t0 + 1, 1, 2_000_000}}},
-		{"refund a reservation, now before the previous entry", []step{
+		{"refund a reservation, now before the previous entry", []edgeStep{
 			{"apply", t0, 2, 0}, {"apply", t0 + 10, 1, 2_000_000}, {"refund", t0 - 50, 1, t0 + 1_000_000}, {"apply", t0 - 40, 2, 5_000_000}}},
-		{"refund a middle entry", []step{
+		{"refund a middle entry", []edgeStep{
 			{"apply", t0, 1, 0}, {"apply", t0 + 10, 1, 0}, {"refund", t0 + 20, 1, t0}, {"apply", t0 + 30, 1, 0}}},
-		{"refund an emptied entry again", []step{
+		{"refund an emptied entry again", []edgeStep{
 			{"apply", t0, 1, 0}, {"refund", t0 + 5, 1, t0}, {"refund", t0 + 3, 1, t0}, {"refund", t0 + 7, 1, t0 + 3}}},
 	} {
-		keys := scriptKeys(a.Script(), "{edges}:"+tc.name)
-		st := a.NewState()
-		for i, s := range tc.steps {
-			var want any = int64(0)
-			if s.op == "apply" {
-				d := a.Apply(st, s.now, Request{N: s.n, MaxWait: time.Duration(s.arg) * time.Microsecond})
-				want = replyOf(d)
-			} else {
-				a.Refund(st, s.now, s.n, s.arg)
-			}
-			v, err := redis.NewScript(a.Script().Source).Run(ctx, rdb, keys, scriptArgs(a, s.op, s.now, s.n, s.arg)...).Result()
-			if err != nil {
-				t.Fatalf("%s, step %d: %v", tc.name, i, err)
-			}
-			var got any = v
-			if vs, ok := v.([]any); ok {
-				var r [7]int64
-				for j := range r {
-					r[j], _ = vs[j].(int64)
-				}
-				got = r
-			}
-			if got != want {
-				t.Errorf("%s, step %d %+v: Lua reply %v, Go reply %v", tc.name, i, s, got, want)
-			}
-			h, _ := rdb.HGetAll(ctx, keys[0]).Result()
-			l, _ := rdb.LRange(ctx, keys[1], 0, -1).Result()
-			stored, err := tw.stored(h, l)
-			if want := tw.snap(st); err != nil || stored != want && !(len(h) == 0 && len(l) == 0 && tw.reset(a, st, s.now) <= 0) {
-				t.Errorf("%s, step %d %+v: stored %+v (%v), Go state %+v", tc.name, i, s, stored, err, want)
-			}
-		}
+		runEdgeSteps(t, rdb, a, tc.name, tc.steps)
 	}
+}
+
+// TestLuaBucketRefundToFresh checks the refunds that leave a bucket full (token), empty
+// (leaky) or idle (GCRA) again: fresh, and deleted, when that happens at now; kept, with
+// its instant, when the state is ahead of a backwards now, until a refund at that instant.
+func TestLuaBucketRefundToFresh(t *testing.T) {
+	t.Parallel()
+	rdb := newRedisClient(t, startRedis(t), 3)
+	const t0 = 1_700_000_000_000_000
+	for _, a := range []Scripted{TokenBucket{Rate: 10, Burst: 5}, LeakyBucket{Rate: 10, Capacity: 5}} {
+		runEdgeSteps(t, rdb, a, a.Name()+" at now", []edgeStep{
+			{"apply", t0, 2, 0}, {"refund", t0 + 10, 2, t0}, {"apply", t0 - 5, 1, 0}})
+		runEdgeSteps(t, rdb, a, a.Name()+" behind, then at the instant", []edgeStep{
+			{"apply", t0, 2, 0}, {"refund", t0 - 1000, 5, t0}, {"apply", t0 - 999, 1, 0},
+			{"refund", t0 - 900, 1, t0}, {"refund", t0 - 900, 1, t0}, {"refund", t0, 1, t0}, {"apply", t0 - 5, 1, 0}})
+	}
+	g := GCRA{Rate: 10, Burst: 5} // T = 100 ms
+	runEdgeSteps(t, rdb, g, "gcra to exactly now", []edgeStep{
+		{"apply", t0, 2, 0}, {"refund", t0 + 100_000, 1, t0}, {"apply", t0 + 100_000, 1, 0},
+		{"refund", t0 + 150_000, 1, t0}, {"apply", t0 + 150_000 - 7, 1, 0}})
+	runEdgeSteps(t, rdb, g, "gcra past now", []edgeStep{
+		{"apply", t0, 1, 0}, {"refund", t0 + 50_000, 3, t0}, {"apply", t0 + 40_000, 5, 0}})
 }
 
 // TestLuaHugeN checks requests around 2^53, where the script's doubles stop being exact:

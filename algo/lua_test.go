@@ -237,9 +237,10 @@ func TestScriptMetadata(t *testing.T) {
 }
 
 // TestLuaTTLAndDeletion checks the expiry convention on each algorithm: a grant sets every
-// key's TTL to ceil(ResetAfter/1 ms), at least 2 ms; refunding it once its window is over makes the state
-// fresh, which deletes the keys; a refund or a denial on a missing key writes nothing. (The
-// differential test checks the TTL of every write of its random sequences.)
+// key's TTL to ceil(ResetAfter/1 ms), at least 2 ms; refunding it once its window is over
+// makes the state fresh, which deletes the keys; a refund or a denial on a missing key
+// writes nothing. (The differential test checks the TTL of every write of its random
+// sequences.)
 func TestLuaTTLAndDeletion(t *testing.T) {
 	t.Parallel()
 	rdb := newRedisClient(t, startRedis(t), 3)

@@ -219,12 +219,13 @@ var luaTwins = []luaTwin{
 			return rateSnap{s.valid, math.Float64bits(s.tokens), s.last}
 		},
 		stored: func(h map[string]string, _ []string) (any, error) { return parseRate(h, "tokens", true) },
-		reset: func(a Scripted, st State, _ int64) int64 {
+		reset: func(a Scripted, st State, now int64) int64 {
 			s := st.(*tokenBucketState)
 			if !s.valid {
 				return 0
 			}
-			return a.(TokenBucket).untilFull(s.tokens)
+			// Counted from the caller's now, which may be behind the state's last.
+			return max(0, s.last-now) + a.(TokenBucket).untilFull(s.tokens)
 		},
 	},
 	{
@@ -237,8 +238,13 @@ var luaTwins = []luaTwin{
 			return rateSnap{s.valid, math.Float64bits(s.level), s.last}
 		},
 		stored: func(h map[string]string, _ []string) (any, error) { return parseRate(h, "level", true) },
-		reset: func(a Scripted, st State, _ int64) int64 {
-			return a.(LeakyBucket).untilEmpty(st.(*leakyBucketState).level)
+		reset: func(a Scripted, st State, now int64) int64 {
+			s := st.(*leakyBucketState)
+			if !s.valid {
+				return 0
+			}
+			// Counted from the caller's now, which may be behind the state's last.
+			return max(0, s.last-now) + a.(LeakyBucket).untilEmpty(s.level)
 		},
 	},
 	{

@@ -31,29 +31,39 @@ local function view()
   return s_win, s_curr, s_prev
 end
 
+-- need is the offset in µs from the start of a window from which k more permits fit beside
+-- curr, with prev in the window before: ceil(window·(1 − (limit − curr − k)/prev)), or 0
+-- when prev is 0. The caller ensures curr + k ≤ limit. The span may exceed MAX_MICROS (a
+-- window can be longer): ceil_count, not ceil_micros.
+local function need(curr, prev, k)
+  if prev <= 0 then return 0 end
+  return ceil_count(w * (1 - (limit - curr - k) / prev))
+end
+
 -- fit returns the earliest instant ≥ from inside window win at which k more permits fit,
 -- or nil when none does.
 local function fit(win, curr, prev, k, from)
   local start = win * w
   if curr > limit - k then return nil end
-  local t = from
-  if start > t then t = start end
-  if prev > 0 then
-    -- The span is at most w, which may exceed MAX_MICROS: ceil_count, not ceil_micros.
-    local need = start + ceil_count(w * (1 - (limit - curr - k) / prev))
-    if need > t then t = need end
-  end
+  local t = math.max(from, start, start + need(curr, prev, k))
   if t >= start + w then return nil end
   return t
 end
 
--- remaining is limit minus the estimate at now (rounded up), or 0 while the state is in a
--- future window.
+-- remaining is the most a request at now could take without waiting: 0 while the state is
+-- in a future window, else the largest r with need(curr, prev, r) ≤ now − start. It starts
+-- from limit − curr − ceil(prev·(end − now)/window), the same in exact arithmetic, and
+-- steps until it agrees with need, which rounding at an exact boundary may not.
 local function remaining(win, curr, prev)
-  if now < win * w then return 0 end
-  local weighted = prev * ((win + 1) * w - now) / w
+  local start = win * w
+  if now < start or curr >= limit then return 0 end
+  local weighted = prev * (start + w - now) / w
   local r = limit - curr - ceil_count(weighted)
   if r < 0 then r = 0 end
+  if r > limit - curr then r = limit - curr end
+  local elapsed = now - start
+  while r > 0 and need(curr, prev, r) > elapsed do r = r - 1 end
+  while r < limit - curr and need(curr, prev, r + 1) <= elapsed do r = r + 1 end
   return r
 end
 

@@ -9,11 +9,11 @@
 --
 -- A grant at T counts in (T − window, T]. Entries that no longer count at now are skipped,
 -- and forgotten only by a grant (whose entry is at or after now), as in Go: a denial
--- writes nothing. A refund that empties the newest entry keeps it as "T:0", moved back to
--- now if later, because it is the floor of every later grant. All values are integers
--- below 2^53, so the arithmetic is exact; "sum + N > limit" is computed as
--- "sum > limit - N", which cannot round. Entries are read with LRANGE in chunks of CHUNK.
--- TTL: until the newest entry has left the window.
+-- writes nothing. A refund that empties an entry removes it, except the newest, which
+-- stays as "T:0" at its own instant, because it is the floor of every later grant. All
+-- values are integers below 2^53, so the arithmetic is exact; "sum + N > limit" is
+-- computed as "sum > limit - N", which cannot round. Entries are read with LRANGE in
+-- chunks of CHUNK. TTL: until the newest entry has left the window.
 
 local CHUNK = 64
 local limit = tonumber(ARGV[5])
@@ -47,13 +47,9 @@ local function remaining(live_last_t, sum)
   return r
 end
 
--- commit stores total and sets the TTL to the newest entry's reset, or deletes both keys
--- when the log is empty.
+-- commit stores total and sets the TTL to the reset of the newest entry, at last_t (a log
+-- that was written is never empty: a grant appends, a refund keeps the newest entry).
 local function commit(last_t)
-  if not last_t then
-    redis.call('DEL', HASH, LOG)
-    return
-  end
   redis.call('HSET', HASH, 'total', num(total))
   expire(reset(last_t))
 end
@@ -151,20 +147,11 @@ elseif op == 'refund' then
           return 0
         end
         if idx == len - 1 then
-          -- The newest entry is the floor of every later grant: keep it, empty, at the
-          -- earlier of its instant and now, unless the entry before it is as late.
-          local kt = et
-          if now < kt then kt = now end
-          local prev_t = nil
-          if idx > 0 then prev_t = parse(redis.call('LINDEX', LOG, idx - 1)) end
-          if not prev_t or prev_t < kt then
-            if take == 0 and kt == et then return 0 end -- nothing to write
-            redis.call('LSET', LOG, idx, entry(kt, 0))
-            commit(kt)
-            return 0
-          end
-          redis.call('RPOP', LOG)
-          commit(prev_t)
+          -- The newest entry is the floor of every later grant: it stays, empty, at its
+          -- own instant (so later requests still queue behind it).
+          if take == 0 then return 0 end -- already empty: nothing to write
+          redis.call('LSET', LOG, idx, entry(et, 0))
+          commit(last_t)
           return 0
         end
         redis.call('LREM', LOG, -1, chunk[j])

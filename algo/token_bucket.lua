@@ -8,7 +8,8 @@
 -- ARGV[6]  burst, the bucket size and the largest N (integer ≤ 2^53)
 --
 -- Tokens are doubles, as in golang.org/x/time/rate; the refill is seconds(elapsed µs) ×
--- rate. TTL: the time until the bucket is full again.
+-- rate. TTL: the time until the bucket is full again, counted from the caller's now (so
+-- it includes how far a backwards now is behind last).
 
 local rate = tonumber(ARGV[5])
 local burst = tonumber(ARGV[6])
@@ -35,28 +36,39 @@ end
 
 if op == 'apply' then
   local tokens, t = advance(now)
+  -- lag is how far a backwards clock is behind the state: ResetAfter counts from the
+  -- caller's now, so the key never expires before its state is fresh.
+  local lag = t - now
   if n > burst or n <= 0 then
-    return {0, burst, floor_count(tokens), MAX_MICROS, dur(until_full(tokens)), 0, 0}
+    return {0, burst, floor_count(tokens), MAX_MICROS, dur(lag + until_full(tokens)), 0, 0}
   end
   local left = tokens - n
   local wait = 0
-  if left < 0 then wait = ceil_micros(-left / rate * 1e6) end
+  -- A deficit that refills in under a nanosecond is no deficit: x/time/rate truncates its
+  -- wait to whole nanoseconds, and decisions match it exactly.
+  if left < 0 and -left / rate * 1e9 >= 1 then wait = ceil_micros(-left / rate * 1e6) end
   if wait > max_wait then
     -- A denial writes nothing, like x/time/rate.
-    return {0, burst, floor_count(tokens), retry_after(wait, max_wait), dur(until_full(tokens)), 0, 0}
+    return {0, burst, floor_count(tokens), retry_after(wait, max_wait), dur(lag + until_full(tokens)), 0, 0}
   end
   redis.call('HSET', KEYS[1], 'tokens', num(left), 'last', num(t))
-  local reset = until_full(left)
+  local reset = lag + until_full(left)
   expire(reset)
   return {1, burst, floor_count(left), 0, dur(reset), dur(wait), t + wait}
 elseif op == 'refund' then
   if not valid or not (n > 0) then return 0 end
   local tokens, t = advance(now)
   tokens = tokens + n
-  if tokens > burst then tokens = burst end
+  if tokens >= burst then
+    if t == now then -- full again at now: a fresh state, as in Go
+      redis.call('DEL', KEYS[1])
+      return 0
+    end
+    tokens = burst -- full, but at last, after now (a backwards clock): not fresh yet
+  end
   if tokens == s_tokens and t == s_last then return 0 end -- nothing to write
   redis.call('HSET', KEYS[1], 'tokens', num(tokens), 'last', num(t))
-  expire(until_full(tokens))
+  expire(t - now + until_full(tokens)) -- counted from the caller's now, as in apply
   return 0
 end
 return redis.error_reply('token-bucket: unknown operation ' .. tostring(op))

@@ -83,9 +83,6 @@ func TestTTLFollowsResetAfter(t *testing.T) {
 	}
 }
 
-// TestFreshStateIsDeleted checks that a state which becomes fresh again, here through a
-// grant refunded at once, leaves no key behind. (A sliding log's refund keeps the emptied
-// entry as the floor of later grants, so its state only becomes fresh with time:
 // TestKeyExpiresOnTheServer lets Redis expire keys for real: with the server's clock, a
 // token bucket that refills in 50 ms and a sliding log with a 50 ms window set that TTL on
 // every key of their state, and the keys are gone once it has passed. The test polls

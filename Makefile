@@ -25,8 +25,16 @@ fuzz:
 		$(GO) test -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZTIME) ./algo || exit 1; \
 	done
 
-bench:
-	$(GO) test -run='^$$' -bench=. -benchmem ./local ./...
+# bench runs the side-by-side benchmarks of the bench module (its own go.mod, so the peers
+# never reach the library's go.sum) and prints the table; the benchmarks start their own
+# throw-away redis-server on a free port (BENCH_REDIS_ADDR=host:port uses another one,
+# which they FLUSHALL). BENCHOUT keeps the raw output; BENCHSVG is the chart it writes.
+BENCHOUT ?= bench/bench.txt
+BENCHSVG ?= docs/benchmarks.svg
+bench: redis-server
+	cd bench && $(GO) test -run='^$$' -bench=. -benchmem -count=1 -timeout=30m . | tee $(abspath $(BENCHOUT))
+	@grep -q '^ok' $(BENCHOUT) || { echo "bench: the benchmarks failed" >&2; exit 1; }
+	cd bench && $(GO) run ./cmd/chart -svg $(abspath $(BENCHSVG)) < $(abspath $(BENCHOUT))
 
 # redis-server installs Debian's redis-server when it is missing: the Redis tests start
 # their own throw-away servers from it.

@@ -41,6 +41,11 @@ func escape(s string) string {
 // stateKeys returns the Redis keys of one decision: <prefix>{<escaped key>}:<slot> followed
 // by each suffix ("" is the state key itself).
 func stateKeys(prefix, key, slot string, suffixes []string) []string {
+	return appendStateKeys(make([]string, 0, len(suffixes)), prefix, key, slot, suffixes)
+}
+
+// appendStateKeys appends the keys stateKeys returns to dst.
+func appendStateKeys(dst []string, prefix, key, slot string, suffixes []string) []string {
 	ek := escape(key)
 	var b strings.Builder
 	b.Grow(len(prefix) + len(ek) + len(slot) + 3)
@@ -50,15 +55,14 @@ func stateKeys(prefix, key, slot string, suffixes []string) []string {
 	b.WriteString("}:")
 	b.WriteString(slot)
 	base := b.String()
-	keys := make([]string, len(suffixes))
-	for i, s := range suffixes {
+	for _, s := range suffixes {
 		if s == "" {
-			keys[i] = base
+			dst = append(dst, base)
 		} else {
-			keys[i] = base + s
+			dst = append(dst, base+s)
 		}
 	}
-	return keys
+	return dst
 }
 
 // quoteKey quotes a user key for an error message, shortening a long one.

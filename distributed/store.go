@@ -3,6 +3,7 @@ package distributed
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,6 +39,52 @@ type Store struct {
 type scriptEntry struct {
 	def *algo.Script
 	run *redis.Script
+	// cfg caches the config arguments (AppendArgs) of the last algorithm of package algo
+	// run with this script, so that a limiter's calls format and box them once.
+	cfg atomic.Pointer[configArgs]
+}
+
+// configArgs is an algorithm config and the ARGV tail its AppendArgs produced.
+type configArgs struct {
+	a    algo.Algorithm
+	tail []any
+}
+
+// algoPkg is the import path of package algo, whose configs are comparable structs whose
+// AppendArgs depends on the config alone: those are the ones whose arguments are cached.
+var algoPkg = reflect.TypeOf(algo.TokenBucket{}).PkgPath()
+
+// config returns the config arguments of a, from the cache when a equals the algorithm
+// cached last. Only configs of package algo are cached; comparing a with one of them never
+// panics, since an interface comparison of different dynamic types is simply false and
+// every config type of package algo is comparable.
+func (e *scriptEntry) config(sa algo.Scripted, a algo.Algorithm) []any {
+	if c := e.cfg.Load(); c != nil && c.a == a {
+		return c.tail
+	}
+	tail := sa.AppendArgs(nil)
+	if t := reflect.TypeOf(a); t.PkgPath() == algoPkg && t.Comparable() {
+		e.cfg.Store(&configArgs{a: a, tail: tail})
+	}
+	return tail
+}
+
+// callBuf holds the KEYS and ARGV slices of one call. go-redis copies both into its command
+// before sending it, so they are recycled through bufPool once the call returns.
+type callBuf struct {
+	keys []string
+	args []any
+}
+
+var bufPool = sync.Pool{New: func() any { return &callBuf{keys: make([]string, 0, 2), args: make([]any, 0, 8)} }}
+
+func getBuf() *callBuf { return bufPool.Get().(*callBuf) }
+
+func putBuf(b *callBuf) {
+	clear(b.keys)
+	clear(b.args)
+	b.keys, b.args = b.keys[:0], b.args[:0]
+	bufPool.Put(b)
 }
 
 // New returns a Store that runs its scripts on client: a *redis.Client, a
@@ -74,11 +121,13 @@ func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req alg
 	if err != nil {
 		return algo.Decision{}, err
 	}
-	keys := stateKeys(s.prefix, key, a.Slot(), e.def.Keys)
-	args := s.args("apply", req.N, maxWaitMicros(req.MaxWait), sa)
-	reply, err := s.run(ctx, e.run, keys, args)
+	b := getBuf()
+	defer putBuf(b)
+	b.keys = appendStateKeys(b.keys, s.prefix, key, a.Slot(), e.def.Keys)
+	b.args = s.appendArgs(b.args, opApply, req.N, maxWaitMicros(req.MaxWait), e.config(sa, a))
+	reply, err := s.run(ctx, e.run, b.keys, b.args)
 	if err != nil {
-		return algo.Decision{}, s.fail("apply", key, keys, a, err)
+		return algo.Decision{}, s.fail("apply", key, b.keys, a, err)
 	}
 	d, err := parseDecision(reply)
 	if err != nil {
@@ -101,10 +150,13 @@ func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int6
 	if err != nil {
 		return err
 	}
-	keys := stateKeys(s.prefix, key, a.Slot(), e.def.Keys)
-	reply, err := s.run(ctx, e.run, keys, s.args("refund", n, at, sa))
+	b := getBuf()
+	defer putBuf(b)
+	b.keys = appendStateKeys(b.keys, s.prefix, key, a.Slot(), e.def.Keys)
+	b.args = s.appendArgs(b.args, opRefund, n, at, e.config(sa, a))
+	reply, err := s.run(ctx, e.run, b.keys, b.args)
 	if err != nil {
-		return s.fail("refund", key, keys, a, err)
+		return s.fail("refund", key, b.keys, a, err)
 	}
 	if _, ok := reply.(int64); !ok {
 		return fmt.Errorf("%w: distributed: %s refund on key %s replied %s, want an integer",
@@ -149,18 +201,19 @@ func (s *Store) script(a algo.Algorithm) (algo.Scripted, *scriptEntry, error) {
 	return sa, e, nil
 }
 
-// args builds ARGV: op, now ("" for the server's TIME), n, the fourth argument, the config.
-func (s *Store) args(op string, n, fourth int64, sa algo.Scripted) []any {
-	args := make([]any, 4, 10)
-	args[0] = op
+// opApply and opRefund are the first ARGV of each call, boxed once: boxing a string
+// variable into an interface allocates.
+var opApply, opRefund any = "apply", "refund"
+
+// appendArgs appends ARGV to dst: op, now ("" for the server's TIME), n, the fourth
+// argument, then the config arguments.
+func (s *Store) appendArgs(dst []any, op any, n, fourth int64, config []any) []any {
+	var now any = ""
 	if s.clock != nil {
-		args[1] = clockx.Micros(s.clock.Now())
-	} else {
-		args[1] = ""
+		now = clockx.Micros(s.clock.Now())
 	}
-	args[2] = n
-	args[3] = fourth
-	return sa.AppendArgs(args)
+	dst = append(dst, op, now, n, fourth)
+	return append(dst, config...)
 }
 
 // run executes the script with EVALSHA, falling back to EVAL (which also caches the script

@@ -20,6 +20,7 @@ var _ store.Store = (*Store)(nil)
 // and release its sweeper with Close.
 type Store struct {
 	clock   clockx.Clock
+	onReal  bool // clock is clockx.Real(): read it with realMicros, the cheaper way
 	seed    maphash.Seed
 	shards  []shard
 	mask    uint64
@@ -65,6 +66,7 @@ func New(opts ...Option) *Store {
 	}
 	s := &Store{
 		clock:  o.clock,
+		onReal: o.clock == clockx.Real(),
 		seed:   maphash.MakeSeed(),
 		shards: make([]shard, n),
 		mask:   uint64(n - 1),
@@ -83,6 +85,17 @@ func New(opts ...Option) *Store {
 	return s
 }
 
+// now returns the store's time in µs since the Unix epoch.
+func (s *Store) now() int64 {
+	if s.onReal {
+		return realMicros()
+	}
+	return clockx.Micros(s.clock.Now())
+}
+
+// fallbackMicros is the portable reading of the real time in µs.
+func fallbackMicros() int64 { return time.Now().UnixMicro() }
+
 func (s *Store) shard(key string) *shard {
 	return &s.shards[maphash.String(s.seed, key)&s.mask]
 }
@@ -98,7 +111,7 @@ func (s *Store) Apply(_ context.Context, key string, a algo.Algorithm, req algo.
 	k := slotKey{slot: a.Slot(), key: key}
 	sh := s.shard(key)
 	sh.mu.Lock()
-	now := clockx.Micros(s.clock.Now())
+	now := s.now()
 	e := sh.m[k]
 	if e == nil {
 		e = s.insert(sh, k, a, now)
@@ -122,7 +135,7 @@ func (s *Store) Refund(_ context.Context, key string, a algo.Algorithm, n int64,
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if e := sh.m[k]; e != nil {
-		a.Refund(e.state, clockx.Micros(s.clock.Now()), n, at)
+		a.Refund(e.state, s.now(), n, at)
 	}
 	return nil
 }

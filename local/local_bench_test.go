@@ -65,3 +65,16 @@ func BenchmarkApplyParallel(b *testing.B) {
 		}
 	})
 }
+
+// TestRealMicros checks the cheap reading of the real clock against time.Now around it.
+func TestRealMicros(t *testing.T) {
+	t.Parallel()
+	for i := 0; i < 1000; i++ {
+		before := time.Now().UnixMicro()
+		got := realMicros()
+		after := time.Now().UnixMicro()
+		if got < before || got > after {
+			t.Fatalf("realMicros() = %d, want within [%d, %d]", got, before, after)
+		}
+	}
+}

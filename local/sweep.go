@@ -4,8 +4,6 @@ import (
 	"time"
 
 	"github.com/ratekit/limiter/algo"
-
-	"github.com/ratekit/limiter/clockx"
 )
 
 // sweepBatch bounds how many entries one shard visit examines, so a sweep never holds a
@@ -36,7 +34,7 @@ func (s *Store) Sweep() {
 		sh := &s.shards[i]
 		for {
 			sh.mu.Lock()
-			now := clockx.Micros(s.clock.Now())
+			now := s.now()
 			seen, removed := sh.sweep(now, sweepBatch)
 			sh.mu.Unlock()
 			if seen < sweepBatch || removed*4 <= seen {

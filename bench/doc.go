@@ -1,0 +1,2 @@
+// Package bench holds benchmarks that run the limiter side by side with its peers.
+package bench

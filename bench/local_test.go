@@ -1,0 +1,289 @@
+package bench
+
+import (
+	"context"
+	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	slimiter "github.com/sethvargo/go-limiter"
+	"github.com/sethvargo/go-limiter/memorystore"
+	ulule "github.com/ulule/limiter/v3"
+	ulmemory "github.com/ulule/limiter/v3/drivers/store/memory"
+	uber "go.uber.org/ratelimit"
+	"golang.org/x/time/rate"
+
+	"github.com/ratekit/limiter"
+	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/local"
+)
+
+// Every local contender gets the same generous limit, so that every call is a grant and
+// the figures measure the bookkeeping, not the denials.
+const (
+	localRate  = 1e9 // permits per second
+	localBurst = 1 << 30
+)
+
+// tokenBucket is our configuration for the local benchmarks, boxed in the interface once
+// (as a caller holding an algo.Algorithm does) so that no call converts it again.
+var tokenBucket algo.Algorithm = algo.TokenBucket{Rate: localRate, Burst: localBurst}
+
+// zipfSeed fixes the key sequence so that every run and every contender sees the same keys.
+const zipfSeed = 20240601
+
+// seqLen is the length of the pre-drawn key sequence (a power of two, indexed with a mask).
+const seqLen = 1 << 20
+
+// keySet is a pre-generated population of keys and a zipf-distributed sequence of draws
+// from it, so that no benchmark formats a key or draws a random number while timed.
+type keySet struct {
+	keys []string
+	seq  []int32
+}
+
+var (
+	keySetsMu sync.Mutex
+	keySets   = map[int]*keySet{}
+)
+
+// keysFor returns the shared key set of n keys, built once per process.
+func keysFor(n int) *keySet {
+	keySetsMu.Lock()
+	defer keySetsMu.Unlock()
+	if ks, ok := keySets[n]; ok {
+		return ks
+	}
+	ks := &keySet{keys: make([]string, n), seq: make([]int32, seqLen)}
+	for i := range ks.keys {
+		ks.keys[i] = "user:" + strconv.Itoa(i)
+	}
+	z := rand.NewZipf(rand.New(rand.NewPCG(zipfSeed, uint64(n))), 1.1, 1, uint64(n-1))
+	for i := range ks.seq {
+		ks.seq[i] = int32(z.Uint64())
+	}
+	keySets[n] = ks
+	return ks
+}
+
+// parallel runs body from g goroutines, splitting b.N calls between them; ns/op is then
+// the wall time per call of all goroutines together, like b.RunParallel reports, but with
+// exactly g goroutines whatever GOMAXPROCS is.
+func parallel(b *testing.B, g int, body func(i int)) {
+	b.Helper()
+	b.ReportAllocs()
+	b.ResetTimer()
+	if g == 1 {
+		for i := 0; i < b.N; i++ {
+			body(i)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	per := b.N / g
+	for w := 0; w < g; w++ {
+		n := per
+		if w == g-1 {
+			n = b.N - per*(g-1)
+		}
+		wg.Add(1)
+		go func(start, n int) {
+			defer wg.Done()
+			for i := start; i < start+n; i++ {
+				body(i)
+			}
+		}(w*per, n)
+	}
+	wg.Wait()
+}
+
+// newLocal returns our in-memory store without its background sweeper (the peers' sweepers
+// are set to run rarely too).
+func newLocal(b *testing.B) *local.Store {
+	s := local.New(local.WithSweepInterval(0))
+	b.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func newLimiter(b *testing.B, s *local.Store) *limiter.Limiter {
+	l, err := limiter.New(s, tokenBucket)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return l
+}
+
+// BenchmarkLocalSingleKey: one key hammered from 1 and 2 goroutines.
+func BenchmarkLocalSingleKey(b *testing.B) {
+	ctx := context.Background()
+	for _, g := range []int{1, 2} {
+		prefix := "g=" + strconv.Itoa(g) + "/"
+		b.Run(prefix+"ratekit-allow", func(b *testing.B) {
+			l := newLimiter(b, newLocal(b))
+			parallel(b, g, func(int) {
+				if d, err := l.Allow(ctx, "key"); err != nil || !d.Allowed {
+					b.Errorf("Allow = %+v, %v", d, err)
+				}
+			})
+		})
+		b.Run(prefix+"ratekit-store-apply", func(b *testing.B) {
+			s := newLocal(b)
+			req := algo.Request{N: 1}
+			parallel(b, g, func(int) {
+				if d, err := s.Apply(ctx, "key", tokenBucket, req); err != nil || !d.Allowed {
+					b.Errorf("Apply = %+v, %v", d, err)
+				}
+			})
+		})
+		b.Run(prefix+"x-time-rate", func(b *testing.B) {
+			l := rate.NewLimiter(localRate, localBurst)
+			parallel(b, g, func(int) {
+				if !l.AllowN(time.Now(), 1) {
+					b.Error("AllowN denied")
+				}
+			})
+		})
+		b.Run(prefix+"uber-ratelimit", func(b *testing.B) {
+			l := uber.New(localRate, uber.WithoutSlack)
+			parallel(b, g, func(int) { l.Take() })
+		})
+	}
+}
+
+// BenchmarkLocalKeyed: zipf-distributed keys over a population of 1k and 1M keys, every
+// key inserted before the timer starts.
+func BenchmarkLocalKeyed(b *testing.B) {
+	ctx := context.Background()
+	for _, n := range []int{1_000, 1_000_000} {
+		ks := keysFor(n)
+		prefix := "keys=" + strconv.Itoa(n) + "/"
+		key := func(i int) string { return ks.keys[ks.seq[i&(seqLen-1)]] }
+		// Each contender is filled once, outside b.Run (which calls its body several times).
+		{
+			s := local.New(local.WithSweepInterval(0))
+			l, err := limiter.New(s, tokenBucket)
+			if err != nil {
+				b.Fatal(err)
+			}
+			req := algo.Request{N: 1}
+			for _, k := range ks.keys {
+				_, _ = s.Apply(ctx, k, tokenBucket, req)
+			}
+			b.Run(prefix+"ratekit-allow", func(b *testing.B) {
+				parallel(b, 1, func(i int) {
+					if d, err := l.Allow(ctx, key(i)); err != nil || !d.Allowed {
+						b.Errorf("Allow = %+v, %v", d, err)
+					}
+				})
+			})
+			b.Run(prefix+"ratekit-store-apply", func(b *testing.B) {
+				parallel(b, 1, func(i int) {
+					if d, err := s.Apply(ctx, key(i), tokenBucket, req); err != nil || !d.Allowed {
+						b.Errorf("Apply = %+v, %v", d, err)
+					}
+				})
+			})
+			_ = s.Close()
+		}
+		{
+			s := newSethvargo(b)
+			for _, k := range ks.keys {
+				_, _, _, _, _ = s.Take(ctx, k)
+			}
+			b.Run(prefix+"sethvargo-memorystore", func(b *testing.B) {
+				parallel(b, 1, func(i int) {
+					if _, _, _, _, err := s.Take(ctx, key(i)); err != nil {
+						b.Errorf("Take: %v", err)
+					}
+				})
+			})
+			_ = s.Close(ctx)
+		}
+		{
+			l := newUlule()
+			for _, k := range ks.keys {
+				_, _ = l.Get(ctx, k)
+			}
+			b.Run(prefix+"ulule-memory", func(b *testing.B) {
+				parallel(b, 1, func(i int) {
+					if c, err := l.Get(ctx, key(i)); err != nil || c.Reached {
+						b.Errorf("Get = %+v, %v", c, err)
+					}
+				})
+			})
+		}
+	}
+}
+
+func newSethvargo(b *testing.B) slimiter.Store {
+	s, err := memorystore.New(&memorystore.Config{
+		Tokens: localBurst, Interval: time.Second, SweepInterval: time.Hour, SweepMinTTL: time.Hour,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close(context.Background()) })
+	return s
+}
+
+func newUlule() *ulule.Limiter {
+	st := ulmemory.NewStoreWithOptions(ulule.StoreOptions{Prefix: "bench", CleanUpInterval: time.Hour})
+	return ulule.New(st, ulule.Rate{Period: time.Hour, Limit: localBurst})
+}
+
+// BenchmarkLocalMemory inserts 1M distinct keys into a new store per iteration and reports
+// the live heap the store holds afterwards, per key (runtime.MemStats.HeapAlloc after a GC,
+// minus the same before the store was created). The key strings are allocated beforehand
+// and shared with the caller, so they are not counted: the figure is the store's overhead.
+func BenchmarkLocalMemory(b *testing.B) {
+	const n = 1_000_000
+	ctx := context.Background()
+	ks := keysFor(n)
+	measure := func(b *testing.B, fill func() func()) {
+		b.ReportAllocs()
+		var perKey float64
+		for i := 0; i < b.N; i++ {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			release := fill()
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			perKey = (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / n
+			release()
+		}
+		b.ReportMetric(perKey, "bytes/key")
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/insert")
+	}
+	b.Run("ratekit-allow", func(b *testing.B) {
+		measure(b, func() func() {
+			s := local.New(local.WithSweepInterval(0))
+			l, _ := limiter.New(s, tokenBucket)
+			for _, k := range ks.keys {
+				_, _ = l.Allow(ctx, k)
+			}
+			return func() { _ = s.Close() }
+		})
+	})
+	b.Run("sethvargo-memorystore", func(b *testing.B) {
+		measure(b, func() func() {
+			s := newSethvargo(b)
+			for _, k := range ks.keys {
+				_, _, _, _, _ = s.Take(ctx, k)
+			}
+			return func() { _ = s.Close(ctx) }
+		})
+	})
+	b.Run("ulule-memory", func(b *testing.B) {
+		measure(b, func() func() {
+			l := newUlule()
+			for _, k := range ks.keys {
+				_, _ = l.Get(ctx, k)
+			}
+			return func() { runtime.KeepAlive(l) }
+		})
+	})
+}

@@ -1,0 +1,179 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+	ulule "github.com/ulule/limiter/v3"
+	ulredis "github.com/ulule/limiter/v3/drivers/store/redis"
+
+	"github.com/ratekit/limiter"
+	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/distributed"
+)
+
+const (
+	redisGoroutines = 64
+	redisKeys       = 10_000
+	redisRate       = 100 // permits per second per key, as in distributed/testdata/bench-evalsha.sh
+	redisBurst      = 100
+	// ceilingRequests is redis-benchmark's -n.
+	ceilingRequests = 200_000
+)
+
+// redisAddr is the throw-away server TestMain started (or BENCH_REDIS_ADDR); "" when
+// there is none, and the Redis benchmarks skip.
+var redisAddr string
+
+func TestMain(m *testing.M) {
+	stop, err := startRedis()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: no Redis, the Redis benchmarks will skip:", err)
+	}
+	code := m.Run()
+	stop()
+	os.Exit(code)
+}
+
+// redisKeyList is the shared population of Redis keys.
+var redisKeyList = func() []string {
+	keys := make([]string, redisKeys)
+	for i := range keys {
+		keys[i] = "user:" + strconv.Itoa(i)
+	}
+	return keys
+}()
+
+// runRedis runs call from 64 goroutines over the 10k keys and reports decisions/s.
+func runRedis(b *testing.B, call func(ctx context.Context, key string) error) {
+	var next, failed atomic.Int64
+	var firstErr atomic.Value
+	b.SetParallelism(max(1, redisGoroutines/runtime.GOMAXPROCS(0)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		i := int(next.Add(7919)) // each goroutine starts elsewhere in the key space
+		for pb.Next() {
+			i++
+			if err := call(ctx, redisKeyList[i%redisKeys]); err != nil {
+				failed.Add(1)
+				firstErr.CompareAndSwap(nil, err)
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+	if n := failed.Load(); n > 0 {
+		b.Fatalf("%d of %d calls failed, the first with: %v", n, b.N, firstErr.Load())
+	}
+}
+
+func redisClient(b *testing.B) *redis.Client {
+	if redisAddr == "" {
+		b.Skip("no redis-server")
+	}
+	c := redis.NewClient(&redis.Options{Addr: redisAddr, PoolSize: redisGoroutines})
+	b.Cleanup(func() { _ = c.Close() })
+	if err := c.FlushAll(context.Background()).Err(); err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// BenchmarkRedis: 64 goroutines, 10k keys, one go-redis client per contender.
+func BenchmarkRedis(b *testing.B) {
+	for _, a := range []algo.Algorithm{
+		algo.TokenBucket{Rate: redisRate, Burst: redisBurst},
+		algo.GCRA{Rate: redisRate, Burst: redisBurst},
+		algo.SlidingWindowLog{Limit: redisBurst, Window: time.Second},
+	} {
+		b.Run("ratekit-"+a.Name(), func(b *testing.B) {
+			s := distributed.New(redisClient(b), distributed.WithPrefix("bench:"))
+			l, err := limiter.New(s, a)
+			if err != nil {
+				b.Fatal(err)
+			}
+			runRedis(b, func(ctx context.Context, key string) error {
+				_, err := l.Allow(ctx, key)
+				return err
+			})
+		})
+	}
+	b.Run("redis_rate-gcra", func(b *testing.B) {
+		l := redis_rate.NewLimiter(redisClient(b))
+		lim := redis_rate.Limit{Rate: redisRate, Burst: redisBurst, Period: time.Second}
+		runRedis(b, func(ctx context.Context, key string) error {
+			_, err := l.Allow(ctx, key, lim)
+			return err
+		})
+	})
+	b.Run("ulule-redis", func(b *testing.B) {
+		st, err := ulredis.NewStoreWithOptions(redisClient(b), ulule.StoreOptions{Prefix: "ulule"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		l := ulule.New(st, ulule.Rate{Period: time.Second, Limit: redisBurst})
+		runRedis(b, func(ctx context.Context, key string) error {
+			_, err := l.Get(ctx, key)
+			return err
+		})
+	})
+	b.Run("redis-benchmark-evalsha-ceiling", benchCeiling)
+}
+
+// benchCeiling runs redis-benchmark -c 64 -n 200000 -r 10000 with the EVALSHA of our
+// token-bucket script, as distributed/testdata/bench-evalsha.sh does: the one-round-trip
+// ceiling with no Go client in the way. It runs once whatever b.N is and reports
+// redis-benchmark's requests per second (and ns/op as its inverse).
+func benchCeiling(b *testing.B) {
+	c := redisClient(b)
+	if _, err := exec.LookPath("redis-benchmark"); err != nil {
+		b.Skip("no redis-benchmark")
+	}
+	def := algo.TokenBucket{Rate: redisRate, Burst: redisBurst}.Script()
+	sha, err := c.ScriptLoad(context.Background(), def.Source).Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	host, port := splitAddr(redisAddr)
+	out, err := exec.Command("redis-benchmark", "-h", host, "-p", port,
+		"-c", strconv.Itoa(redisGoroutines), "-n", strconv.Itoa(ceilingRequests), "-r", strconv.Itoa(redisKeys),
+		"--csv", "EVALSHA", sha, "1", "bench:{user:__rand_int__}:tb", "apply", "", "1", "0",
+		strconv.Itoa(redisRate), strconv.Itoa(redisBurst)).CombinedOutput()
+	if err != nil {
+		b.Fatalf("redis-benchmark: %v\n%s", err, out)
+	}
+	rps, err := parseCSVRate(string(out))
+	if err != nil {
+		b.Fatalf("%v in:\n%s", err, out)
+	}
+	b.ReportMetric(rps, "decisions/s")
+	b.ReportMetric(1e9/rps, "ns/op")
+}
+
+// parseCSVRate reads the requests per second of redis-benchmark --csv: a header line then
+// `"EVALSHA ...","12345.67",...`.
+func parseCSVRate(out string) (float64, error) {
+	lines := strings.Split(strings.TrimSpace(strings.ReplaceAll(out, "\r", "\n")), "\n")
+	last := lines[len(lines)-1]
+	fields := strings.Split(last, "\",\"")
+	if len(fields) < 2 {
+		return 0, fmt.Errorf("no rate in %q", last)
+	}
+	return strconv.ParseFloat(strings.Trim(fields[1], "\""), 64)
+}
+
+func splitAddr(addr string) (host, port string) {
+	i := strings.LastIndexByte(addr, ':')
+	return addr[:i], addr[i+1:]
+}

@@ -56,6 +56,23 @@
 // Invalid requests and configurations are errors under every policy ([ErrInvalidRequest],
 // [ErrInvalidConfig]).
 //
+// # Composite limits
+//
+// [All] combines limiters into one that grants a request only when every rule grants it,
+// taking nothing from any rule when one denies; its RetryAfter is the largest among the
+// rules that denied. The result is a *Limiter, so Allow, Reserve, Wait, TryAcquire and
+// httplimit.Middleware use it unchanged:
+//
+//	perSecond, _ := limiter.New(st, algo.TokenBucket{Rate: 100, Burst: 100})
+//	per100ms, _ := limiter.New(st, algo.Named(algo.TokenBucket{Rate: 200, Burst: 20}, "short"))
+//	api, err := limiter.All(perSecond, per100ms) // 100 per second AND 20 per 100 ms
+//
+// Rules on one store and one key are checked and taken in one atomic step (one lock on the
+// local store, one Lua script on Redis). Rules on different keys ([WithKeyFunc]: per user
+// AND per item, or a global rule) or different stores are applied in turn, refunding the
+// earlier grants when a later rule denies. Two rules of one algorithm on one key need
+// distinct state slots: wrap one with algo.Named.
+//
 // # Concurrency limits
 //
 // Not every limit is a rate: "at most 5 exports at once" is a [Semaphore]

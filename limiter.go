@@ -17,9 +17,9 @@ import (
 type Decision = algo.Decision
 
 // Limiter applies one algorithm to keyed state held in a store: every key (a user, an IP
-// address, an API token) has its own limit. Create it with New. A Limiter is safe for
-// concurrent use; it holds no lock while it calls the store or sleeps. The zero value is
-// not usable.
+// address, an API token) has its own limit. Create it with New, or combine several with
+// All into one that every rule must allow. A Limiter is safe for concurrent use; it holds
+// no lock while it calls the store or sleeps. The zero value is not usable.
 type Limiter struct {
 	store   store.Store
 	alg     atomic.Pointer[algoBox]
@@ -28,6 +28,10 @@ type Limiter struct {
 	timeout time.Duration
 	breaker *breaker // nil when WithCircuitBreaker is not used
 	onError func(key string, err error)
+	keyFn   func(key string) string // WithKeyFunc; nil: the key as given
+
+	// rules is set, and store and alg are not, on a composite made by All (composite.go).
+	rules *composite
 }
 
 // algoBox lets an atomic.Pointer hold an interface value.
@@ -61,6 +65,7 @@ func New(s store.Store, a algo.Algorithm, opts ...Option) (*Limiter, error) {
 		policy:  o.policy,
 		timeout: o.timeout,
 		onError: o.errorHandler,
+		keyFn:   o.keyFn,
 	}
 	if o.breakerSet {
 		l.breaker = newBreaker(o.failures, o.coolDown, o.clock)
@@ -86,6 +91,9 @@ func checkAlgorithm(a algo.Algorithm) error {
 // length is unchanged). Otherwise the state is kept under another slot, so keys start
 // fresh under a.
 func (l *Limiter) SetAlgorithm(a algo.Algorithm) error {
+	if l.rules != nil {
+		return fmt.Errorf("%w: SetAlgorithm on a composite made by All: set it on one of its rules", ErrInvalidConfig)
+	}
 	if err := checkAlgorithm(a); err != nil {
 		return err
 	}
@@ -93,8 +101,14 @@ func (l *Limiter) SetAlgorithm(a algo.Algorithm) error {
 	return nil
 }
 
-// Algorithm returns the algorithm the limiter applies now.
-func (l *Limiter) Algorithm() algo.Algorithm { return l.alg.Load().a }
+// Algorithm returns the algorithm the limiter applies now. A composite made by All has no
+// single algorithm: it returns nil (see Rules).
+func (l *Limiter) Algorithm() algo.Algorithm {
+	if b := l.alg.Load(); b != nil {
+		return b.a
+	}
+	return nil
+}
 
 // Allow reports whether one permit for key is available now, and takes it if so. It is
 // AllowN(ctx, key, 1).
@@ -114,6 +128,10 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Decision, er
 	if n <= 0 {
 		return Decision{}, invalidN(n)
 	}
+	if l.rules != nil {
+		return l.rules.allowN(ctx, key, n)
+	}
+	key = l.keyFor(key)
 	d, failed, err := l.call(ctx, key, l.alg.Load().a, algo.Request{N: n})
 	if failed {
 		return l.allowOnFailure(ctx, key, n, err)

@@ -21,6 +21,7 @@ type options struct {
 	failures     int
 	coolDown     time.Duration
 	errorHandler func(key string, err error)
+	keyFn        func(key string) string
 }
 
 func defaultOptions() options {
@@ -103,4 +104,15 @@ func WithCircuitBreaker(failures int, coolDown time.Duration) Option {
 // default is none; a nil f keeps the default.
 func WithErrorHandler(f func(key string, err error)) Option {
 	return optionFunc(func(o *options) { o.errorHandler = f })
+}
+
+// WithKeyFunc makes the Limiter limit f(key) for every key it is given: Allow, AllowN,
+// Reserve, Wait, WaitN and TryAcquire all pass the key through f before anything else, and
+// the error handler and a Fallback limiter see f(key). It is how the rules of a composite
+// (see All) limit different things for one request: a per-user rule and a per-item rule
+// can each pick their part of a key such as "user:42|item:7", and a global rule can map
+// every key to one constant. An f that returns "" makes the call fail with
+// store.ErrInvalidKey. The default, and a nil f, is the key as given.
+func WithKeyFunc(f func(key string) string) Option {
+	return optionFunc(func(o *options) { o.keyFn = f })
 }

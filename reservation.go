@@ -22,6 +22,7 @@ type Reservation struct {
 	d       Decision
 	readyAt time.Time   // on the facade's clock: when the permits may be used
 	done    atomic.Bool // Cancel has run
+	parts   []grant     // a composite's grants, one per rule that holds one (composite.go)
 }
 
 // Reserve asks for n permits of key that may be used within maxWait: it is granted when
@@ -40,6 +41,10 @@ func (l *Limiter) Reserve(ctx context.Context, key string, n int64, maxWait time
 		return nil, invalidN(n)
 	}
 	maxWait = max(maxWait, 0)
+	if l.rules != nil {
+		return l.rules.reserve(ctx, key, n, maxWait)
+	}
+	key = l.keyFor(key)
 	a := l.alg.Load().a
 	d, failed, err := l.call(ctx, key, a, algo.Request{N: n, MaxWait: maxWait})
 	if failed {
@@ -114,6 +119,9 @@ func (r *Reservation) Wait(ctx context.Context) error {
 func (r *Reservation) Cancel(ctx context.Context) error {
 	if r.lim == nil || !r.clock.Now().Before(r.readyAt) || r.done.Swap(true) {
 		return nil
+	}
+	if r.parts != nil {
+		return refundGrants(ctx, r.parts)
 	}
 	return r.lim.refund(ctx, r.key, r.alg, r.n, r.d.At)
 }

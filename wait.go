@@ -31,6 +31,10 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64) error {
 	if n <= 0 {
 		return invalidN(n)
 	}
+	if l.rules != nil {
+		return l.rules.waitN(ctx, key, n)
+	}
+	key = l.keyFor(key)
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -107,6 +111,10 @@ func (l *Limiter) TryAcquire(ctx context.Context, key string, n int64, timeout t
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
+	if l.rules != nil {
+		return l.rules.tryAcquire(ctx, key, n, timeout)
+	}
+	key = l.keyFor(key)
 	maxWait := max(timeout, 0)
 	if deadline, ok := ctx.Deadline(); ok {
 		maxWait = min(maxWait, max(0, time.Until(deadline)))

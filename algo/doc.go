@@ -17,6 +17,10 @@
 // lease); [SemaphoreState] is its Go reference transition, used by the stores that
 // implement store.SemaphoreStore.
 //
+// [Named] gives an algorithm a state slot of its own, so that two rules of one algorithm
+// (say two TokenBuckets of different rates) can limit the same key side by side;
+// [CloneState] copies a state, which lets a store apply several rules all or nothing.
+//
 // # Units and conventions
 //
 // Time inside every transition is an int64 count of microseconds since the Unix epoch; the

@@ -79,6 +79,10 @@ func policyWindow(a algo.Algorithm) (w int64, ok bool) {
 		}
 		return ceilFloatSeconds(b), true
 	default:
+		// algo.Named and other wrappers: the window is the wrapped algorithm's.
+		if u, ok := a.(interface{ Unwrap() algo.Algorithm }); ok {
+			return policyWindow(u.Unwrap())
+		}
 		return 0, false
 	}
 }

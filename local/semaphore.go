@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/ratekit/limiter/algo"
-	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -88,7 +87,7 @@ func (s *Store) semaphore(name string, create bool, f func(st *algo.SemaphoreSta
 	sh := s.shard(name)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	now := clockx.Micros(s.clock.Now())
+	now := s.now()
 	e := sh.m[k]
 	st := semState(e)
 	if st == nil {

@@ -6,6 +6,10 @@
 // A Store owns "now": it applies an algorithm's transition to one key at its own clock, in
 // microseconds since the Unix epoch, atomically with respect to every other call on that key.
 //
+// [MultiApplier] is optional: a store that implements it applies several rules to one key
+// in one atomic step, all or nothing, which limiter.All uses for rules sharing a store and
+// a key. Both stores implement it.
+//
 // [SemaphoreStore] is the second, separate contract: hosting concurrency limits (holders
 // with leases, fair or not) for limiter.NewSemaphore. Both stores implement both.
 package store

@@ -1,0 +1,173 @@
+package distributed
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/store"
+)
+
+var _ store.MultiApplier = (*Store)(nil)
+
+// ApplyAll answers req for key under every rule in one script, all or nothing: the grants
+// are kept only when every rule grants. See store.MultiApplier.
+//
+// Every state key of one user key carries the same hash tag, so the script touches one
+// Cluster slot and runs atomically on the server that owns it, in one round trip (two when
+// the server has lost the script). It runs each rule's own Lua twin, wrapped as a function,
+// on a snapshot-and-restore basis: before any rule runs, every key of every rule is saved
+// with DUMP and PTTL; if a rule denies, each is put back (RESTORE ... REPLACE with its
+// remaining TTL, or DEL if it did not exist), so nothing is consumed. The rules all see one
+// instant: the server's TIME read once, or the WithClock time. A rule whose script fails
+// (a key holding other data, a Lua error) rolls the others back too, and the call returns
+// an error wrapping store.ErrUnavailable.
+//
+// The composite script of each sequence of algorithm names is built once and cached (up
+// to 256 distinct sequences per process; beyond that each call builds its own).
+func (s *Store) ApplyAll(ctx context.Context, key string, rules []algo.Algorithm, req algo.Request) ([]algo.Decision, bool, error) {
+	if err := store.CheckAll(key, rules, req); err != nil {
+		return nil, false, err
+	}
+	if s.closed.Load() {
+		return nil, false, store.ErrClosed
+	}
+	if len(rules) == 1 {
+		d, err := s.Apply(ctx, key, rules[0], req)
+		if err != nil {
+			return nil, false, err
+		}
+		return []algo.Decision{d}, d.Allowed, nil
+	}
+	defs := make([]*algo.Script, len(rules))
+	args := make([]any, 3, 3+4*len(rules))
+	if s.clock != nil {
+		args[0] = clockx.Micros(s.clock.Now())
+	} else {
+		args[0] = ""
+	}
+	args[1], args[2] = req.N, maxWaitMicros(req.MaxWait)
+	var keys []string
+	for i, a := range rules {
+		sa, e, err := s.script(a)
+		if err != nil {
+			return nil, false, fmt.Errorf("rule %d: %w", i+1, err)
+		}
+		defs[i] = e.def
+		keys = append(keys, stateKeys(s.prefix, key, a.Slot(), e.def.Keys)...)
+		at := len(args)
+		args = sa.AppendArgs(append(args, 0))
+		args[at] = len(args) - at - 1
+	}
+	sc := multiScriptFor(defs)
+	reply, err := s.run(ctx, sc, keys, args)
+	if err != nil {
+		return nil, false, s.failAll(key, keys, rules, err)
+	}
+	ds, ok, err := parseMulti(reply, len(rules))
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: distributed: composite of %s on key %s: %w",
+			store.ErrUnavailable, names(rules), quoteKey(key), err)
+	}
+	return ds, ok, nil
+}
+
+// parseMulti reads the reply of a composite script: seven integers per rule (as in
+// parseDecision) followed by the all-or-nothing flag, which must say whether every rule
+// allowed.
+func parseMulti(reply any, rules int) ([]algo.Decision, bool, error) {
+	vals, ok := reply.([]any)
+	if !ok || len(vals) != 7*rules+1 {
+		return nil, false, fmt.Errorf("%w: got %s, want an array of %d integers", errBadReply, describe(reply), 7*rules+1)
+	}
+	ds := make([]algo.Decision, rules)
+	all := true
+	for i := range ds {
+		d, err := parseDecision(vals[7*i : 7*i+7])
+		if err != nil {
+			return nil, false, fmt.Errorf("rule %d: %w", i+1, err)
+		}
+		ds[i], all = d, all && d.Allowed
+	}
+	flag, ok := vals[7*rules].(int64)
+	if !ok || (flag != 0 && flag != 1) || (flag == 1) != all {
+		return nil, false, fmt.Errorf("%w: flag %s disagrees with the rules' decisions", errBadReply, describe(vals[7*rules]))
+	}
+	return ds, all, nil
+}
+
+// failAll wraps an error of a composite script like fail does for one rule.
+func (s *Store) failAll(key string, keys []string, rules []algo.Algorithm, err error) error {
+	if isWrongType(err) {
+		return fmt.Errorf("%w: distributed: composite of %s on key %s: a Redis key among %s holds data of "+
+			"another type, so it cannot hold limiter state; is something else writing under the prefix %q? (%w)",
+			store.ErrUnavailable, names(rules), quoteKey(key), quoteKey(strings.Join(keys, " ")), s.prefix, err)
+	}
+	return fmt.Errorf("%w: distributed: composite of %s on key %s: %w", store.ErrUnavailable, names(rules), quoteKey(key), err)
+}
+
+// names lists the rules' algorithm names for an error message.
+func names(rules []algo.Algorithm) string {
+	n := make([]string, len(rules))
+	for i, a := range rules {
+		n[i] = a.Name()
+	}
+	return strings.Join(n, "+")
+}
+
+// multiScript is the composite script of one sequence of algorithm scripts.
+type multiScript struct {
+	defs []*algo.Script
+	run  *redis.Script
+}
+
+// maxMultiScripts bounds the cache of composite scripts against a program that builds
+// composites without end; real programs use a handful.
+const maxMultiScripts = 256
+
+var (
+	multiScripts     sync.Map // names joined by NUL → *multiScript
+	multiScriptCount atomic.Int64
+)
+
+// multiScriptFor returns the composite script of defs, from the cache when the same
+// sequence of scripts was seen before.
+func multiScriptFor(defs []*algo.Script) *redis.Script {
+	var b strings.Builder
+	for i, d := range defs {
+		if i > 0 {
+			b.WriteByte(0)
+		}
+		b.WriteString(d.Name)
+	}
+	id := b.String()
+	if v, ok := multiScripts.Load(id); ok {
+		if m := v.(*multiScript); sameScripts(m.defs, defs) {
+			return m.run
+		}
+		// Another algorithm with the same names but other sources: build, don't cache.
+		return redis.NewScript(multiSource(defs))
+	}
+	m := &multiScript{defs: defs, run: redis.NewScript(multiSource(defs))}
+	if multiScriptCount.Load() < maxMultiScripts {
+		if _, loaded := multiScripts.LoadOrStore(id, m); !loaded {
+			multiScriptCount.Add(1)
+		}
+	}
+	return m.run
+}
+
+func sameScripts(a, b []*algo.Script) bool {
+	for i := range a {
+		if a[i] != b[i] && (a[i].Source != b[i].Source || len(a[i].Keys) != len(b[i].Keys)) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,80 @@
+package distributed_test
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/distributed"
+	"github.com/ratekit/limiter/internal/redistest"
+)
+
+// BenchmarkApplyAll compares, on one client with 64 goroutines over 10,000 keys: one rule
+// (Apply), two rules in one composite script (ApplyAll), and the same two rules as two
+// Apply calls (what a composite over different keys costs).
+func BenchmarkApplyAll(b *testing.B) {
+	addr := os.Getenv(benchAddrEnv)
+	if addr == "" {
+		addr = redistest.Start(b).Addr()
+	}
+	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: benchGoroutines, ContextTimeoutEnabled: true})
+	b.Cleanup(func() { _ = c.Close() })
+	keys := make([]string, benchKeys)
+	for i := range keys {
+		keys[i] = "user:" + strconv.Itoa(i)
+	}
+	rules := []algo.Algorithm{
+		algo.TokenBucket{Rate: 100, Burst: 100},
+		algo.Named(algo.SlidingWindowLog{Limit: 100, Window: time.Second}, "w"),
+	}
+	s := distributed.New(c, distributed.WithPrefix("bench-multi:"))
+	for _, bc := range []struct {
+		name string
+		call func(ctx context.Context, key string) error
+	}{
+		{"apply-1-rule", func(ctx context.Context, key string) error {
+			_, err := s.Apply(ctx, key, rules[0], algo.Request{N: 1})
+			return err
+		}},
+		{"applyall-2-rules", func(ctx context.Context, key string) error {
+			_, _, err := s.ApplyAll(ctx, key, rules, algo.Request{N: 1})
+			return err
+		}},
+		{"apply-2-rules-in-turn", func(ctx context.Context, key string) error {
+			for _, a := range rules {
+				if _, err := s.Apply(ctx, key, a, algo.Request{N: 1}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			var next, failed atomic.Int64
+			b.SetParallelism(max(1, benchGoroutines/runtime.GOMAXPROCS(0)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				ctx := context.Background()
+				i := int(next.Add(7919))
+				for pb.Next() {
+					i++
+					if err := bc.call(ctx, keys[i%benchKeys]); err != nil {
+						failed.Add(1)
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+			if n := failed.Load(); n > 0 {
+				b.Fatalf("%d of %d calls failed", n, b.N)
+			}
+		})
+	}
+}

@@ -1,0 +1,359 @@
+package distributed_test
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/distributed"
+	"github.com/ratekit/limiter/internal/redistest"
+	"github.com/ratekit/limiter/local"
+	"github.com/ratekit/limiter/store"
+)
+
+// multiRuleSets are the composites driven against both stores: windows at two levels, the
+// two token buckets of "100 per second AND 20 per 100 ms" (the second one named, since both
+// use the slot "tb"), and mixes of every other algorithm, including one algorithm twice.
+func multiRuleSets() map[string][]algo.Algorithm {
+	return map[string][]algo.Algorithm{
+		"windows": {
+			algo.FixedWindow{Limit: 10, Window: 10 * time.Millisecond},
+			algo.FixedWindow{Limit: 3, Window: time.Millisecond},
+		},
+		"buckets": {
+			algo.TokenBucket{Rate: 1000, Burst: 20},
+			algo.Named(algo.TokenBucket{Rate: 1500, Burst: 4}, "short"),
+		},
+		"mixed": {
+			algo.SlidingWindowLog{Limit: 5, Window: 7 * time.Millisecond},
+			algo.GCRA{Rate: 1e3 / 3, Burst: 5},
+			algo.LeakyBucket{Rate: 333.3, Capacity: 4},
+			algo.Named(algo.SlidingWindowLog{Limit: 9, Window: 20 * time.Millisecond}, "long"),
+		},
+		"every algorithm": {
+			algo.FixedWindow{Limit: 9, Window: 5 * time.Millisecond},
+			algo.SlidingWindowLog{Limit: 8, Window: 6 * time.Millisecond},
+			algo.SlidingWindowCounter{Limit: 7, Window: 4 * time.Millisecond},
+			algo.TokenBucket{Rate: 2500, Burst: 6},
+			algo.LeakyBucket{Rate: 2000, Capacity: 5},
+			algo.GCRA{Rate: 3000, Burst: 7},
+			algo.SmoothBursty{Rate: 2800, MaxBurstSeconds: 0.002},
+			algo.SmoothWarmingUp{Rate: 3500, Warmup: 2 * time.Millisecond},
+		},
+		"smooth": {
+			algo.SlidingWindowCounter{Limit: 9, Window: 11 * time.Millisecond},
+			algo.SmoothBursty{Rate: 700, MaxBurstSeconds: 0.01},
+			algo.SmoothWarmingUp{Rate: 900, Warmup: 5 * time.Millisecond},
+		},
+	}
+}
+
+// multiStep is one call of a random timeline.
+type multiStep struct {
+	advance time.Duration
+	key     string
+	req     algo.Request
+}
+
+// multiTimeline is a random sequence of calls on two keys: steps of 0 to 1.2 ms, N mostly 1
+// or 2 and sometimes more than any limit, MaxWait mostly 0.
+func multiTimeline(seed uint64, steps int) []multiStep {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	waits := []time.Duration{0, 0, 0, 500 * time.Microsecond, 4 * time.Millisecond, algo.Forever}
+	out := make([]multiStep, steps)
+	for i := range out {
+		n := int64(1 + rng.IntN(2))
+		if rng.IntN(40) == 0 {
+			n = 30
+		}
+		out[i] = multiStep{
+			advance: time.Duration(rng.IntN(1200)) * time.Microsecond,
+			key:     []string{"a", "b"}[rng.IntN(2)],
+			req:     algo.Request{N: n, MaxWait: waits[rng.IntN(len(waits))]},
+		}
+	}
+	return out
+}
+
+// TestApplyAllMatchesLocal runs every rule set over a random timeline on the Redis store
+// and on the local store, each on its own fake clock, and requires identical answers: the
+// composite script runs the very scripts whose equality with the Go transitions the
+// differential suite checks, so any difference is the composite's doing.
+func TestApplyAllMatchesLocal(t *testing.T) {
+	t.Parallel()
+	c := withoutExpiry(redistest.Start(t).Client(t)) // fake clocks: see frozen_test.go
+	for name, rules := range multiRuleSets() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			const seed = 20260106
+			ctx := ctxTimeout(t, time.Minute)
+			rclk, lclk := fakeClock(), fakeClock()
+			rs := newStore(t, c, distributed.WithClock(rclk))
+			ls := local.New(local.WithClock(lclk), local.WithSweepInterval(0))
+			t.Cleanup(func() { _ = ls.Close() })
+			granted := 0
+			for i, st := range multiTimeline(seed, 1500) {
+				rclk.Add(st.advance)
+				lclk.Add(st.advance)
+				want, wantOK, err := ls.ApplyAll(ctx, st.key, rules, st.req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, gotOK, err := rs.ApplyAll(ctx, st.key, rules, st.req)
+				if err != nil {
+					t.Fatalf("seed %d step %d: %v", seed, i, err)
+				}
+				if gotOK != wantOK || !reflect.DeepEqual(got, want) {
+					t.Fatalf("seed %d step %d (%+v): Redis answered %v %+v, local %v %+v",
+						seed, i, st, gotOK, got, wantOK, want)
+				}
+				if gotOK {
+					granted++
+				}
+			}
+			// A timeline where everything or nothing passes tests little.
+			if granted < 100 || granted > 1400 {
+				t.Errorf("%d of 1500 granted; the timeline does not exercise both outcomes", granted)
+			}
+		})
+	}
+}
+
+// TestApplyAllWindowsNeverExceed drives "10 per 10 ms AND 3 per ms" with bursts at random
+// instants and counts the grants per window of each rule.
+func TestApplyAllWindowsNeverExceed(t *testing.T) {
+	t.Parallel()
+	c := withoutExpiry(redistest.Start(t).Client(t))
+	clk := fakeClock()
+	s := newStore(t, c, distributed.WithClock(clk))
+	ctx := ctxTimeout(t, time.Minute)
+	rules := []algo.Algorithm{
+		algo.FixedWindow{Limit: 10, Window: 10 * time.Millisecond},
+		algo.FixedWindow{Limit: 3, Window: time.Millisecond},
+	}
+	const seed = 42
+	rng := rand.New(rand.NewPCG(seed, 2))
+	long, short := map[int64]int64{}, map[int64]int64{}
+	total := int64(0)
+	for i := 0; i < 2000; i++ {
+		clk.Add(time.Duration(rng.IntN(400)) * time.Microsecond)
+		n := int64(1 + rng.IntN(2))
+		_, ok, err := s.ApplyAll(ctx, "k", rules, algo.Request{N: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			us := clockx.Micros(clk.Now())
+			long[us/10_000] += n
+			short[us/1_000] += n
+			total += n
+		}
+	}
+	for w, n := range long {
+		if n > 10 {
+			t.Fatalf("seed %d: window of 10 ms #%d holds %d grants, limit 10", seed, w, n)
+		}
+	}
+	for w, n := range short {
+		if n > 3 {
+			t.Fatalf("seed %d: window of 1 ms #%d holds %d grants, limit 3", seed, w, n)
+		}
+	}
+	if total < 300 {
+		t.Errorf("seed %d: only %d permits granted in 2000 calls", seed, total)
+	}
+}
+
+// TestApplyAllOneRoundTrip checks that a composite is one EVALSHA, whatever the number of
+// rules, and that the composite script is loaded once (EVAL after NOSCRIPT).
+func TestApplyAllOneRoundTrip(t *testing.T) {
+	t.Parallel()
+	c := redistest.Start(t).Client(t)
+	hook := &countCmds{n: map[string]int{}}
+	c.AddHook(hook)
+	ctx := ctxTimeout(t, 30*time.Second)
+	s := newStore(t, c, distributed.WithClock(fakeClock()))
+	rules := multiRuleSets()["mixed"]
+	for i := 0; i < 20; i++ {
+		if _, _, err := s.ApplyAll(ctx, "k", rules, algo.Request{N: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := hook.take(), map[string]int{"evalsha": 20, "eval": 1}; !reflect.DeepEqual(got, want) {
+		t.Errorf("20 composite decisions of %d rules sent %v, want %v", len(rules), got, want)
+	}
+	// The server counts the same: one script call per decision.
+	info, err := c.Info(ctx, "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"cmdstat_evalsha:calls=20,", "cmdstat_eval:calls=1,"} {
+		if !strings.Contains("\n"+info, "\n"+want) {
+			t.Errorf("INFO commandstats lacks %q:\n%s", want, info)
+		}
+	}
+}
+
+// TestApplyAllConcurrent hammers one key with a frozen clock from many goroutines: exactly
+// the tighter of the two rules' limits is admitted, never more.
+func TestApplyAllConcurrent(t *testing.T) {
+	t.Parallel()
+	c := withoutExpiry(redistest.Start(t).Client(t))
+	ctx := ctxTimeout(t, time.Minute)
+	s := newStore(t, c, distributed.WithClock(fakeClock()))
+	rules := []algo.Algorithm{
+		algo.FixedWindow{Limit: 100, Window: time.Second},
+		algo.Named(algo.TokenBucket{Rate: 1, Burst: 37}, "b"),
+		algo.TokenBucket{Rate: 1, Burst: 60},
+	}
+	var granted, calls atomic.Int64
+	var wg sync.WaitGroup
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 10; i++ {
+				_, ok, err := s.ApplyAll(ctx, "hot", rules, algo.Request{N: 1})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				calls.Add(1)
+				if ok {
+					granted.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if got, want := granted.Load(), int64(37); got != want {
+		t.Errorf("%d of %d concurrent calls granted, want exactly %d", got, calls.Load(), want)
+	}
+	// Nothing was consumed by the denials: the other rules still hold what the 37 grants
+	// left them.
+	ds, ok, err := s.ApplyAll(ctx, "hot", rules[:1], algo.Request{N: 63})
+	if err != nil || !ok || ds[0].Remaining != 0 {
+		t.Errorf("FixedWindow after the run: %v %+v %v, want 63 left exactly", ok, ds, err)
+	}
+}
+
+// TestApplyAllErrors covers bad input, a rule without a Lua twin, and a rule whose key
+// holds another type: the error wraps store.ErrUnavailable and the other rules' grants are
+// rolled back.
+func TestApplyAllErrors(t *testing.T) {
+	t.Parallel()
+	c := withoutExpiry(redistest.Start(t).Client(t))
+	ctx := ctxTimeout(t, 30*time.Second)
+	prefix := freshPrefix()
+	s := distributed.New(c, distributed.WithPrefix(prefix), distributed.WithClock(fakeClock()))
+	tb := algo.TokenBucket{Rate: 1, Burst: 5}
+	fw := algo.FixedWindow{Limit: 5, Window: time.Second}
+	for _, tc := range []struct {
+		name  string
+		key   string
+		rules []algo.Algorithm
+		req   algo.Request
+		want  error
+	}{
+		{"no rules", "k", nil, algo.Request{N: 1}, algo.ErrInvalidConfig},
+		{"empty key", "", []algo.Algorithm{tb, fw}, algo.Request{N: 1}, store.ErrInvalidKey},
+		{"N=0", "k", []algo.Algorithm{tb, fw}, algo.Request{N: 0}, algo.ErrInvalidRequest},
+		{"nil rule", "k", []algo.Algorithm{tb, nil}, algo.Request{N: 1}, algo.ErrInvalidConfig},
+		{"invalid rule", "k", []algo.Algorithm{tb, algo.FixedWindow{}}, algo.Request{N: 1}, algo.ErrInvalidConfig},
+		{"shared slot", "k", []algo.Algorithm{tb, algo.TokenBucket{Rate: 9, Burst: 9}}, algo.Request{N: 1}, algo.ErrInvalidConfig},
+		{"bad name", "k", []algo.Algorithm{tb, algo.Named(tb, "a:b")}, algo.Request{N: 1}, algo.ErrInvalidConfig},
+		{"no Lua twin", "k", []algo.Algorithm{tb, plain{}}, algo.Request{N: 1}, algo.ErrInvalidConfig},
+	} {
+		if _, _, err := s.ApplyAll(ctx, tc.key, tc.rules, tc.req); !errors.Is(err, tc.want) {
+			t.Errorf("%s: err = %v, want %v", tc.name, err, tc.want)
+		}
+	}
+
+	// The FixedWindow's key holds a string: HMGET fails inside the second rule.
+	if _, _, err := s.ApplyAll(ctx, "w", []algo.Algorithm{tb, fw}, algo.Request{N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	before := dumpKeys(t, c, prefix)
+	fwKey := prefix + "{w}:" + fw.Slot()
+	if err := c.Set(ctx, fwKey, "not a hash", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := s.ApplyAll(ctx, "w", []algo.Algorithm{tb, fw}, algo.Request{N: 1})
+	if !errors.Is(err, store.ErrUnavailable) || !strings.Contains(err.Error(), "WRONGTYPE") {
+		t.Fatalf("WRONGTYPE in rule 2: err = %v, want ErrUnavailable naming WRONGTYPE", err)
+	}
+	after := dumpKeys(t, c, prefix)
+	tbKey := prefix + "{w}:" + tb.Slot()
+	if after[tbKey][0] != before[tbKey][0] {
+		t.Errorf("rule 1's grant was kept although rule 2 failed")
+	}
+
+	_ = s.Close()
+	if _, _, err := s.ApplyAll(ctx, "k", []algo.Algorithm{tb, fw}, algo.Request{N: 1}); !errors.Is(err, store.ErrClosed) {
+		t.Errorf("after Close: err = %v, want ErrClosed", err)
+	}
+}
+
+// TestApplyAllServerTime runs a composite on the server's clock: every rule sees the same
+// instant (the grants' At agree), read once by the composite.
+func TestApplyAllServerTime(t *testing.T) {
+	t.Parallel()
+	c := redistest.Start(t).Client(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	s := newStore(t, c)
+	rules := []algo.Algorithm{
+		algo.TokenBucket{Rate: 10, Burst: 10},
+		algo.GCRA{Rate: 10, Burst: 10},
+		algo.SlidingWindowLog{Limit: 10, Window: time.Second},
+	}
+	ds, ok, err := s.ApplyAll(ctx, "k", rules, algo.Request{N: 1})
+	if err != nil || !ok {
+		t.Fatalf("ApplyAll = %v %+v %v", ok, ds, err)
+	}
+	for i, d := range ds[1:] {
+		if d.At != ds[0].At {
+			t.Errorf("rule %d granted at %d, rule 1 at %d: the rules did not share one instant", i+2, d.At, ds[0].At)
+		}
+	}
+	if diff := time.Since(time.UnixMicro(ds[0].At)); diff < -time.Second || diff > time.Second {
+		t.Errorf("At is %v away from now; want the server's time", diff)
+	}
+}
+
+// TestApplyAllCluster runs composites on a Redis Cluster: one slot per user key, so no
+// CROSSSLOT whatever the rules, and the same answers as the local store.
+func TestApplyAllCluster(t *testing.T) {
+	t.Parallel()
+	cl := redistest.StartCluster(t, 3)
+	c := withoutExpiry(cl.Client(t))
+	ctx := ctxTimeout(t, time.Minute)
+	rules := multiRuleSets()["mixed"]
+	rclk, lclk := fakeClock(), fakeClock()
+	rs := newStore(t, c, distributed.WithClock(rclk))
+	ls := local.New(local.WithClock(lclk), local.WithSweepInterval(0))
+	t.Cleanup(func() { _ = ls.Close() })
+	for i, st := range multiTimeline(9, 300) {
+		rclk.Add(st.advance)
+		lclk.Add(st.advance)
+		key := fmt.Sprintf("user-%d-%s", i%7, st.key) // many slots
+		want, wantOK, err := ls.ApplyAll(ctx, key, rules, st.req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, gotOK, err := rs.ApplyAll(ctx, key, rules, st.req)
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		if gotOK != wantOK || !reflect.DeepEqual(got, want) {
+			t.Fatalf("step %d: Redis %v %+v, local %v %+v", i, gotOK, got, wantOK, want)
+		}
+	}
+}

@@ -103,7 +103,4 @@ func (c FixedWindow) Refund(st State, now int64, n int64, at int64) {
 		return // nothing to give back: nothing written, as in the Lua twin
 	}
 	s.count = max(0, s.count-n)
-	if c.reset(s.win, now, s.count) <= 0 {
-		*s = fixedWindowState{} // fresh again, as the Lua twin's deleted key is
-	}
 }

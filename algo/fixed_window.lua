@@ -57,7 +57,7 @@ elseif op == 'refund' then
   if count < 0 then count = 0 end
   if count == s_count then return 0 end -- nothing to write
   redis.call('HSET', KEYS[1], 'count', num(count))
-  expire(reset(s_win, count))
+  keep(reset(s_win, count))
   return 0
 end
 return redis.error_reply('fixed-window: unknown operation ' .. tostring(op))

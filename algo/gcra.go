@@ -114,10 +114,8 @@ func (c GCRA) Refund(st State, now int64, n int64, _ int64) {
 		return
 	}
 	tat := s.tat - float64(n)*c.interval()
-	if tat <= float64(now) {
-		// Idle again: the state is a fresh one, as the Lua twin's deleted key is.
-		*s = gcraState{}
-		return
+	if f := float64(now); tat < f {
+		tat = f
 	}
 	s.tat = tat
 }

@@ -51,12 +51,10 @@ if op == 'apply' then
 elseif op == 'refund' then
   if not valid or not (n > 0) then return 0 end
   local tat = s_tat - n * T
-  if tat <= now then -- idle again: a fresh state, as in Go
-    redis.call('DEL', KEYS[1])
-    return 0
-  end
+  if tat < now then tat = now end -- kept even when idle: see keep
+  if tat == s_tat then return 0 end -- nothing to write
   redis.call('HSET', KEYS[1], 'tat', num(tat))
-  expire(ceil_micros(tat - now))
+  keep(ceil_micros(tat - now))
   return 0
 end
 return redis.error_reply('gcra: unknown operation ' .. tostring(op))

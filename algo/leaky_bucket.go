@@ -105,14 +105,11 @@ func (c LeakyBucket) Refund(st State, now int64, n int64, _ int64) {
 	}
 	level, at := c.drain(s, now)
 	level -= float64(n)
-	if level <= 0 {
-		if at == now {
-			// Empty again: the state is a fresh one, as the Lua twin's deleted key is.
-			*s = leakyBucketState{}
-			return
-		}
+	if level < 0 {
 		level = 0
 	}
+	// The state is kept even when empty again: forgetting last would let a clock stepping
+	// back before it drain twice over the same span.
 	s.level, s.last = level, at
 }
 

@@ -71,16 +71,10 @@ elseif op == 'refund' then
   if not valid or not (n > 0) then return 0 end
   local level, t = drain(now)
   level = level - n
-  if level <= 0 then
-    if t == now then -- empty again at now: a fresh state, as in Go
-      redis.call('DEL', KEYS[1])
-      return 0
-    end
-    level = 0 -- empty, but at last, after now (a backwards clock): not fresh yet
-  end
+  if level < 0 then level = 0 end -- kept even when empty: see keep
   if level == s_level and t == s_last then return 0 end -- nothing to write
   redis.call('HSET', KEYS[1], 'level', num(level), 'last', num(t))
-  expire(t - now + until_empty(level)) -- counted from the caller's now, as in apply
+  keep(t - now + until_empty(level)) -- counted from the caller's now, as in apply
   return 0
 end
 return redis.error_reply('leaky-bucket: unknown operation ' .. tostring(op))

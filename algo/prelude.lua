@@ -71,20 +71,28 @@ local function seconds(us)
   return sec + (rem * 1000) / 1e9
 end
 
--- expire sets every key's TTL to reset µs rounded up to whole ms, or deletes the keys when
--- the state is fresh again (reset ≤ 0). The TTL is at least 2 ms, not 1: up to Redis 7.0,
--- PEXPIRE reads the clock twice (when = now + ms, then deletes the key if when ≤ now), so
--- "PEXPIRE k 1" deletes k whenever a millisecond ticks in between. A key outliving its
--- state by 1 ms more is harmless: the state is fresh by then.
+-- keep sets every key's TTL to reset µs rounded up to whole ms, at least 2 ms, not 1: up
+-- to Redis 7.0, PEXPIRE reads the clock twice (when = now + ms, then deletes the key if
+-- when ≤ now), so "PEXPIRE k 1" deletes k whenever a millisecond ticks in between. A key
+-- outliving its state by 1 ms more is harmless: the state is fresh by then. The refunds of
+-- the six rate algorithms call keep, never delete: a state that is fresh again is kept for
+-- the minimum TTL, as the Go twin keeps it, because its timestamps guard against a clock
+-- stepping back (a sliding log that forgot its newest entry would let an earlier instant
+-- admit again what it already admitted).
+local function keep(reset)
+  if reset > MAX_MICROS then reset = MAX_MICROS end
+  local ms = math.ceil(reset / 1000) -- exact: see floor_div
+  if ms < 2 then ms = 2 end
+  for _, k in ipairs(KEYS) do redis.call('PEXPIRE', k, num(ms)) end
+end
+
+-- expire is keep, except that a state fresh again (reset ≤ 0) is deleted.
 local function expire(reset)
   if reset <= 0 then
     redis.call('DEL', unpack(KEYS))
     return
   end
-  if reset > MAX_MICROS then reset = MAX_MICROS end
-  local ms = math.ceil(reset / 1000) -- exact: see floor_div
-  if ms < 2 then ms = 2 end
-  for _, k in ipairs(KEYS) do redis.call('PEXPIRE', k, num(ms)) end
+  keep(reset)
 end
 
 local now

@@ -170,17 +170,10 @@ func (c SlidingWindowCounter) Refund(st State, now int64, n int64, at int64) {
 	if !s.valid || n <= 0 {
 		return
 	}
-	curr, prev := s.curr, s.prev
 	switch floorDiv(at, int64(c.Window/time.Microsecond)) {
 	case s.win:
 		s.curr = max(0, s.curr-n)
 	case s.win - 1:
 		s.prev = max(0, s.prev-n)
-	}
-	if s.curr == curr && s.prev == prev {
-		return // nothing given back (that window is no longer counted): nothing written
-	}
-	if c.reset(s.win, s.curr, s.prev, now) <= 0 {
-		*s = slidingCounterState{} // fresh again, as the Lua twin's deleted key is
 	}
 }

@@ -115,7 +115,7 @@ elseif op == 'refund' then
   end
   if curr == s_curr and prev == s_prev then return 0 end -- nothing to write
   redis.call('HSET', KEYS[1], 'curr', num(curr), 'prev', num(prev))
-  expire(reset(s_win, curr, prev))
+  keep(reset(s_win, curr, prev))
   return 0
 end
 return redis.error_reply('sliding-counter: unknown operation ' .. tostring(op))

@@ -159,10 +159,6 @@ func (c SlidingWindowLog) Refund(st State, now int64, n int64, at int64) {
 		}
 		e.n -= take
 		s.total -= take
-		if c.reset(s, now) <= 0 {
-			*s = slidingLogState{} // fresh again, as the Lua twin's deleted keys are
-			return
-		}
 		if e.n > 0 {
 			return
 		}

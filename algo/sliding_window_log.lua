@@ -51,7 +51,7 @@ end
 -- that was written is never empty: a grant appends, a refund keeps the newest entry).
 local function commit(last_t)
   redis.call('HSET', HASH, 'total', num(total))
-  expire(reset(last_t))
+  keep(reset(last_t))
 end
 
 -- The two keys are written and deleted together, but one may go alone (evicted under

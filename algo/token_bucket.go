@@ -93,14 +93,11 @@ func (c TokenBucket) Refund(st State, now int64, n int64, _ int64) {
 	}
 	tokens, at := c.advance(s, now)
 	tokens += float64(n)
-	if b := float64(c.Burst); tokens >= b {
-		if at == now {
-			// Full again: the state is a fresh one, as the Lua twin's deleted key is.
-			*s = tokenBucketState{}
-			return
-		}
+	if b := float64(c.Burst); tokens > b {
 		tokens = b
 	}
+	// The state is kept even when full again: forgetting last would let a clock stepping
+	// back before it refill twice over the same span.
 	s.tokens, s.last = tokens, at
 }
 

@@ -59,16 +59,10 @@ elseif op == 'refund' then
   if not valid or not (n > 0) then return 0 end
   local tokens, t = advance(now)
   tokens = tokens + n
-  if tokens >= burst then
-    if t == now then -- full again at now: a fresh state, as in Go
-      redis.call('DEL', KEYS[1])
-      return 0
-    end
-    tokens = burst -- full, but at last, after now (a backwards clock): not fresh yet
-  end
+  if tokens > burst then tokens = burst end -- kept even when full: see keep
   if tokens == s_tokens and t == s_last then return 0 end -- nothing to write
   redis.call('HSET', KEYS[1], 'tokens', num(tokens), 'last', num(t))
-  expire(t - now + until_full(tokens)) -- counted from the caller's now, as in apply
+  keep(t - now + until_full(tokens)) -- counted from the caller's now, as in apply
   return 0
 end
 return redis.error_reply('token-bucket: unknown operation ' .. tostring(op))

@@ -3,8 +3,6 @@ package limiter_test
 import (
 	"context"
 	"errors"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -134,26 +132,7 @@ func TestAllConcurrent(t *testing.T) {
 			all := mustAll(t, loose,
 				mustNew(t, st2, algo.Named(algo.TokenBucket{Rate: 1, Burst: 37}, "tight")),
 				mustNew(t, st1, algo.FixedWindow{Limit: 100, Window: time.Second}))
-			var granted atomic.Int64
-			var wg sync.WaitGroup
-			for g := 0; g < 16; g++ {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := 0; i < 40; i++ {
-						d, err := all.Allow(context.Background(), "hot")
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						if d.Allowed {
-							granted.Add(1)
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			got := granted.Load()
+			got := allowConcurrently(t, all, "hot", 16, 40)
 			if got > 37 || (mode == "one store" && got != 37) {
 				t.Errorf("%d of 640 calls granted, want exactly 37 (at most, with refunds)", got)
 			}

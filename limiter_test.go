@@ -268,28 +268,35 @@ func TestSetAlgorithm(t *testing.T) {
 func TestConcurrentAllowNeverOverAdmits(t *testing.T) {
 	t.Parallel()
 	l, _ := newTest(t, algo.TokenBucket{Rate: 1, Burst: 100})
-	var allowed atomic.Int64
+	if got, want := allowConcurrently(t, l, "shared", 8, 50), int64(100); got != want {
+		t.Fatalf("allowed %d of 400 concurrent requests with the clock standing still, want %d", got, want)
+	}
+}
+
+// allowConcurrently calls l.Allow(key) calls times from each of goroutines goroutines at
+// once and returns how many calls were granted; an error fails the test.
+func allowConcurrently(t *testing.T, l *limiter.Limiter, key string, goroutines, calls int) int64 {
+	t.Helper()
+	var granted atomic.Int64
 	var wg sync.WaitGroup
-	for g := 0; g < 8; g++ {
+	for g := 0; g < goroutines; g++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := 0; i < 50; i++ {
-				d, err := l.Allow(context.Background(), "shared")
+			for i := 0; i < calls; i++ {
+				d, err := l.Allow(context.Background(), key)
 				if err != nil {
 					t.Error(err)
 					return
 				}
 				if d.Allowed {
-					allowed.Add(1)
+					granted.Add(1)
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	if got, want := allowed.Load(), int64(100); got != want {
-		t.Fatalf("allowed %d of 400 concurrent requests with the clock standing still, want %d", got, want)
-	}
+	return granted.Load()
 }
 
 func TestAllowDoesNotAllocate(t *testing.T) {

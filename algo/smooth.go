@@ -9,7 +9,8 @@ import (
 // SmoothRateLimiter arithmetic (resync, reserveEarliestAvailable, doSetRate) and the
 // Decision fields. Every float operation is Guava's, in Guava's order, on the same
 // operands, so the waits come out identical to the microsecond; the Lua twins
-// (smooth_bursty.lua, smooth_warming_up.lua) repeat the same operations.
+// (smooth.lua, shared by smooth_bursty.lua and smooth_warming_up.lua) repeat the same
+// operations.
 //
 // Go may fuse x*y+z (or x*y−z) into one FMA instruction on some architectures (arm64,
 // ppc64le, s390x), even across statements, which rounds once instead of twice and would

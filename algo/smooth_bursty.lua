@@ -1,7 +1,8 @@
 -- Smooth bursty: the Lua twin of algo.SmoothBursty (smooth_bursty.go and smooth.go), run
--- after prelude.lua. Guava's SmoothRateLimiter.SmoothBursty, with the same double
--- operations in the same order as the Go transition, so Redis and the local store (and
--- Guava) give the same waits to the microsecond.
+-- after prelude.lua and smooth.lua (the functions shared with smooth_warming_up.lua).
+-- Guava's SmoothRateLimiter.SmoothBursty, with the same double operations in the same
+-- order as the Go transition, so Redis and the local store (and Guava) give the same waits
+-- to the microsecond.
 --
 -- KEYS[1]  hash: stored = storedPermits (double, %.17g), next = nextFreeTicket (µs),
 --          rate and burst = the config the state was last brought up to date with
@@ -12,7 +13,6 @@
 -- TTL: until the stored permits are full again, plus one minute (LINGER): a forgotten key
 -- restarts empty, so it must not be forgotten while its saved-up burst is likely wanted.
 
-local LINGER = 60000000
 local cfg_rate = tonumber(ARGV[5])
 local cfg_burst = tonumber(ARGV[6])
 
@@ -26,86 +26,9 @@ end
 
 local h = redis.call('HMGET', KEYS[1], 'stored', 'next', 'rate', 'burst')
 local valid = h[1] and h[2] and h[3] and h[4] and true or false
-local s_stored, s_next, s_rate, s_burst = 0, 0, 0, 0
+local s_rate, s_burst = 0, 0
 if valid then
   s_stored, s_next, s_rate, s_burst = tonumber(h[1]), tonumber(h[2]), tonumber(h[3]), tonumber(h[4])
-end
-
--- trunc_micros is Java's (long) cast of a non-negative double, saturated at MAX_MICROS.
-local function trunc_micros(x)
-  if not (x > 0) then return 0 end
-  if x >= MAX_MICROS then return MAX_MICROS end
-  return math.floor(x)
-end
-
--- resync: idle time since next becomes stored permits (capped), and next moves to t.
-local function resync(t, p)
-  if t <= s_next then return end
-  if p.inf then
-    s_stored = 0
-  elseif p.max > 0 then
-    local x = s_stored + (t - s_next) / p.cool
-    if x > p.max then x = p.max end
-    s_stored = x
-  end
-  s_next = t
-end
-
--- rescale is the rest of doSetRate: keep the proportion of maxPermits, with Guava's
--- special cases for an old maxPermits of +Inf (full) and of 0 (empty).
-local function rescale(old, p)
-  if old.inf then
-    if p.inf then s_stored = 0 else s_stored = p.max end
-  elseif old.max == 0 or p.inf then
-    s_stored = 0
-  else
-    s_stored = s_stored * p.max / old.max
-  end
-end
-
--- reserve spends n permits: stored ones are free, fresh ones cost interval each.
-local function reserve(t, req, p)
-  local spend = req
-  if s_stored < req then spend = s_stored end
-  local fresh = req - spend
-  local cost = trunc_micros(fresh * p.interval)
-  if cost > MAX_MICROS then cost = MAX_MICROS end
-  s_next = s_next + cost
-  if s_next > t + MAX_MICROS then s_next = t + MAX_MICROS end
-  s_stored = s_stored - spend
-end
-
-local function limit_of(p)
-  if p.inf or p.max >= MAX_EXACT then return MAX_EXACT end
-  local l = math.ceil(p.max)
-  if l > 0 then return l end
-  return 1
-end
-
-local function remaining(t, p)
-  if s_next > t then return 0 end
-  if p.inf then return MAX_EXACT end
-  return floor_count(s_stored)
-end
-
--- until_full is the least whole d (µs of idleness after next) for which resync fills the
--- state, as smoothState.untilFull computes it.
-local function until_full(p)
-  local x = (p.max - s_stored) * p.cool
-  if not (x < MAX_MICROS) then return MAX_MICROS end
-  local d = ceil_micros(x)
-  local i = 0
-  while i < 64 and d > 0 and s_stored + (d - 1) / p.cool >= p.max do d = d - 1; i = i + 1 end
-  i = 0
-  while i < 64 and not (s_stored + d / p.cool >= p.max) do d = d + 1; i = i + 1 end
-  return d
-end
-
-local function reset_after(t, p)
-  local reset = s_next - t
-  if reset < 0 then reset = 0 end
-  if not p.inf and p.max > 0 and s_stored < p.max then reset = reset + until_full(p) end
-  return reset + LINGER
 end
 
 local function save(reset)
@@ -131,26 +54,4 @@ elseif s_rate ~= cfg_rate or s_burst ~= cfg_burst then
   s_rate, s_burst = cfg_rate, cfg_burst
   changed = true
 end
-local limit = limit_of(p)
-
-if not (n > 0) or n > MAX_EXACT then
-  -- Never granted; a config change (or a new key) is still written.
-  if changed then save(reset_after(now, p)) end
-  resync(now, p) -- for the reply only
-  return {0, limit, remaining(now, p), MAX_MICROS, dur(reset_after(now, p)), 0, 0}
-end
-
-local wait = s_next - now
-if wait < 0 then wait = 0 end
-if wait > max_wait then
-  -- Denied: nothing reserved (now < next, so resync would change nothing).
-  local reset = reset_after(now, p)
-  if changed then save(reset) end
-  return {0, limit, 0, retry_after(wait, max_wait), dur(reset), 0, 0}
-end
-
-resync(now, p)
-reserve(now, n, p)
-local reset = reset_after(now, p)
-save(reset)
-return {1, limit, remaining(now, p), 0, dur(reset), wait, now + wait}
+return answer(p, changed, save)

@@ -179,14 +179,6 @@ func smoothTimeStep(r *rand.Rand, scale int64) int64 {
 	}
 }
 
-// smoothMaxWaitArg is ARGV[4] of an apply (lua.go): MaxWait in µs, MaxMicros for Forever.
-func smoothMaxWaitArg(req Request) int64 {
-	if req.MaxWait == Forever || req.MaxWait/time.Microsecond >= time.Duration(MaxMicros) {
-		return MaxMicros
-	}
-	return req.maxWaitMicros()
-}
-
 type smoothDiffStats struct {
 	steps, granted, reserved, denied, never, configChanges, writes, deletes, refunds int
 }
@@ -285,7 +277,7 @@ func runSmoothDifferential(t *testing.T, rdb *redis.Client, warm bool, seed int6
 			default:
 				st.denied++
 			}
-			args = scriptArgs(a, "apply", now, req.N, smoothMaxWaitArg(req))
+			args = scriptArgs(a, "apply", now, req.N, maxWaitArg(req))
 		}
 		after := snapSmooth(s)
 		changed := after != before || granted

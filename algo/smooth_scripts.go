@@ -4,16 +4,19 @@ import (
 	_ "embed" // the Lua twins of the smooth algorithms
 )
 
-// The Lua twins of SmoothBursty and SmoothWarmingUp: prelude.lua followed by each file,
-// which sits beside its Go transition (see scripts.go for the other algorithms).
+// The Lua twins of SmoothBursty and SmoothWarmingUp: prelude.lua, then smooth.lua (what
+// both share, as smooth.go does), then each file, which sits beside its Go transition (see
+// scripts.go for the other algorithms).
 var (
+	//go:embed smooth.lua
+	smoothLua string
 	//go:embed smooth_bursty.lua
 	smoothBurstyLua string
 	//go:embed smooth_warming_up.lua
 	smoothWarmingUpLua string
 
-	smoothBurstyScript    = newScript(SmoothBursty{}.Name(), smoothBurstyLua)
-	smoothWarmingUpScript = newScript(SmoothWarmingUp{}.Name(), smoothWarmingUpLua)
+	smoothBurstyScript    = newScript(SmoothBursty{}.Name(), smoothLua+"\n"+smoothBurstyLua)
+	smoothWarmingUpScript = newScript(SmoothWarmingUp{}.Name(), smoothLua+"\n"+smoothWarmingUpLua)
 )
 
 // Compile-time checks: both smooth configs are Algorithms with a Lua twin.

@@ -41,7 +41,7 @@ func dumpKeys(t *testing.T, c redis.Cmdable, prefix string) map[string][2]any {
 // are checked by TestApplyAllDenialKeepsTTLs.
 func TestApplyAllDenialTouchesNothing(t *testing.T) {
 	t.Parallel()
-	c := withoutExpiry(redistest.Start(t).Client(t))
+	c := redistest.WithoutExpiry(redistest.Start(t).Client(t))
 	for name, rules := range multiRuleSets() {
 		checkDenialTouchesNothing(t, c, name, rules)
 	}

@@ -52,7 +52,7 @@ func allow(t *testing.T, l *limiter.Limiter, key string, n int64) limiter.Decisi
 // RetryAfter is the largest of the denying rules'.
 func TestAllOnRedis(t *testing.T) {
 	t.Parallel()
-	c := withoutExpiry(redistest.Start(t).Client(t))
+	c := redistest.WithoutExpiry(redistest.Start(t).Client(t))
 	hook := &countCmds{n: map[string]int{}}
 	c.AddHook(hook)
 	clk := fakeClock()
@@ -122,7 +122,7 @@ func TestAllOnRedis(t *testing.T) {
 // control user's that never sent it.
 func TestAllOnRedisRefund(t *testing.T) {
 	t.Parallel()
-	c := withoutExpiry(redistest.Start(t).Client(t))
+	c := redistest.WithoutExpiry(redistest.Start(t).Client(t))
 	clk := fakeClock()
 	s := newStore(t, c, distributed.WithClock(clk))
 	userOf := func(k string) string { u, _, _ := strings.Cut(k, "|"); return "user:" + u }
@@ -157,7 +157,7 @@ func TestAllOnRedisRefund(t *testing.T) {
 // instant admit exactly the tighter bound: the script is atomic.
 func TestAllOnRedisConcurrent(t *testing.T) {
 	t.Parallel()
-	c := withoutExpiry(redistest.Start(t).Client(t))
+	c := redistest.WithoutExpiry(redistest.Start(t).Client(t))
 	clk := fakeClock()
 	s := newStore(t, c, distributed.WithClock(clk))
 	loose := newRule(t, s, clk, algo.TokenBucket{Rate: 1, Burst: 60})

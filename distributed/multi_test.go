@@ -89,7 +89,7 @@ func multiTimeline(seed uint64, steps int) []multiStep {
 // differential suite checks, so any difference is the composite's doing.
 func TestApplyAllMatchesLocal(t *testing.T) {
 	t.Parallel()
-	c := withoutExpiry(redistest.Start(t).Client(t)) // fake clocks: see frozen_test.go
+	c := redistest.WithoutExpiry(redistest.Start(t).Client(t)) // fake clocks against real TTLs
 	for name, rules := range multiRuleSets() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -131,7 +131,7 @@ func TestApplyAllMatchesLocal(t *testing.T) {
 // instants and counts the grants per window of each rule.
 func TestApplyAllWindowsNeverExceed(t *testing.T) {
 	t.Parallel()
-	c := withoutExpiry(redistest.Start(t).Client(t))
+	c := redistest.WithoutExpiry(redistest.Start(t).Client(t))
 	clk := fakeClock()
 	s := newStore(t, c, distributed.WithClock(clk))
 	ctx := ctxTimeout(t, time.Minute)
@@ -206,7 +206,7 @@ func TestApplyAllOneRoundTrip(t *testing.T) {
 // the tighter of the two rules' limits is admitted, never more.
 func TestApplyAllConcurrent(t *testing.T) {
 	t.Parallel()
-	c := withoutExpiry(redistest.Start(t).Client(t))
+	c := redistest.WithoutExpiry(redistest.Start(t).Client(t))
 	ctx := ctxTimeout(t, time.Minute)
 	s := newStore(t, c, distributed.WithClock(fakeClock()))
 	rules := []algo.Algorithm{
@@ -250,7 +250,7 @@ func TestApplyAllConcurrent(t *testing.T) {
 // rolled back.
 func TestApplyAllErrors(t *testing.T) {
 	t.Parallel()
-	c := withoutExpiry(redistest.Start(t).Client(t))
+	c := redistest.WithoutExpiry(redistest.Start(t).Client(t))
 	ctx := ctxTimeout(t, 30*time.Second)
 	prefix := freshPrefix()
 	s := distributed.New(c, distributed.WithPrefix(prefix), distributed.WithClock(fakeClock()))
@@ -333,7 +333,7 @@ func TestApplyAllServerTime(t *testing.T) {
 func TestApplyAllCluster(t *testing.T) {
 	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
-	c := withoutExpiry(cl.Client(t))
+	c := redistest.WithoutExpiry(cl.Client(t))
 	ctx := ctxTimeout(t, time.Minute)
 	rules := multiRuleSets()["mixed"]
 	rclk, lclk := fakeClock(), fakeClock()

@@ -28,12 +28,12 @@ func TestSemaphoreConformance(t *testing.T) {
 	t.Run("SingleNode", func(t *testing.T) {
 		t.Parallel()
 		srv := redistest.Start(t)
-		storetest.RunSemaphore(t, semFactory(withoutExpiry(srv.Client(t)))) // fake clocks: see frozen_test.go
+		storetest.RunSemaphore(t, semFactory(redistest.WithoutExpiry(srv.Client(t)))) // fake clocks against real TTLs
 	})
 	t.Run("Cluster", func(t *testing.T) {
 		t.Parallel()
 		cl := redistest.StartCluster(t, 3)
-		storetest.RunSemaphore(t, semFactory(withoutExpiry(cl.Client(t))))
+		storetest.RunSemaphore(t, semFactory(redistest.WithoutExpiry(cl.Client(t))))
 	})
 }
 

@@ -45,7 +45,7 @@ const diffSteps = 10_000
 func TestSingleNode(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	c := withoutExpiry(srv.Client(t)) // fake clocks: see frozen_test.go
+	c := redistest.WithoutExpiry(srv.Client(t)) // fake clocks against real TTLs
 	t.Run("Conformance", func(t *testing.T) {
 		t.Parallel()
 		storetest.Run(t, redisFactory(c))
@@ -65,7 +65,7 @@ func TestSingleNode(t *testing.T) {
 func TestCluster(t *testing.T) {
 	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
-	c := withoutExpiry(cl.Client(t)) // fake clocks: see frozen_test.go
+	c := redistest.WithoutExpiry(cl.Client(t)) // fake clocks against real TTLs
 	t.Run("Conformance", func(t *testing.T) {
 		t.Parallel()
 		storetest.Run(t, redisFactory(c))

@@ -1,4 +1,4 @@
-package distributed_test
+package redistest
 
 import (
 	"context"
@@ -10,26 +10,29 @@ import (
 
 // Fake clocks and real TTLs.
 //
-// A store built WithClock(fake) decides at the fake clock's instants, but Redis expires
+// A store built with a fake clock decides at the fake clock's instants, but Redis expires
 // keys on its own clock: a state whose ResetAfter is 7µs of fake time gets a PEXPIRE of
 // 1 ms of real time, and if the test takes longer than that before the fake clock moves
-// on, Redis deletes a state that, at the fake instant, still holds grants. The conformance
-// and differential suites, which drive fake clocks, therefore run on clients with the
-// noExpiry hook: it makes every script's PEXPIRE a no-op, on the server and inside the
-// script's atomic run. That is transparent to the decisions, because a state left in place
-// after its ResetAfter decides exactly like a fresh one (the Go transitions rely on the
-// same property, and the suites check it). The TTLs themselves are tested separately, on
-// unhooked clients (ttl_test.go).
+// on, Redis deletes a state that, at the fake instant, still holds grants. Suites that
+// drive fake clocks therefore run on clients hooked by WithoutExpiry: it makes every
+// script's PEXPIRE a no-op, on the server and inside the script's atomic run. That is
+// transparent to the decisions, because a state left in place after its ResetAfter decides
+// exactly like a fresh one (the Go transitions rely on the same property). The TTLs
+// themselves must be tested separately, on unhooked clients.
 
-// noExpiry is a go-redis hook that runs every script with PEXPIRE disabled.
-type noExpiry struct {
-	shas sync.Map // SHA-1 of an original script → SHA-1 of its rewritten twin
-}
-
-// withoutExpiry installs the hook on c and returns c.
-func withoutExpiry[C redis.UniversalClient](c C) C {
+// WithoutExpiry installs on c a go-redis hook that runs every script with PEXPIRE turned
+// into a no-op, and returns c. EVAL bodies get a prologue shadowing redis.call, and EVALSHA
+// of an original script is pointed at its shadowed twin once the twin is known (go-redis
+// sends EVAL after a NOSCRIPT, which also caches the twin on that server). Other commands,
+// PEXPIRE sent directly included, are left alone.
+func WithoutExpiry[C redis.UniversalClient](c C) C {
 	c.AddHook(&noExpiry{})
 	return c
+}
+
+// noExpiry is the hook of WithoutExpiry.
+type noExpiry struct {
+	shas sync.Map // SHA-1 of an original script → SHA-1 of its rewritten twin
 }
 
 // shadow replaces the global redis table, for the rest of the script, by one whose call
@@ -38,6 +41,13 @@ const shadow = "local redis = setmetatable({call = function(cmd, ...) " +
 	"if cmd == 'PEXPIRE' then return 1 end return redis.call(cmd, ...) end}, {__index = redis})\n"
 
 func (h *noExpiry) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *noExpiry) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.rewrite(cmd)
+		return next(ctx, cmd)
+	}
+}
 
 func (h *noExpiry) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
@@ -48,16 +58,8 @@ func (h *noExpiry) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 	}
 }
 
-func (h *noExpiry) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.rewrite(cmd)
-		return next(ctx, cmd)
-	}
-}
-
 // rewrite points EVALSHA at the rewritten twin once it is known, and turns EVAL of an
-// original script (the store's answer to NOSCRIPT) into EVAL of its twin, which also
-// caches the twin on that server.
+// original script (the store's answer to NOSCRIPT) into EVAL of its twin.
 func (h *noExpiry) rewrite(cmd redis.Cmder) {
 	args := cmd.Args() // the command's own slice: changes are sent
 	if len(args) < 2 {

@@ -117,9 +117,15 @@ func (s *Store) Apply(_ context.Context, key string, a algo.Algorithm, req algo.
 		e = s.insert(sh, k, a, now)
 	}
 	d := a.Apply(e.state, now, req)
-	e.fresh = now + int64(d.ResetAfter/time.Microsecond)
+	e.fresh = freshAt(now, d)
 	sh.mu.Unlock()
 	return d, nil
+}
+
+// freshAt is when, in µs, a state just decided by d at now equals a fresh one: the
+// instant its entry may be swept.
+func freshAt(now int64, d algo.Decision) int64 {
+	return now + int64(d.ResetAfter/time.Microsecond)
 }
 
 // Refund gives back n permits of an earlier grant. See store.Store.

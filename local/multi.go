@@ -2,7 +2,6 @@ package local
 
 import (
 	"context"
-	"time"
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/store"
@@ -72,10 +71,10 @@ func (s *Store) ApplyAll(_ context.Context, key string, rules []algo.Algorithm, 
 		switch {
 		case ok:
 			e.state = states[i]
-			e.fresh = now + int64(ds[i].ResetAfter/time.Microsecond)
+			e.fresh = freshAt(now, ds[i])
 		case !ds[i].Allowed && !added[i]:
 			// A denial is computed on the untouched state, so its ResetAfter is that state's.
-			e.fresh = now + int64(ds[i].ResetAfter/time.Microsecond)
+			e.fresh = freshAt(now, ds[i])
 		}
 		// A rule that granted in a denied call keeps its state and its old freshness; a new
 		// entry stays fresh (a fresh state), for the sweeper to remove.
@@ -98,7 +97,7 @@ func (s *Store) applyInPlace(rules []algo.Algorithm, entries []*entry, ds []algo
 		}
 		// The freshness of a refunded state is not known; keeping the grant's is safe
 		// (later than needed, never earlier).
-		e.fresh = max(e.fresh, now+int64(ds[i].ResetAfter/time.Microsecond))
+		e.fresh = max(e.fresh, freshAt(now, ds[i]))
 	}
 	return ds, ok, nil
 }

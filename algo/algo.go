@@ -204,21 +204,31 @@ func windowMicros(field string, w time.Duration) (int64, error) {
 	return int64(w / time.Microsecond), nil
 }
 
+// checkRate and checkCount are split into an inlinable test and an error path: stores
+// validate the config on every call, so a valid config must cost a few comparisons only.
 func checkRate(field string, r float64) error {
+	if r > 0 && r <= 1e9 { // false for NaN and ±Inf
+		return nil
+	}
+	return rateError(field, r)
+}
+
+func rateError(field string, r float64) error {
 	if math.IsNaN(r) || math.IsInf(r, 0) || r <= 0 {
 		return fmt.Errorf("%w: %s must be a finite number > 0, got %v", ErrInvalidConfig, field, r)
 	}
-	if r > 1e9 {
-		return fmt.Errorf("%w: %s must be at most 1e9 per second, got %v", ErrInvalidConfig, field, r)
-	}
-	return nil
+	return fmt.Errorf("%w: %s must be at most 1e9 per second, got %v", ErrInvalidConfig, field, r)
 }
 
 func checkCount(field string, n int64) error {
-	if n <= 0 || n > maxExact {
-		return fmt.Errorf("%w: %s must be in [1, 2^53], got %d", ErrInvalidConfig, field, n)
+	if n > 0 && n <= maxExact {
+		return nil
 	}
-	return nil
+	return countError(field, n)
+}
+
+func countError(field string, n int64) error {
+	return fmt.Errorf("%w: %s must be in [1, 2^53], got %d", ErrInvalidConfig, field, n)
 }
 
 // never is the decision for a request larger than the algorithm can ever grant.

@@ -189,6 +189,20 @@ func BenchmarkLocalKeyed(b *testing.B) {
 			_ = s.Close()
 		}
 		{
+			// The floor: a bare Go map from key to a heap-allocated counter, no lock, no
+			// clock, no arithmetic. Its ratio to the same at 1k keys is what the memory
+			// hierarchy alone charges any keyed store for the larger population.
+			m := make(map[string]*[3]int64, n)
+			for _, k := range ks.keys {
+				m[k] = new([3]int64)
+			}
+			b.Run(prefix+"go-map-floor", func(b *testing.B) {
+				parallel(b, 1, func(i int) {
+					m[key(i)][0]++
+				})
+			})
+		}
+		{
 			s := newSethvargo(b)
 			for _, k := range ks.keys {
 				_, _, _, _, _ = s.Take(ctx, k)

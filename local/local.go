@@ -32,21 +32,68 @@ type Store struct {
 }
 
 // shard is one lock domain. The padding keeps two shards' mutexes off one cache line.
+//
+// Its map is keyed by the 64-bit hash of the user key, the hash that also picked the
+// shard, so a call hashes its key once. The entries of one hash form a chain: the states
+// of one key under several slots, and (rarely) other keys with the same hash; a lookup
+// compares key and slot along it.
 type shard struct {
 	mu sync.Mutex
-	m  map[slotKey]*entry
-	_  [40]byte
+	m  map[uint64]*entry
+	n  int // entries held, chains included
+	_  [32]byte
 }
 
-// slotKey names one state: a user key under one algorithm slot. A struct of two strings
-// hashes without building a combined string, so lookups allocate nothing.
-type slotKey struct {
-	slot, key string
-}
-
+// entry is one state: a user key under one algorithm slot. Its 64 bytes fill one cache
+// line, so a lookup that misses the cache costs one line beyond the map's.
 type entry struct {
+	key   string
+	slot  string
 	state algo.State
-	fresh int64 // µs at which state equals a fresh one; the entry can go then
+	fresh int64  // µs at which state equals a fresh one; the entry can go then
+	next  *entry // the next entry of the same hash
+}
+
+// find returns the entry of key under slot, or nil. h is the hash of key.
+func (sh *shard) find(h uint64, key, slot string) *entry {
+	e := sh.m[h]
+	for e != nil && (e.key != key || e.slot != slot) {
+		e = e.next
+	}
+	return e
+}
+
+// add puts e, which must be new, at the head of the chain of h.
+func (sh *shard) add(h uint64, e *entry) {
+	e.next = sh.m[h]
+	sh.m[h] = e
+	sh.n++
+}
+
+// remove unlinks e from the chain of h; it does nothing if e is not there.
+func (sh *shard) remove(h uint64, e *entry) {
+	head := sh.m[h]
+	switch {
+	case head == nil:
+		return
+	case head == e:
+		if e.next == nil {
+			delete(sh.m, h)
+		} else {
+			sh.m[h] = e.next
+		}
+	default:
+		p := head
+		for p.next != nil && p.next != e {
+			p = p.next
+		}
+		if p.next != e {
+			return
+		}
+		p.next = e.next
+	}
+	e.next = nil
+	sh.n--
 }
 
 // New returns an in-memory store. It starts one sweeper goroutine (unless disabled with
@@ -76,7 +123,7 @@ func New(opts ...Option) *Store {
 		s.perMax = max(1, (o.maxKeys+n-1)/n)
 	}
 	for i := range s.shards {
-		s.shards[i].m = make(map[slotKey]*entry)
+		s.shards[i].m = make(map[uint64]*entry)
 	}
 	if o.sweep > 0 {
 		s.stopped.Add(1)
@@ -96,8 +143,10 @@ func (s *Store) now() int64 {
 // fallbackMicros is the portable reading of the real time in µs.
 func fallbackMicros() int64 { return time.Now().UnixMicro() }
 
-func (s *Store) shard(key string) *shard {
-	return &s.shards[maphash.String(s.seed, key)&s.mask]
+// locate returns the hash of key and the shard that holds every state of key.
+func (s *Store) locate(key string) (uint64, *shard) {
+	h := maphash.String(s.seed, key)
+	return h, &s.shards[h&s.mask]
 }
 
 // Apply answers req for key under a at the store's now. See store.Store.
@@ -108,13 +157,13 @@ func (s *Store) Apply(_ context.Context, key string, a algo.Algorithm, req algo.
 	if s.closed.Load() {
 		return algo.Decision{}, store.ErrClosed
 	}
-	k := slotKey{slot: a.Slot(), key: key}
-	sh := s.shard(key)
+	slot := a.Slot()
+	h, sh := s.locate(key)
 	sh.mu.Lock()
 	now := s.now()
-	e := sh.m[k]
+	e := sh.find(h, key, slot)
 	if e == nil {
-		e = s.insert(sh, k, a, now)
+		e = s.insert(sh, h, key, slot, a, now)
 	}
 	d := a.Apply(e.state, now, req)
 	e.fresh = freshAt(now, d)
@@ -136,27 +185,27 @@ func (s *Store) Refund(_ context.Context, key string, a algo.Algorithm, n int64,
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	k := slotKey{slot: a.Slot(), key: key}
-	sh := s.shard(key)
+	slot := a.Slot()
+	h, sh := s.locate(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if e := sh.m[k]; e != nil {
+	if e := sh.find(h, key, slot); e != nil {
 		a.Refund(e.state, s.now(), n, at)
 	}
 	return nil
 }
 
-// insert adds a fresh entry for k, making room first when the shard is full. It is
-// called with sh.mu held.
-func (s *Store) insert(sh *shard, k slotKey, a algo.Algorithm, now int64) *entry {
-	if s.perMax > 0 && len(sh.m) >= s.perMax {
+// insert adds a fresh entry for key under slot (h is the hash of key), making room first
+// when the shard is full. It is called with sh.mu held.
+func (s *Store) insert(sh *shard, h uint64, key, slot string, a algo.Algorithm, now int64) *entry {
+	if s.perMax > 0 && sh.n >= s.perMax {
 		sh.sweep(now, sweepBatch)
-		if len(sh.m) >= s.perMax {
+		if sh.n >= s.perMax {
 			sh.evictNearestFresh(8)
 		}
 	}
-	e := &entry{state: a.NewState()}
-	sh.m[k] = e
+	e := &entry{key: key, slot: slot, state: a.NewState()}
+	sh.add(h, e)
 	return e
 }
 
@@ -166,7 +215,7 @@ func (s *Store) Len() int {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		n += len(sh.m)
+		n += sh.n
 		sh.mu.Unlock()
 	}
 	return n

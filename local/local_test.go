@@ -169,3 +169,68 @@ func TestShardsRoundUp(t *testing.T) {
 		_ = s.Close()
 	}
 }
+
+// TestChains drives the per-hash chains: the states of one key under several slots share
+// a hash, and a forged entry of another key under the same hash stands for a collision.
+// Lookups must tell them apart, and sweeping or removing any link must keep the others.
+func TestChains(t *testing.T) {
+	t.Parallel()
+	s, clk := newTestStore(t, WithShards(1))
+	ctx := context.Background()
+	short := algo.FixedWindow{Limit: 5, Window: time.Second}
+	long := algo.FixedWindow{Limit: 5, Window: time.Hour}
+	bucket := algo.TokenBucket{Rate: 1, Burst: 5}
+	for _, a := range []algo.Algorithm{short, long, bucket} {
+		if _, err := s.Apply(ctx, "k", a, algo.Request{N: 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, sh := s.locate("k")
+	// A different key under the same hash, in the middle of the chain's life.
+	forged := &entry{key: "not-k", slot: bucket.Slot(), state: bucket.NewState(), fresh: 1 << 62}
+	sh.mu.Lock()
+	sh.add(h, forged)
+	chain := 0
+	for e := sh.m[h]; e != nil; e = e.next {
+		chain++
+	}
+	sh.mu.Unlock()
+	if chain != 4 || s.Len() != 4 {
+		t.Fatalf("chain of %d, Len %d; want 4 entries on one hash", chain, s.Len())
+	}
+	// Each slot of "k" sees its own state, never the forged one's.
+	for _, a := range []algo.Algorithm{short, long, bucket} {
+		d, err := s.Apply(ctx, "k", a, algo.Request{N: 1})
+		if err != nil || d.Remaining != 2 {
+			t.Fatalf("%s: %+v %v; want Remaining 2 (its own state)", a, d, err)
+		}
+	}
+	// After 2 s the short window and the bucket (1 token/s, 3 missing) are not both fresh:
+	// the bucket needs 3 s. Only the short window goes.
+	clk.Add(2 * time.Second)
+	s.Sweep()
+	if got := s.Len(); got != 3 {
+		t.Fatalf("after 2 s: Len %d, want 3 (the short window swept)", got)
+	}
+	clk.Add(2 * time.Second)
+	s.Sweep()
+	if got := s.Len(); got != 2 {
+		t.Fatalf("after 4 s: Len %d, want 2 (the hour window and the forged entry)", got)
+	}
+	sh.mu.Lock()
+	if sh.find(h, "not-k", bucket.Slot()) != forged || sh.find(h, "k", long.Slot()) == nil ||
+		sh.find(h, "k", bucket.Slot()) != nil || sh.find(h, "k", short.Slot()) != nil {
+		sh.mu.Unlock()
+		t.Fatal("the chain lost or kept the wrong entries")
+	}
+	sh.remove(h, forged)
+	sh.remove(h, forged) // removing twice is harmless
+	sh.mu.Unlock()
+	if got := s.Len(); got != 1 {
+		t.Fatalf("Len %d after removing the forged entry, want 1", got)
+	}
+	d, err := s.Apply(ctx, "k", long, algo.Request{N: 1})
+	if err != nil || d.Remaining != 1 {
+		t.Fatalf("hour window after the sweeps: %+v %v; want Remaining 1", d, err)
+	}
+}

@@ -31,25 +31,25 @@ func (s *Store) ApplyAll(_ context.Context, key string, rules []algo.Algorithm, 
 	states := make([]algo.State, len(rules)) // the copies the rules were applied to
 	added := make([]bool, len(rules))
 
-	sh := s.shard(key)
+	h, sh := s.locate(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	now := s.now()
 	for i, a := range rules {
-		k := slotKey{slot: a.Slot(), key: key}
-		if e := sh.m[k]; e != nil {
+		slot := a.Slot()
+		if e := sh.find(h, key, slot); e != nil {
 			entries[i] = e
 			continue
 		}
-		entries[i], added[i] = s.insert(sh, k, a, now), true
+		entries[i], added[i] = s.insert(sh, h, key, slot, a, now), true
 		entries[i].fresh = now
 	}
 	// Making room for one rule's new entry may have evicted another rule's entry of this
 	// call: put it back. The shard may then hold a few more keys than its bound, until the
 	// next sweep.
-	for i, a := range rules {
-		if k := (slotKey{slot: a.Slot(), key: key}); sh.m[k] != entries[i] {
-			sh.m[k] = entries[i]
+	for _, e := range entries {
+		if sh.find(h, key, e.slot) == nil {
+			sh.add(h, e)
 		}
 	}
 

@@ -103,12 +103,12 @@ func TestApplyAllMatchesModel(t *testing.T) {
 
 // states returns copies of key's states under rules, as the store holds them.
 func (s *Store) statesOf(key string, rules []algo.Algorithm) []algo.State {
-	sh := s.shard(key)
+	h, sh := s.locate(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	out := make([]algo.State, len(rules))
 	for i, a := range rules {
-		if e := sh.m[slotKey{slot: a.Slot(), key: key}]; e != nil {
+		if e := sh.find(h, key, a.Slot()); e != nil {
 			out[i] = algo.CloneState(e.state)
 		}
 	}
@@ -203,9 +203,9 @@ func TestApplyAllRefundsStatesItCannotCopy(t *testing.T) {
 	if got := s.statesOf("k", rules[:1]); got[0] != nil {
 		t.Fatalf("CloneState copied an opaque state: %#v", got[0])
 	}
-	sh := s.shard("k")
+	h, sh := s.locate("k")
 	sh.mu.Lock()
-	used := sh.m[slotKey{slot: "opaque", key: "k"}].state.(*opaqueState).used
+	used := sh.find(h, "k", "opaque").state.(*opaqueState).used
 	sh.mu.Unlock()
 	if used != 3 {
 		t.Errorf("opaque rule holds %d permits after the denial, want 3 (the grant refunded)", used)

@@ -83,24 +83,23 @@ func (s *Store) semaphore(name string, create bool, f func(st *algo.SemaphoreSta
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	k := slotKey{slot: semSlot, key: name}
-	sh := s.shard(name)
+	h, sh := s.locate(name)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	now := s.now()
-	e := sh.m[k]
+	e := sh.find(h, name, semSlot)
 	st := semState(e)
 	if st == nil {
 		if !create {
 			return nil // the zero answers (false, 0) are those of a fresh semaphore
 		}
 		st = algo.NewSemaphoreState()
-		e = &entry{state: st}
-		sh.m[k] = e
+		e = &entry{key: name, slot: semSlot, state: st}
+		sh.add(h, e)
 	}
 	f(st, now)
 	if idle := st.IdleAt(); idle == 0 {
-		delete(sh.m, k)
+		sh.remove(h, e)
 	} else {
 		e.fresh = idle
 	}

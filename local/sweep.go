@@ -47,14 +47,18 @@ func (s *Store) Sweep() {
 // sweep examines up to limit entries (map iteration starts at a random place) and removes
 // the idle ones. It is called with sh.mu held.
 func (sh *shard) sweep(now int64, limit int) (seen, removed int) {
-	for k, e := range sh.m {
+	for h, e := range sh.m {
+		for e != nil && seen < limit {
+			next := e.next
+			seen++
+			if e.fresh <= now {
+				sh.remove(h, e) // the map may be changed while ranging over it
+				removed++
+			}
+			e = next
+		}
 		if seen == limit {
 			break
-		}
-		seen++
-		if e.fresh <= now {
-			delete(sh.m, k)
-			removed++
 		}
 	}
 	return seen, removed
@@ -63,21 +67,24 @@ func (sh *shard) sweep(now int64, limit int) (seen, removed int) {
 // evictNearestFresh removes, among a sample of entries, the one whose state becomes fresh
 // soonest: dropping it loses the fewest remembered grants. It is called with sh.mu held.
 func (sh *shard) evictNearestFresh(sample int) {
-	var victim slotKey
-	best, seen := int64(0), 0
-	for k, e := range sh.m {
-		if _, ok := e.state.(*algo.SemaphoreState); ok {
-			continue // live leases must never be forgotten: that would admit extra holders
+	var victim *entry
+	var victimHash uint64
+	seen := 0
+	for h, e := range sh.m {
+		for ; e != nil && seen < sample; e = e.next {
+			if _, ok := e.state.(*algo.SemaphoreState); ok {
+				continue // live leases must never be forgotten: that would admit extra holders
+			}
+			if victim == nil || e.fresh < victim.fresh {
+				victim, victimHash = e, h
+			}
+			seen++
 		}
-		if seen == 0 || e.fresh < best {
-			victim, best = k, e.fresh
-		}
-		seen++
 		if seen == sample {
 			break
 		}
 	}
-	if seen > 0 {
-		delete(sh.m, victim)
+	if victim != nil {
+		sh.remove(victimHash, victim)
 	}
 }

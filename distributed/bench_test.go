@@ -28,7 +28,8 @@ const (
 // BenchmarkApply measures decisions per second through one client with 64 goroutines
 // (b.SetParallelism scales them to GOMAXPROCS) spread over 10,000 keys, at the server's
 // time: the figure to compare with redis-benchmark running the same EVALSHA with 64
-// clients (see testdata/bench-evalsha.sh).
+// clients (see testdata/bench-evalsha.sh). Each algorithm runs plain (one round trip per
+// call) and batched (WithBatching with its defaults: concurrent calls share pipelines).
 func BenchmarkApply(b *testing.B) {
 	addr := os.Getenv(benchAddrEnv)
 	if addr == "" {
@@ -46,27 +47,38 @@ func BenchmarkApply(b *testing.B) {
 		algo.SlidingWindowLog{Limit: 100, Window: time.Second},
 	} {
 		b.Run(a.Name(), func(b *testing.B) {
-			s := distributed.New(c, distributed.WithPrefix("bench:"))
-			var next, failed atomic.Int64
-			var firstErr atomic.Value
-			b.SetParallelism(max(1, benchGoroutines/runtime.GOMAXPROCS(0)))
-			b.ReportAllocs()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				ctx := context.Background()
-				i := int(next.Add(7919)) // each goroutine starts elsewhere in the key space
-				for pb.Next() {
-					i++
-					if _, err := s.Apply(ctx, keys[i%benchKeys], a, algo.Request{N: 1}); err != nil {
-						failed.Add(1)
-						firstErr.CompareAndSwap(nil, err)
-					}
-				}
-			})
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
-			if n := failed.Load(); n > 0 {
-				b.Fatalf("%d of %d calls failed, the first with: %v", n, b.N, firstErr.Load())
-			}
+			benchApply(b, distributed.New(c, distributed.WithPrefix("bench:")), keys, a)
 		})
+		// The same load through WithBatching: concurrent calls share pipelines.
+		b.Run(a.Name()+"/batched", func(b *testing.B) {
+			s := distributed.New(c, distributed.WithPrefix("bench:"), distributed.WithBatching(distributed.Batching{}))
+			defer s.Close()
+			benchApply(b, s, keys, a)
+		})
+	}
+}
+
+// benchApply runs Apply on s from benchGoroutines goroutines over keys and reports
+// decisions per second.
+func benchApply(b *testing.B, s *distributed.Store, keys []string, a algo.Algorithm) {
+	var next, failed atomic.Int64
+	var firstErr atomic.Value
+	b.SetParallelism(max(1, benchGoroutines/runtime.GOMAXPROCS(0)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		i := int(next.Add(7919)) // each goroutine starts elsewhere in the key space
+		for pb.Next() {
+			i++
+			if _, err := s.Apply(ctx, keys[i%len(keys)], a, algo.Request{N: 1}); err != nil {
+				failed.Add(1)
+				firstErr.CompareAndSwap(nil, err)
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+	if n := failed.Load(); n > 0 {
+		b.Fatalf("%d of %d calls failed, the first with: %v", n, b.N, firstErr.Load())
 	}
 }

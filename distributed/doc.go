@@ -12,6 +12,23 @@
 // answers NOSCRIPT, and the store sends the source with EVAL, which also caches it on that
 // server; the caller sees nothing but one extra round trip.
 //
+// # Batching
+//
+// Under heavy concurrency a decision's cost is mostly its own round trip: a system call
+// pair and go-redis's per-command work on the client, a read and a write on the server.
+// [WithBatching] makes concurrent Apply and Refund calls share round trips: calls made
+// while pipelines are in flight queue, and a few flusher goroutines send what is queued
+// as one pipeline of EVALSHA commands (at most MaxBatch, with at most MaxInFlight
+// pipelines in flight). There is no timer: a call made while the store is idle is sent at
+// once from its own goroutine, so a lone caller sees one round trip, as without batching.
+// Each script still runs on its own and atomically, so every call gets exactly the
+// Decision it would get without batching. Commands that meet NOSCRIPT are re-sent, and
+// only they. Failures stay per call: a failed pipeline fails each of its calls with
+// store.ErrUnavailable, an error of one script fails only that call, and a caller whose
+// context ends returns at once (its script may still run if it was already sent). ApplyAll
+// with several rules and the semaphore operations are not batched. See docs/distributed.md
+// for when it pays and measured figures.
+//
 // # Keys
 //
 // The state of a user key under an algorithm lives at

@@ -20,9 +20,10 @@ type Option interface {
 }
 
 type options struct {
-	prefix  string
-	timeout time.Duration
-	clock   clockx.Clock // nil: the server's TIME
+	prefix   string
+	timeout  time.Duration
+	clock    clockx.Clock // nil: the server's TIME
+	batching *Batching    // nil: one round trip per call
 }
 
 type optionFunc func(*options)
@@ -56,4 +57,34 @@ func WithTimeout(d time.Duration) Option {
 // clockx.Fake, and for deployments that trust their clocks more than the server's.
 func WithClock(c clockx.Clock) Option {
 	return optionFunc(func(o *options) { o.clock = c })
+}
+
+// WithBatching makes Apply and Refund of concurrent callers share round trips: the
+// store sends their EVALSHA commands as pipelines of at most b.MaxBatch commands, with at
+// most b.MaxInFlight pipelines in flight. There is no timer. A call made while nothing is
+// in flight is sent at once from its own goroutine, so a lone caller sees one round trip
+// and the latency it has without batching; a call made while pipelines are in flight
+// queues, and one of the store's flusher goroutines sends everything queued as soon as
+// fewer than b.MaxInFlight pipelines are in flight. The zero Batching means the defaults
+// (see Batching). Without this option, each call is its own round trip.
+//
+// Each script still runs on its own, atomically, and returns exactly the Decision it
+// would return without batching; NOSCRIPT is handled as usual, invisibly. What changes is
+// the cost: far fewer system calls and allocations per decision under concurrency, for
+// up to one pipeline's round trip of added wait while the pipelines are busy. Calls of
+// different goroutines carry no order, with or without batching.
+//
+// Failures stay per call. WithTimeout bounds a queued call's wait in the queue and on the
+// wire together. A caller whose context ends first returns its context's error at once,
+// wrapped in store.ErrUnavailable like any failed call; its script is not sent if it was
+// still queued, and may still run if it was sent, as a timed-out call's may without
+// batching. A pipeline that fails (connection refused, server gone) fails each of its
+// calls with an error wrapping store.ErrUnavailable; an error of one script (WRONGTYPE)
+// fails only its call, with the message it has without batching.
+//
+// The store runs b.MaxInFlight flusher goroutines until Close, which answers the calls
+// already queued before it returns. ApplyAll with several rules and the semaphore
+// operations are not batched.
+func WithBatching(b Batching) Option {
+	return optionFunc(func(o *options) { o.batching = &b })
 }

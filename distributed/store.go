@@ -29,6 +29,7 @@ type Store struct {
 	timeout time.Duration
 	clock   clockx.Clock // nil: the server's TIME
 	closed  atomic.Bool
+	batch   *batcher // nil unless WithBatching
 
 	// scripts maps an algorithm's Name to its *scriptEntry, created once, so the SHA-1 of
 	// a script is computed once per store rather than once per call.
@@ -39,6 +40,7 @@ type Store struct {
 type scriptEntry struct {
 	def *algo.Script
 	run *redis.Script
+	sha string // run's SHA-1, read once: Script.Hash takes a lock
 	// cfg caches the config arguments (AppendArgs) of the last algorithm of package algo
 	// run with this script, so that a limiter's calls format and box them once.
 	cfg atomic.Pointer[configArgs]
@@ -98,12 +100,17 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 			opt.apply(&o)
 		}
 	}
-	return &Store{client: client, prefix: o.prefix, timeout: o.timeout, clock: o.clock}
+	s := &Store{client: client, prefix: o.prefix, timeout: o.timeout, clock: o.clock}
+	if o.batching != nil {
+		s.batch = newBatcher(client, o.timeout, *o.batching)
+	}
+	return s
 }
 
 // Apply answers req for key under a, atomically in Redis, at the server's time (or at the
 // time of the clock given with WithClock). It takes one round trip, two when the server has
-// lost the script (restart, failover, SCRIPT FLUSH) and it is loaded again.
+// lost the script (restart, failover, SCRIPT FLUSH) and it is loaded again; with
+// WithBatching, concurrent calls share their round trips.
 //
 // Errors: bad input wraps store.ErrInvalidKey, algo.ErrInvalidConfig (also for an algorithm
 // without a Lua twin) or algo.ErrInvalidRequest; after Close, store.ErrClosed; anything that
@@ -125,8 +132,11 @@ func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req alg
 	defer putBuf(b)
 	b.keys = appendStateKeys(b.keys, s.prefix, key, a.Slot(), e.def.Keys)
 	b.args = s.appendArgs(b.args, opApply, req.N, maxWaitMicros(req.MaxWait), e.config(sa, a))
-	reply, err := s.run(ctx, e.run, b.keys, b.args)
+	reply, err := s.exec(ctx, e, b.keys, b.args)
 	if err != nil {
+		if err == store.ErrClosed {
+			return algo.Decision{}, err
+		}
 		return algo.Decision{}, s.fail("apply", key, b.keys, a, err)
 	}
 	d, err := parseDecision(reply)
@@ -154,8 +164,11 @@ func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int6
 	defer putBuf(b)
 	b.keys = appendStateKeys(b.keys, s.prefix, key, a.Slot(), e.def.Keys)
 	b.args = s.appendArgs(b.args, opRefund, n, at, e.config(sa, a))
-	reply, err := s.run(ctx, e.run, b.keys, b.args)
+	reply, err := s.exec(ctx, e, b.keys, b.args)
 	if err != nil {
+		if err == store.ErrClosed {
+			return err
+		}
 		return s.fail("refund", key, b.keys, a, err)
 	}
 	if _, ok := reply.(int64); !ok {
@@ -167,8 +180,16 @@ func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int6
 
 // Close marks the store closed: later calls return store.ErrClosed. It does not close the
 // Redis client, which belongs to the caller. Close is idempotent and always returns nil.
+//
+// With WithBatching, Close also stops the store's flusher goroutines. Calls queued before
+// Close are still sent and answered: Close returns once they have been, so it may wait
+// up to about WithTimeout per pipeline still to go (it does not wait for callers that
+// gave up on their context).
 func (s *Store) Close() error {
 	s.closed.Store(true)
+	if s.batch != nil {
+		s.batch.close()
+	}
 	return nil
 }
 
@@ -192,7 +213,8 @@ func (s *Store) script(a algo.Algorithm) (algo.Scripted, *scriptEntry, error) {
 		return nil, nil, fmt.Errorf("%w: two algorithms named %q have different scripts (%T)",
 			algo.ErrInvalidConfig, name, a)
 	}
-	v, _ := s.scripts.LoadOrStore(name, &scriptEntry{def: def, run: redis.NewScript(def.Source)})
+	run := redis.NewScript(def.Source)
+	v, _ := s.scripts.LoadOrStore(name, &scriptEntry{def: def, run: run, sha: run.Hash()})
 	e := v.(*scriptEntry)
 	if e.def != def && e.def.Source != def.Source {
 		return nil, nil, fmt.Errorf("%w: two algorithms named %q have different scripts (%T)",
@@ -214,6 +236,15 @@ func (s *Store) appendArgs(dst []any, op any, n, fourth int64, config []any) []a
 	}
 	dst = append(dst, op, now, n, fourth)
 	return append(dst, config...)
+}
+
+// exec runs e's script for Apply and Refund: in the next pipeline with WithBatching,
+// otherwise on its own with run.
+func (s *Store) exec(ctx context.Context, e *scriptEntry, keys []string, args []any) (any, error) {
+	if s.batch != nil {
+		return s.batch.do(ctx, e, keys, args)
+	}
+	return s.run(ctx, e.run, keys, args)
 }
 
 // run executes the script with EVALSHA, falling back to EVAL (which also caches the script

@@ -1,0 +1,33 @@
+package distributed
+
+// Test hooks for the external tests of package distributed_test.
+
+// QueuedCalls returns the number of calls waiting in s's batching queue, 0 without
+// batching. Tests poll it to know that callers have queued behind a held pipeline.
+func QueuedCalls(s *Store) int {
+	if s.batch == nil {
+		return 0
+	}
+	s.batch.mu.Lock()
+	defer s.batch.mu.Unlock()
+	return len(s.batch.queue)
+}
+
+// BatchLimits returns the MaxBatch and MaxInFlight s runs with, after defaults and
+// clamping; 0, 0 without batching.
+func BatchLimits(s *Store) (maxBatch, maxInFlight int) {
+	if s.batch == nil {
+		return 0, 0
+	}
+	return s.batch.maxBatch, s.batch.maxInFlight
+}
+
+// BatchClosed reports whether s's batcher has stopped accepting calls.
+func BatchClosed(s *Store) bool {
+	if s.batch == nil {
+		return false
+	}
+	s.batch.mu.Lock()
+	defer s.batch.mu.Unlock()
+	return s.batch.closed
+}

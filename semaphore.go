@@ -330,11 +330,19 @@ func (l *Lease) KeepAlive(ctx context.Context) <-chan error {
 }
 
 // keepAlive is the KeepAlive goroutine; ctx is the caller's context, kctx its own, which
-// Release cancels.
+// Release cancels. It marks itself done before it sends its outcome, so a caller that has
+// received from the channel and calls KeepAlive again always starts a new keep-alive.
 func (l *Lease) keepAlive(ctx, kctx context.Context, k *keeper) {
-	defer close(k.done)
-	defer close(k.ch)
-	defer k.cancel()
+	err := l.renewUntilStopped(ctx, kctx)
+	k.cancel()
+	close(k.done)
+	k.ch <- err // buffered: never blocks
+	close(k.ch)
+}
+
+// renewUntilStopped renews the lease every LeaseTTL/3 until kctx ends or the lease is
+// lost, and returns what KeepAlive's channel reports.
+func (l *Lease) renewUntilStopped(ctx, kctx context.Context) error {
 	ttl := l.sem.cfg.LeaseTTL
 	for {
 		err := l.sem.clock.Sleep(kctx, ttl/3)
@@ -343,13 +351,11 @@ func (l *Lease) keepAlive(ctx, kctx context.Context, k *keeper) {
 				continue
 			}
 			if errors.Is(err, ErrLeaseExpired) && kctx.Err() == nil {
-				k.ch <- err
-				return
+				return err
 			}
 		}
 		if kctx.Err() != nil {
-			k.ch <- ctx.Err() // nil when Release stopped it
-			return
+			return ctx.Err() // nil when Release stopped it
 		}
 		// The store failed: the lease may still be valid, unless it has gone a whole
 		// LeaseTTL without a renewal.
@@ -357,8 +363,7 @@ func (l *Lease) keepAlive(ctx, kctx context.Context, k *keeper) {
 		since := l.sem.clock.Now().Sub(l.renewed)
 		l.op.Unlock()
 		if since >= ttl {
-			k.ch <- fmt.Errorf("%w: semaphore %q: not renewed for %v: %w", ErrLeaseExpired, l.name, since, err)
-			return
+			return fmt.Errorf("%w: semaphore %q: not renewed for %v: %w", ErrLeaseExpired, l.name, since, err)
 		}
 	}
 }

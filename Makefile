@@ -9,6 +9,8 @@ FUZZ     := FuzzFixedWindow FuzzSlidingLog FuzzSlidingCounter FuzzTokenBucket Fu
 
 test: redis-server vet
 	LIMITER_REQUIRE_REDIS=1 $(GO) test -race -count=1 ./...
+	@# The conformance suite on a batching Redis store is skipped under -race (time budget).
+	LIMITER_REQUIRE_REDIS=1 $(GO) test -count=1 -run '^TestBatchingSingleNode$$/^Conformance$$' ./distributed
 	$(MAKE) --no-print-directory fuzz
 
 vet:

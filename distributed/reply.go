@@ -102,8 +102,12 @@ func describeTo(b *strings.Builder, v any, depth int) {
 
 // fail wraps an error of a script call with store.ErrUnavailable, the operation, the
 // algorithm and the user key. A WRONGTYPE reply gets its own explanation: the key is in
-// use by other data, which no retry will fix.
+// use by other data, which no retry will fix. store.ErrClosed (from a batcher closed
+// under the call) is returned as it is.
 func (s *Store) fail(op, key string, keys []string, a algo.Algorithm, err error) error {
+	if err == store.ErrClosed {
+		return err // the batcher was closed under the call: no backend failure
+	}
 	if isWrongType(err) {
 		return fmt.Errorf("%w: distributed: %s %s on key %s: Redis key %s (or a key beside it) "+
 			"holds data of another type, so it cannot hold limiter state; is something else "+

@@ -134,9 +134,6 @@ func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req alg
 	b.args = s.appendArgs(b.args, opApply, req.N, maxWaitMicros(req.MaxWait), e.config(sa, a))
 	reply, err := s.exec(ctx, e, b.keys, b.args)
 	if err != nil {
-		if err == store.ErrClosed {
-			return algo.Decision{}, err
-		}
 		return algo.Decision{}, s.fail("apply", key, b.keys, a, err)
 	}
 	d, err := parseDecision(reply)
@@ -166,9 +163,6 @@ func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int6
 	b.args = s.appendArgs(b.args, opRefund, n, at, e.config(sa, a))
 	reply, err := s.exec(ctx, e, b.keys, b.args)
 	if err != nil {
-		if err == store.ErrClosed {
-			return err
-		}
 		return s.fail("refund", key, b.keys, a, err)
 	}
 	if _, ok := reply.(int64); !ok {

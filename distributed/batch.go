@@ -3,6 +3,7 @@ package distributed
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -291,9 +292,7 @@ func (b *batcher) flush(pipe redis.Pipeliner, batch []*call) {
 // without their script, and leaves each call's reply and error in it.
 func send(ctx context.Context, pipe redis.Pipeliner, calls []*call) {
 	for _, c := range calls {
-		c.cmd = redis.NewCmd(ctx, c.args...)
-		c.cmd.SetFirstKeyPos(3) // KEYS start at the fourth argument, as Cluster routing needs
-		_ = pipe.Process(ctx, c.cmd)
+		queue(ctx, pipe, c)
 	}
 	_, _ = pipe.Exec(ctx) // the outcome of each command is read from it below
 	reload(ctx, pipe, calls)
@@ -304,6 +303,13 @@ func send(ctx context.Context, pipe redis.Pipeliner, calls []*call) {
 		}
 		c.cmd = nil
 	}
+}
+
+// queue adds c's command, as c.args stand, to pipe and keeps it in c.cmd.
+func queue(ctx context.Context, pipe redis.Pipeliner, c *call) {
+	c.cmd = redis.NewCmd(ctx, c.args...)
+	c.cmd.SetFirstKeyPos(3) // KEYS start at the fourth argument, as Cluster routing needs
+	_ = pipe.Process(ctx, c.cmd)
 }
 
 // errNoReply is the error of a command that a pipeline left without reply nor error.
@@ -332,27 +338,16 @@ func reload(ctx context.Context, pipe redis.Pipeliner, live []*call) {
 		}
 		var loaded []*scriptEntry // the scripts sent as EVAL in this round
 		for _, c := range again {
-			eval := round > 0
-			if !eval {
-				eval = true
-				for _, e := range loaded {
-					if e == c.e {
-						eval = false
-						break
-					}
-				}
-				if eval {
+			eval := round > 0 || !slices.Contains(loaded, c.e)
+			if eval {
+				if round == 0 {
 					loaded = append(loaded, c.e)
 				}
-			}
-			if eval {
 				c.args[0], c.args[1] = "eval", c.e.def.Source
 			} else {
 				c.args[0], c.args[1] = "evalsha", c.e.sha
 			}
-			c.cmd = redis.NewCmd(ctx, c.args...)
-			c.cmd.SetFirstKeyPos(3)
-			_ = pipe.Process(ctx, c.cmd)
+			queue(ctx, pipe, c)
 		}
 		_, _ = pipe.Exec(ctx)
 	}

@@ -7,11 +7,18 @@ FUZZ     := FuzzFixedWindow FuzzSlidingLog FuzzSlidingCounter FuzzTokenBucket Fu
 
 .PHONY: test run vet fuzz redis-server bench
 
-test: redis-server vet
-	LIMITER_REQUIRE_REDIS=1 $(GO) test -race -count=1 ./...
-	@# The conformance suite on a batching Redis store is skipped under -race (time budget).
-	LIMITER_REQUIRE_REDIS=1 $(GO) test -count=1 -run '^TestBatchingSingleNode$$/^Conformance$$' ./distributed
-	$(MAKE) --no-print-directory fuzz
+# Every step runs even when an earlier one fails (go test itself goes on past a failing
+# package), so one run shows every failure; the target fails at the end if any step did.
+test: redis-server
+	@failed=""; \
+	$(MAKE) --no-print-directory vet || failed="$$failed vet"; \
+	LIMITER_REQUIRE_REDIS=1 $(GO) test -race -count=1 ./... || failed="$$failed go-test"; \
+	echo "# the conformance suite on a batching Redis store (skipped under -race: time budget)"; \
+	LIMITER_REQUIRE_REDIS=1 $(GO) test -count=1 -run '^TestBatchingSingleNode$$/^Conformance$$' ./distributed \
+		|| failed="$$failed batching-conformance"; \
+	$(MAKE) --no-print-directory fuzz || failed="$$failed fuzz"; \
+	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed" >&2; exit 1; fi; \
+	echo "make test: all steps passed"
 
 vet:
 	$(GO) vet ./...
@@ -22,10 +29,11 @@ run:
 
 # fuzz runs each fuzz target of the algorithms briefly (FUZZTIME each).
 fuzz:
-	@for t in $(FUZZ); do \
+	@failed=""; for t in $(FUZZ); do \
 		echo "fuzz $$t ($(FUZZTIME))"; \
-		$(GO) test -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZTIME) ./algo || exit 1; \
-	done
+		$(GO) test -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZTIME) ./algo || failed="$$failed $$t"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "fuzz: FAILED:$$failed" >&2; exit 1; fi
 
 # bench runs the side-by-side benchmarks of the bench module (its own go.mod, so the peers
 # never reach the library's go.sum) and prints the table; the benchmarks start their own

@@ -71,12 +71,13 @@ func (c *composite) decide(ctx context.Context, key string, req algo.Request) ou
 	for _, g := range c.groups(key) {
 		ok, err := t.group(ctx, g, req)
 		if err != nil {
-			// Failures of the refunds reach each rule's error handler.
-			_ = refundGrants(ctx, t.held)
+			// Failures of the refunds reach each rule's error handler. The rollback must
+			// reach the stores even when the error is ctx ending (see store.Store).
+			_ = refundGrants(context.WithoutCancel(ctx), t.held)
 			return outcome{hard: err}
 		}
 		if !ok {
-			_ = refundGrants(ctx, t.held)
+			_ = refundGrants(context.WithoutCancel(ctx), t.held)
 			return outcome{d: combine(t.answers, false), soft: errors.Join(t.soft...)}
 		}
 	}
@@ -193,6 +194,9 @@ func callGroup(ctx context.Context, ma store.MultiApplier, g group, req algo.Req
 				}
 			}
 			if err := store.CheckAll(g.key, g.algs, req); err != nil {
+				return nil, false, false, err
+			}
+			if err := store.CheckContext(ctx); err != nil {
 				return nil, false, false, err
 			}
 			r.report(g.key, errCircuitOpen)

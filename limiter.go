@@ -191,8 +191,12 @@ func (l *Limiter) call(ctx context.Context, key string, a algo.Algorithm, req al
 	if b := l.breaker; b != nil {
 		var ok bool
 		if ok, probe = b.allow(); !ok {
-			// Bad input stays an input error whatever the breaker's state.
+			// Bad input stays an input error, and a done context the caller's, whatever
+			// the breaker's state.
 			if err := store.Check(key, a, req); err != nil {
+				return d, false, err
+			}
+			if err := store.CheckContext(ctx); err != nil {
 				return d, false, err
 			}
 			l.report(key, errCircuitOpen)
@@ -237,6 +241,9 @@ func (l *Limiter) failure(ctx context.Context, key string, err error, probe bool
 // while it is open) and the per-call timeout. Refunds do not move the breaker.
 func (l *Limiter) refund(ctx context.Context, key string, a algo.Algorithm, n, at int64) error {
 	if l.breaker != nil && l.breaker.open() {
+		if err := store.CheckContext(ctx); err != nil {
+			return err
+		}
 		l.report(key, errCircuitOpen)
 		return errCircuitOpen
 	}

@@ -115,11 +115,14 @@ func (r *Reservation) Wait(ctx context.Context) error {
 // while the permits are not yet usable (Delay > 0): once their time has come they count as
 // used and Cancel does nothing, as in golang.org/x/time/rate. Cancel is idempotent: only
 // the first call gives anything back. It does nothing for a reservation that is not OK or
-// that FailOpen granted. It returns the store's error, if the refund failed.
+// that FailOpen granted. It returns the store's error, if the refund failed. A done ctx
+// does not stop it: the refund still goes to the store (bounded by the timeouts), so that
+// the usual "if err := r.Wait(ctx); err != nil { r.Cancel(ctx) }" gives the permits back.
 func (r *Reservation) Cancel(ctx context.Context) error {
 	if r.lim == nil || !r.clock.Now().Before(r.readyAt) || r.done.Swap(true) {
 		return nil
 	}
+	ctx = cleanupCtx(ctx)
 	if r.parts != nil {
 		return refundGrants(ctx, r.parts)
 	}

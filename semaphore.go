@@ -253,8 +253,10 @@ func (l *Lease) Token() string { return l.token }
 // the lease had already expired (so another holder may have taken the permit) it changes
 // nothing and returns an error wrapping ErrLeaseExpired. A store error is returned as is,
 // and the lease is not marked released: Release may be called again (or the lease will
-// expire).
+// expire). A done ctx does not stop it: the release still goes to the store (bounded by the
+// store's timeout), so that "defer lease.Release(ctx)" frees the permit after a cancel.
 func (l *Lease) Release(ctx context.Context) error {
+	ctx = cleanupCtx(ctx)
 	l.stopKeepAlive()
 	l.op.Lock()
 	defer l.op.Unlock()

@@ -38,6 +38,9 @@ func (s *Store) ApplyAll(ctx context.Context, key string, rules []algo.Algorithm
 	if s.closed.Load() {
 		return nil, false, store.ErrClosed
 	}
+	if err := store.CheckContext(ctx); err != nil {
+		return nil, false, err
+	}
 	if len(rules) == 1 {
 		d, err := s.Apply(ctx, key, rules[0], req)
 		if err != nil {
@@ -68,7 +71,7 @@ func (s *Store) ApplyAll(ctx context.Context, key string, rules []algo.Algorithm
 	sc := multiScriptFor(defs)
 	reply, err := s.run(ctx, sc, keys, args)
 	if err != nil {
-		return nil, false, s.failAll(key, keys, rules, err)
+		return nil, false, s.failAll(ctx, key, keys, rules, err)
 	}
 	ds, ok, err := parseMulti(reply, len(rules))
 	if err != nil {
@@ -103,7 +106,10 @@ func parseMulti(reply any, rules int) ([]algo.Decision, bool, error) {
 }
 
 // failAll wraps an error of a composite script like fail does for one rule.
-func (s *Store) failAll(key string, keys []string, rules []algo.Algorithm, err error) error {
+func (s *Store) failAll(ctx context.Context, key string, keys []string, rules []algo.Algorithm, err error) error {
+	if cerr := store.CheckContext(ctx); cerr != nil {
+		return fmt.Errorf("distributed: composite of %s on key %s: %w", names(rules), quoteKey(key), cerr)
+	}
 	if isWrongType(err) {
 		return fmt.Errorf("%w: distributed: composite of %s on key %s: a Redis key among %s holds data of "+
 			"another type, so it cannot hold limiter state; is something else writing under the prefix %q? (%w)",

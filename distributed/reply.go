@@ -1,6 +1,7 @@
 package distributed
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -103,10 +104,14 @@ func describeTo(b *strings.Builder, v any, depth int) {
 // fail wraps an error of a script call with store.ErrUnavailable, the operation, the
 // algorithm and the user key. A WRONGTYPE reply gets its own explanation: the key is in
 // use by other data, which no retry will fix. store.ErrClosed (from a batcher closed
-// under the call) is returned as it is.
-func (s *Store) fail(op, key string, keys []string, a algo.Algorithm, err error) error {
+// under the call) is returned as it is, and so is ctx's error once ctx is done.
+func (s *Store) fail(ctx context.Context, op, key string, keys []string, a algo.Algorithm, err error) error {
 	if err == store.ErrClosed {
 		return err // the batcher was closed under the call: no backend failure
+	}
+	if cerr := store.CheckContext(ctx); cerr != nil {
+		// The caller gave up: its cancellation is not the store's failure (see store.Store).
+		return fmt.Errorf("distributed: %s %s on key %s: %w", op, a.Name(), quoteKey(key), cerr)
 	}
 	if isWrongType(err) {
 		return fmt.Errorf("%w: distributed: %s %s on key %s: Redis key %s (or a key beside it) "+

@@ -108,10 +108,14 @@ func (s *Store) semBool(ctx context.Context, op, name, token string, cfg algo.Se
 }
 
 // semRun runs the semaphore script for op on name's keys, with ARGV as documented on
-// algo.Semaphore.Script, and wraps a failure with store.ErrUnavailable.
+// algo.Semaphore.Script, and wraps a failure with store.ErrUnavailable; once ctx is done,
+// it returns ctx's error instead (see store.SemaphoreStore).
 func (s *Store) semRun(ctx context.Context, op, name, token string, queue int64, cfg algo.Semaphore) (any, error) {
 	if s.closed.Load() {
 		return nil, store.ErrClosed
+	}
+	if err := store.CheckContext(ctx); err != nil {
+		return nil, err // the caller gave up: nothing is sent
 	}
 	keys := stateKeys(s.prefix, name, semSlot, cfg.Script().Keys)
 	args := make([]any, 4, 7)
@@ -125,6 +129,9 @@ func (s *Store) semRun(ctx context.Context, op, name, token string, queue int64,
 	args[3] = queue
 	reply, err := s.run(ctx, semScript, keys, cfg.AppendArgs(args))
 	if err != nil {
+		if cerr := store.CheckContext(ctx); cerr != nil {
+			return nil, fmt.Errorf("distributed: semaphore %s on %s: %w", op, quoteKey(name), cerr)
+		}
 		if isWrongType(err) {
 			return nil, fmt.Errorf("%w: distributed: semaphore %s on %s: Redis key %s (or a key beside it) "+
 				"holds data of another type; is something else writing under the prefix %q? (%w)",

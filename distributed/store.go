@@ -114,15 +114,20 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 //
 // Errors: bad input wraps store.ErrInvalidKey, algo.ErrInvalidConfig (also for an algorithm
 // without a Lua twin) or algo.ErrInvalidRequest; after Close, store.ErrClosed; anything that
-// kept the decision from being made (network, timeout, cluster down, a key holding
-// another type of data, a reply that does not parse) wraps store.ErrUnavailable, and also
-// the underlying error (a context error, a redis.Error).
+// kept the decision from being made (network, the store's timeout, cluster down, a key
+// holding another type of data, a reply that does not parse) wraps store.ErrUnavailable,
+// and also the underlying error (a context error, a redis.Error). When ctx is done, before
+// the call or while it waits for Redis, the error is ctx's (context.Canceled or
+// context.DeadlineExceeded) and does not wrap store.ErrUnavailable: see store.Store.
 func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
 	if err := store.Check(key, a, req); err != nil {
 		return algo.Decision{}, err
 	}
 	if s.closed.Load() {
 		return algo.Decision{}, store.ErrClosed
+	}
+	if err := store.CheckContext(ctx); err != nil {
+		return algo.Decision{}, err // the caller gave up: nothing is sent
 	}
 	sa, e, err := s.script(a)
 	if err != nil {
@@ -134,7 +139,7 @@ func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req alg
 	b.args = s.appendArgs(b.args, opApply, req.N, maxWaitMicros(req.MaxWait), e.config(sa, a))
 	reply, err := s.exec(ctx, e, b.keys, b.args)
 	if err != nil {
-		return algo.Decision{}, s.fail("apply", key, b.keys, a, err)
+		return algo.Decision{}, s.fail(ctx, "apply", key, b.keys, a, err)
 	}
 	d, err := parseDecision(reply)
 	if err != nil {
@@ -153,6 +158,9 @@ func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int6
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
+	if err := store.CheckContext(ctx); err != nil {
+		return err
+	}
 	sa, e, err := s.script(a)
 	if err != nil {
 		return err
@@ -163,7 +171,7 @@ func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int6
 	b.args = s.appendArgs(b.args, opRefund, n, at, e.config(sa, a))
 	reply, err := s.exec(ctx, e, b.keys, b.args)
 	if err != nil {
-		return s.fail("refund", key, b.keys, a, err)
+		return s.fail(ctx, "refund", key, b.keys, a, err)
 	}
 	if _, ok := reply.(int64); !ok {
 		return fmt.Errorf("%w: distributed: %s refund on key %s replied %s, want an integer",

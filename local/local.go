@@ -150,12 +150,15 @@ func (s *Store) locate(key string) (uint64, *shard) {
 }
 
 // Apply answers req for key under a at the store's now. See store.Store.
-func (s *Store) Apply(_ context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
+func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
 	if err := store.Check(key, a, req); err != nil {
 		return algo.Decision{}, err
 	}
 	if s.closed.Load() {
 		return algo.Decision{}, store.ErrClosed
+	}
+	if err := store.CheckContext(ctx); err != nil {
+		return algo.Decision{}, err
 	}
 	slot := a.Slot()
 	h, sh := s.locate(key)
@@ -178,12 +181,15 @@ func freshAt(now int64, d algo.Decision) int64 {
 }
 
 // Refund gives back n permits of an earlier grant. See store.Store.
-func (s *Store) Refund(_ context.Context, key string, a algo.Algorithm, n int64, at int64) error {
+func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int64, at int64) error {
 	if err := store.Check(key, a, algo.Request{N: n}); err != nil {
 		return err
 	}
 	if s.closed.Load() {
 		return store.ErrClosed
+	}
+	if err := store.CheckContext(ctx); err != nil {
+		return err
 	}
 	slot := a.Slot()
 	h, sh := s.locate(key)

@@ -19,12 +19,15 @@ var _ store.MultiApplier = (*Store)(nil)
 // algo.StateCloner) is applied in place and, on a denial, refunded under the same lock:
 // no other call can see the grant, but the refund restores only what the algorithm's
 // Refund restores.
-func (s *Store) ApplyAll(_ context.Context, key string, rules []algo.Algorithm, req algo.Request) ([]algo.Decision, bool, error) {
+func (s *Store) ApplyAll(ctx context.Context, key string, rules []algo.Algorithm, req algo.Request) ([]algo.Decision, bool, error) {
 	if err := store.CheckAll(key, rules, req); err != nil {
 		return nil, false, err
 	}
 	if s.closed.Load() {
 		return nil, false, store.ErrClosed
+	}
+	if err := store.CheckContext(ctx); err != nil {
+		return nil, false, err
 	}
 	ds := make([]algo.Decision, len(rules))
 	entries := make([]*entry, len(rules))

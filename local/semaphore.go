@@ -16,12 +16,12 @@ const semSlot = "\x00semaphore"
 
 // Acquire tries once to grant token a permit of the semaphore name, at the store's now.
 // See store.SemaphoreStore; the rules are those of algo.SemaphoreState.
-func (s *Store) Acquire(_ context.Context, name string, cfg algo.Semaphore, token string, queueTTL time.Duration) (algo.SemaphoreResult, error) {
+func (s *Store) Acquire(ctx context.Context, name string, cfg algo.Semaphore, token string, queueTTL time.Duration) (algo.SemaphoreResult, error) {
 	if err := store.CheckSemaphore(name, cfg, token); err != nil {
 		return algo.SemaphoreResult{}, err
 	}
 	var r algo.SemaphoreResult
-	err := s.semaphore(name, true, func(st *algo.SemaphoreState, now int64) {
+	err := s.semaphore(ctx, name, true, func(st *algo.SemaphoreState, now int64) {
 		r = st.Acquire(cfg, now, token, queueTTL)
 	})
 	return r, err
@@ -29,7 +29,7 @@ func (s *Store) Acquire(_ context.Context, name string, cfg algo.Semaphore, toke
 
 // Release gives back token's permit of the semaphore name and removes token from its fair
 // queue, reporting whether token held a live lease. See store.SemaphoreStore.
-func (s *Store) Release(_ context.Context, name, token string) (bool, error) {
+func (s *Store) Release(ctx context.Context, name, token string) (bool, error) {
 	if err := store.CheckSemaphoreName(name); err != nil {
 		return false, err
 	}
@@ -37,7 +37,7 @@ func (s *Store) Release(_ context.Context, name, token string) (bool, error) {
 		return false, err
 	}
 	var ok bool
-	err := s.semaphore(name, false, func(st *algo.SemaphoreState, now int64) {
+	err := s.semaphore(ctx, name, false, func(st *algo.SemaphoreState, now int64) {
 		ok = st.Release(now, token)
 	})
 	return ok, err
@@ -45,24 +45,24 @@ func (s *Store) Release(_ context.Context, name, token string) (bool, error) {
 
 // Renew extends token's live lease of the semaphore name to now + cfg.LeaseTTL, reporting
 // false when token holds no live lease. See store.SemaphoreStore.
-func (s *Store) Renew(_ context.Context, name string, cfg algo.Semaphore, token string) (bool, error) {
+func (s *Store) Renew(ctx context.Context, name string, cfg algo.Semaphore, token string) (bool, error) {
 	if err := store.CheckSemaphore(name, cfg, token); err != nil {
 		return false, err
 	}
 	var ok bool
-	err := s.semaphore(name, false, func(st *algo.SemaphoreState, now int64) {
+	err := s.semaphore(ctx, name, false, func(st *algo.SemaphoreState, now int64) {
 		ok = st.Renew(cfg, now, token)
 	})
 	return ok, err
 }
 
 // Holders returns the number of live leases of the semaphore name.
-func (s *Store) Holders(_ context.Context, name string) (int64, error) {
+func (s *Store) Holders(ctx context.Context, name string) (int64, error) {
 	if err := store.CheckSemaphoreName(name); err != nil {
 		return 0, err
 	}
 	var n int64
-	err := s.semaphore(name, false, func(st *algo.SemaphoreState, now int64) {
+	err := s.semaphore(ctx, name, false, func(st *algo.SemaphoreState, now int64) {
 		n = st.Holders(now)
 	})
 	return n, err
@@ -71,17 +71,20 @@ func (s *Store) Holders(_ context.Context, name string) (int64, error) {
 // semaphore runs f on the state of the semaphore name under its shard's lock, creating the
 // state first when create is set; without it, a missing state skips f, whose results then
 // keep their zero values, the answers of a fresh semaphore (Release, Renew: false;
-// Holders: 0). The
-// entry's fresh instant is the state's IdleAt, so the sweeper forgets a semaphore once its
+// Holders: 0); when ctx is done, f is skipped and ctx's error returned. The entry's fresh
+// instant is the state's IdleAt, so the sweeper forgets a semaphore once its
 // last lease and queue place have expired, and a semaphore left empty is removed at once.
 //
 // A new semaphore is inserted without evicting other keys to make room (WithMaxKeys), and
 // the eviction in sweep.go must likewise never pick a semaphore: holders must never be
 // forgotten while their leases run, or more than Permits could hold at once. Semaphores
 // leave only when idle.
-func (s *Store) semaphore(name string, create bool, f func(st *algo.SemaphoreState, now int64)) error {
+func (s *Store) semaphore(ctx context.Context, name string, create bool, f func(st *algo.SemaphoreState, now int64)) error {
 	if s.closed.Load() {
 		return store.ErrClosed
+	}
+	if err := store.CheckContext(ctx); err != nil {
+		return err // a done context changes nothing (see store.SemaphoreStore)
 	}
 	h, sh := s.locate(name)
 	sh.mu.Lock()

@@ -26,7 +26,10 @@ import (
 //
 // Errors: an empty name wraps ErrInvalidKey, an empty token algo.ErrInvalidRequest, an
 // invalid config algo.ErrInvalidConfig; after Close, ErrClosed; a backend failure wraps
-// ErrUnavailable. A denial is a result, never an error.
+// ErrUnavailable. A denial is a result, never an error. A call whose context is done
+// changes nothing and returns the context's error, not ErrUnavailable, as Store's calls
+// do: so a lease is released on a done context only by passing a live one (for example
+// context.WithoutCancel(ctx)).
 type SemaphoreStore interface {
 	// Acquire tries once to grant token a permit of the semaphore name. A token that
 	// already holds a live lease is granted again and its lease extended (so a retried

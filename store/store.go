@@ -13,6 +13,15 @@ import (
 // The state a key holds under an algorithm is named by the key and the algorithm's Slot,
 // so rules with different slots on one key never share state. Implementations must be safe
 // for concurrent use and must apply each call atomically.
+//
+// A call whose context is already done (cancelled, or past its deadline) when it starts
+// does nothing: it returns the context's error (see CheckContext), so that errors.Is(err,
+// context.Canceled) or errors.Is(err, context.DeadlineExceeded) holds, with a zero Decision
+// (Allowed false), and it consumes and refunds nothing. Such an error is the caller's,
+// never a store failure: it does not wrap ErrUnavailable. The same holds for a call whose
+// context ends while the store waits for its backend (a Redis round trip): it returns the
+// context's error, though the backend may then have applied the call. Bad input is
+// reported as such whatever the context.
 type Store interface {
 	// Apply answers req for key under a at the store's now and commits what it grants.
 	// It returns an error, wrapping ErrInvalidKey, algo.ErrInvalidConfig or
@@ -36,6 +45,22 @@ var (
 	// parse): the decision could not be made. Failure policies key off it.
 	ErrUnavailable = errors.New("limiter: store unavailable")
 )
+
+// CheckContext returns nil while ctx is live, and ctx.Err() once it is done: stores call it
+// before doing anything, so a call on a cancelled or expired context consumes nothing and
+// is not mistaken for a store failure. A nil ctx counts as live. It costs one
+// non-blocking channel receive, not a lock.
+func CheckContext(ctx context.Context) error {
+	if ctx == nil {
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	default:
+		return nil
+	}
+}
 
 // Check validates the arguments of an Apply call; stores call it first.
 func Check(key string, a algo.Algorithm, req algo.Request) error {

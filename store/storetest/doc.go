@@ -25,7 +25,9 @@
 //     10 KB) that never share state, slots that never share state, a slot that keeps its
 //     state across a config change;
 //   - concurrency: goroutines hammering one key admit exactly the bound (run with -race);
-//   - Close: later calls fail with store.ErrClosed.
+//   - Close: later calls fail with store.ErrClosed;
+//   - a done context (cancelled, or past its deadline): Apply, Refund and ApplyAll return
+//     its error, not store.ErrUnavailable, with a zero Decision, and change no state.
 //
 // A second implementation of the same transitions (the Redis store, whose Lua twins must
 // match the Go reference) is checked against the first with [Differential]:

@@ -40,6 +40,7 @@ const (
 	flawForgetful    = "forgetful"     // every 50th call starts from a fresh state
 	flawNoValidation = "no-validation" // Check is skipped
 	flawRacy         = "racy"          // lost updates: decides on a snapshot, then overwrites
+	flawIgnoresCtx   = "ignores-ctx"   // a done context is ignored: the call goes through
 )
 
 func newRefStore(clk clockx.Clock, flaw string) *refStore {
@@ -83,11 +84,14 @@ func (s *refStore) applyRacy(k [2]string, a algo.Algorithm, req algo.Request) al
 }
 
 // Apply implements store.Store.
-func (s *refStore) Apply(_ context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
+func (s *refStore) Apply(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
 	if s.flaw != flawNoValidation {
 		if err := store.Check(key, a, req); err != nil {
 			return algo.Decision{}, err
 		}
+	}
+	if err := store.CheckContext(ctx); err != nil && s.flaw != flawIgnoresCtx {
+		return algo.Decision{}, err
 	}
 	if s.flaw == flawRacy {
 		return s.applyRacy(s.name(key, a), a, req), nil
@@ -108,8 +112,11 @@ func (s *refStore) Apply(_ context.Context, key string, a algo.Algorithm, req al
 }
 
 // Refund implements store.Store.
-func (s *refStore) Refund(_ context.Context, key string, a algo.Algorithm, n int64, at int64) error {
+func (s *refStore) Refund(ctx context.Context, key string, a algo.Algorithm, n int64, at int64) error {
 	if err := store.Check(key, a, algo.Request{N: n}); err != nil {
+		return err
+	}
+	if err := store.CheckContext(ctx); err != nil && s.flaw != flawIgnoresCtx {
 		return err
 	}
 	unlock := s.lock()

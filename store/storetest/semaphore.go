@@ -34,7 +34,8 @@ var semEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 //     a dead waiter's place expiring, giving up a place, tries that do not queue;
 //   - a differential run with fixed seeds against algo.SemaphoreState, the reference
 //     (for the Redis store this checks the Lua twin against the Go transition);
-//   - bad input, unusual names that never share state, Close;
+//   - bad input, unusual names that never share state, Close, calls on a done context
+//     (its error, not store.ErrUnavailable, and no change);
 //   - goroutines taking and giving back permits never hold more than Permits at once.
 func RunSemaphore(t *testing.T, newStore SemaphoreFactory) {
 	t.Helper()
@@ -44,6 +45,7 @@ func RunSemaphore(t *testing.T, newStore SemaphoreFactory) {
 	t.Run("Names", func(t *testing.T) { t.Parallel(); runSemNames(t, newStore) })
 	t.Run("Concurrency", func(t *testing.T) { t.Parallel(); runSemConcurrency(t, newStore) })
 	t.Run("Close", func(t *testing.T) { t.Parallel(); runSemClose(t, newStore) })
+	t.Run("Context", func(t *testing.T) { t.Parallel(); runSemContext(t, newStore) })
 }
 
 // semHarness is one semaphore store under test with its fake clock.

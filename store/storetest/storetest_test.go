@@ -85,6 +85,7 @@ func TestRunFindsFlaws(t *testing.T) {
 		{flawForgetful, "Probes"},
 		{flawNoValidation, "BadInput"},
 		{flawRacy, "Concurrency"},
+		{flawIgnoresCtx, "Context"},
 	} {
 		t.Run(tc.flaw+"/"+tc.part, func(t *testing.T) {
 			t.Parallel()

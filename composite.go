@@ -102,7 +102,7 @@ func All(rules ...*Limiter) (*Limiter, error) {
 // Rules returns the rules of a composite made by All, in the order they are applied, and
 // nil for any other Limiter.
 func (l *Limiter) Rules() []*Limiter {
-	if l.rules == nil {
+	if l == nil || l.rules == nil {
 		return nil
 	}
 	return append([]*Limiter(nil), l.rules.rules...)

@@ -54,7 +54,19 @@
 // [WithCircuitBreaker] stops calling a store that keeps failing for a cool-down, so a dead
 // Redis does not add its timeout to every request. [WithErrorHandler] sees every failure.
 // Invalid requests and configurations are errors under every policy ([ErrInvalidRequest],
-// [ErrInvalidConfig]).
+// [ErrInvalidConfig], [ErrInvalidKey]); a store failure wraps [ErrUnavailable], a closed
+// store returns [ErrClosed] (the same values as package store's, so errors.Is matches
+// either).
+//
+// # Cancelled contexts
+//
+// A call whose context is already done returns the context's error (errors.Is with
+// context.Canceled or context.DeadlineExceeded) and a denied, zero Decision, and takes
+// nothing. It is the caller's error, not the store's: it never wraps [ErrUnavailable],
+// never goes through the failure policy, the error handler or the circuit breaker, on
+// either store. Giving back is the exception: [Reservation.Cancel] and [Lease.Release]
+// still reach the store after the context is done, so a cancelled caller leaks nothing.
+// [ErrWouldExceedDeadline] also matches context.DeadlineExceeded.
 //
 // # Composite limits
 //

@@ -1,6 +1,7 @@
 package limiter
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -28,14 +29,42 @@ var (
 
 	// ErrWouldExceedDeadline reports that WaitN would have to wait past the context's
 	// deadline. It is returned at once, without reserving anything, as golang.org/x/time/rate
-	// does.
-	ErrWouldExceedDeadline = errors.New("limiter: wait would exceed the context deadline")
+	// does. It also matches context.DeadlineExceeded with errors.Is (and has Timeout() true),
+	// so code that checks for a deadline sees it as one.
+	ErrWouldExceedDeadline error = wouldExceedDeadline{}
 
 	// ErrCircuitOpen reports a call that was not sent to the store because the circuit
 	// breaker (see WithCircuitBreaker) is open. The call was answered by the failure policy;
 	// the error also wraps store.ErrUnavailable.
 	ErrCircuitOpen = errors.New("limiter: circuit open")
+
+	// ErrUnavailable reports that the store could not make the decision (Redis down, a
+	// timeout, a reply that does not parse): the failure policy answered instead. It is the
+	// same value as store.ErrUnavailable, so errors.Is matches errors from any package.
+	ErrUnavailable = store.ErrUnavailable
+
+	// ErrClosed reports a call on a closed store. It is the same value as store.ErrClosed.
+	ErrClosed = store.ErrClosed
+
+	// ErrInvalidKey reports an empty key (or semaphore name). It is the same value as
+	// store.ErrInvalidKey.
+	ErrInvalidKey = store.ErrInvalidKey
 )
+
+// wouldExceedDeadline is the type of ErrWouldExceedDeadline: an error that is also
+// context.DeadlineExceeded for errors.Is, as golang/go#54541 asked of x/time/rate.
+type wouldExceedDeadline struct{}
+
+func (wouldExceedDeadline) Error() string { return "limiter: wait would exceed the context deadline" }
+
+// Is makes errors.Is(err, context.DeadlineExceeded) hold.
+func (wouldExceedDeadline) Is(target error) bool { return target == context.DeadlineExceeded }
+
+// Timeout reports true, as context.DeadlineExceeded does (net.Error's method).
+func (wouldExceedDeadline) Timeout() bool { return true }
+
+// errUnmade is the error of every call on a Limiter not made by New or All.
+var errUnmade = fmt.Errorf("%w: the Limiter was not made by New or All (it is a zero value or nil)", ErrInvalidConfig)
 
 // errCircuitOpen is the error of every call skipped by an open breaker. It is built once so
 // that a skipped call allocates nothing.

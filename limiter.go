@@ -19,7 +19,9 @@ type Decision = algo.Decision
 // Limiter applies one algorithm to keyed state held in a store: every key (a user, an IP
 // address, an API token) has its own limit. Create it with New, or combine several with
 // All into one that every rule must allow. A Limiter is safe for concurrent use; it holds
-// no lock while it calls the store or sleeps. The zero value is not usable.
+// no lock while it calls the store or sleeps. The zero value (and a nil *Limiter) is not
+// usable: every method returns an error wrapping ErrInvalidConfig, or nil, instead of
+// panicking.
 type Limiter struct {
 	store   store.Store
 	alg     atomic.Pointer[algoBox]
@@ -33,6 +35,11 @@ type Limiter struct {
 
 	// rules is set, and store and alg are not, on a composite made by All (composite.go).
 	rules *composite
+}
+
+// unmade reports a Limiter not made by New or All: nil, or the zero value.
+func (l *Limiter) unmade() bool {
+	return l == nil || (l.store == nil && l.rules == nil)
 }
 
 // algoBox lets an atomic.Pointer hold an interface value.
@@ -93,6 +100,9 @@ func checkAlgorithm(a algo.Algorithm) error {
 // length is unchanged). Otherwise the state is kept under another slot, so keys start
 // fresh under a.
 func (l *Limiter) SetAlgorithm(a algo.Algorithm) error {
+	if l.unmade() {
+		return errUnmade
+	}
 	if l.rules != nil {
 		return fmt.Errorf("%w: SetAlgorithm on a composite made by All: set it on one of its rules", ErrInvalidConfig)
 	}
@@ -106,6 +116,9 @@ func (l *Limiter) SetAlgorithm(a algo.Algorithm) error {
 // Algorithm returns the algorithm the limiter applies now. A composite made by All has no
 // single algorithm: it returns nil (see Rules).
 func (l *Limiter) Algorithm() algo.Algorithm {
+	if l == nil {
+		return nil
+	}
 	if b := l.alg.Load(); b != nil {
 		return b.a
 	}
@@ -130,11 +143,20 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Decision, er
 	if n <= 0 {
 		return Decision{}, invalidN(n)
 	}
-	if l.rules != nil {
-		return l.rules.allowN(ctx, key, n)
+	if l == nil {
+		return Decision{}, errUnmade
+	}
+	b := l.alg.Load()
+	if b == nil {
+		// Only a composite and a Limiter not made by New have no algorithm: this one nil
+		// comparison keeps both off the hot path.
+		if l.rules != nil {
+			return l.rules.allowN(ctx, key, n)
+		}
+		return Decision{}, errUnmade
 	}
 	key = l.keyFor(key)
-	a, req := l.alg.Load().a, algo.Request{N: n}
+	a, req := b.a, algo.Request{N: n}
 	var (
 		d      Decision
 		failed bool

@@ -40,6 +40,9 @@ func (l *Limiter) Reserve(ctx context.Context, key string, n int64, maxWait time
 	if n <= 0 {
 		return nil, invalidN(n)
 	}
+	if l.unmade() {
+		return nil, errUnmade
+	}
 	maxWait = max(maxWait, 0)
 	if l.rules != nil {
 		return l.rules.reserve(ctx, key, n, maxWait)

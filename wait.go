@@ -31,6 +31,9 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64) error {
 	if n <= 0 {
 		return invalidN(n)
 	}
+	if l.unmade() {
+		return errUnmade
+	}
 	if l.rules != nil {
 		return l.rules.waitN(ctx, key, n)
 	}
@@ -107,6 +110,9 @@ func (l *Limiter) waitOnFailure(ctx context.Context, key string, n int64, err er
 func (l *Limiter) TryAcquire(ctx context.Context, key string, n int64, timeout time.Duration) (bool, error) {
 	if n <= 0 {
 		return false, invalidN(n)
+	}
+	if l.unmade() {
+		return false, errUnmade
 	}
 	if err := ctx.Err(); err != nil {
 		return false, err

@@ -21,8 +21,9 @@
 //	request                               status  next handler  headers
 //	allowed                               next's  called        RateLimit-Policy, RateLimit
 //	denied                                429     not called    Retry-After, RateLimit-Policy, RateLimit
-//	denied, cost above what the limit     429     not called    RateLimit-Policy, RateLimit (no Retry-After:
-//	  can ever grant                                            waiting would not help)
+//	denied, cost above what the limit     429     not called    RateLimit-Policy, RateLimit without t, no
+//	  can ever grant                                            Retry-After: waiting would not help
+//	store closed                          503     not called    none (error handler)
 //	store down, FailOpen                  next's  called        none
 //	store down, Fallback allows           next's  called        none
 //	store down, Fallback denies           429     not called    Retry-After
@@ -65,7 +66,9 @@
 //     available (less the time a WithWait request spent waiting). A client that spends
 //     at most r within t never hits this limit. It is left out when ResetAfter is
 //     algo.Never. On a denied request t equals Retry-After, as the draft's Section 6 asks
-//     (Retry-After should not end before the effective window).
+//     (Retry-After should not end before the effective window). On a request whose cost
+//     is more than the limit can ever grant (RetryAfter == algo.Never) t is left out
+//     with Retry-After: no moment would grant it, and q says the most a request may cost.
 //
 // Counts are clamped to 999,999,999,999,999, the largest Structured Field Integer.
 //

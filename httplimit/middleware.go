@@ -22,8 +22,9 @@ import (
 // When l's store is unavailable the middleware follows l's failure policy: a request that
 // the policy allows (FailOpen, or a Fallback limiter that allows it) is served, without
 // RateLimit headers since their figures would not describe the advertised policy; a
-// request that a Fallback limiter denies gets 429 with Retry-After only; under FailClosed
-// the error handler answers (503 Service Unavailable by default).
+// request that a Fallback limiter denies gets 429 with Retry-After only; under FailClosed,
+// and when the store is closed, the error handler answers (503 Service Unavailable by
+// default).
 //
 // A nil l, key or next handler is a configuration error reported to the error handler on
 // every request (500 by default), rather than a panic. The returned handler is safe for
@@ -162,7 +163,10 @@ func (h *handler) failed(w http.ResponseWriter, r *http.Request, a algo.Algorith
 // deny answers a denied request: Retry-After, the RateLimit headers when ours is the
 // policy that denied (withPolicy), then the denied handler.
 func (h *handler) deny(w http.ResponseWriter, r *http.Request, a algo.Algorithm, d algo.Decision, withPolicy bool) {
-	t := resetSeconds(d, 0)
+	// The cost is more than the limit can ever grant: no moment would grant it, so
+	// neither Retry-After nor t (a "t=0" would invite the client straight back). The
+	// policy's q still tells the client the most one request may cost.
+	t := int64(-1)
 	if d.RetryAfter != algo.Never {
 		s := retryAfterSeconds(d.RetryAfter)
 		w.Header().Set(headerRetryAfter, strconv.FormatInt(s, 10))

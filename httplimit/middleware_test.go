@@ -105,9 +105,10 @@ func TestCostLargerThanLimit(t *testing.T) {
 	next := &counter{}
 	h := httplimit.Middleware(l, httplimit.ByIP(),
 		httplimit.WithCost(func(*http.Request) int64 { return 5 }))(next)
-	// Waiting would not help: no Retry-After. The bucket is untouched and full.
+	// Waiting would not help: no Retry-After, and no t (t=0 would invite an immediate
+	// retry). The bucket is untouched and full; q=3 says the most a request may cost.
 	checkResponse(t, "cost 5 of 3", get(h, "192.0.2.1:1"),
-		response{429, `"default";q=3;w=3`, `"default";r=3;t=0`, ""})
+		response{429, `"default";q=3;w=3`, `"default";r=3`, ""})
 	if next.calls() != 0 {
 		t.Error("handler called for a denied request")
 	}

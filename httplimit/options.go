@@ -130,7 +130,8 @@ func tooManyRequests(w http.ResponseWriter, _ *http.Request) {
 //   - 400 Bad Request when err wraps ErrMissingKey (the client sent no key, such as a
 //     missing header for ByHeader);
 //   - 503 Service Unavailable when err wraps store.ErrUnavailable (the store is down and
-//     the failure policy is FailClosed), or when the request's context ended;
+//     the failure policy is FailClosed) or store.ErrClosed (the store was closed, as
+//     during a shutdown), or when the request's context ended;
 //   - 500 Internal Server Error otherwise: a KeyFunc that cannot compute a key from a
 //     request the client could not have got wrong (ByIP with an unparseable RemoteAddr, a
 //     trusted proxy writing garbage in X-Forwarded-For), a negative cost, a nil limiter.
@@ -140,6 +141,7 @@ func DefaultErrorHandler(w http.ResponseWriter, _ *http.Request, err error) {
 	case errors.Is(err, ErrMissingKey):
 		code = http.StatusBadRequest
 	case errors.Is(err, store.ErrUnavailable),
+		errors.Is(err, store.ErrClosed),
 		errors.Is(err, context.Canceled),
 		errors.Is(err, context.DeadlineExceeded):
 		code = http.StatusServiceUnavailable

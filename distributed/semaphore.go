@@ -113,6 +113,9 @@ func (s *Store) semRun(ctx context.Context, op, name, token string, queue int64,
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
+	if err := s.ack.check(); err != nil {
+		return nil, err
+	}
 	keys := stateKeys(s.prefix, name, semSlot, cfg.Script().Keys)
 	args := make([]any, 4, 7)
 	args[0] = op

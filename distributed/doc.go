@@ -55,6 +55,8 @@
 //
 // Errors that kept a decision from being made (network, [WithTimeout], cluster down, a key
 // holding other data, a reply that does not parse) wrap store.ErrUnavailable; the limiter
-// facade's failure policy decides what a request gets then. See docs/distributed.md for
-// Cluster usage and what a failover can lose.
+// facade's failure policy decides what a request gets then. Replication is asynchronous,
+// so a failover can forget the last grants; [WithReplicaAck] makes a decision count only
+// once replicas hold it. See docs/distributed.md for Cluster usage and what a failover can
+// lose, with measured figures.
 package distributed

@@ -24,6 +24,7 @@ type options struct {
 	timeout  time.Duration
 	clock    clockx.Clock // nil: the server's TIME
 	batching *Batching    // nil: one round trip per call
+	ack      *replicaAck  // nil: no WAIT (WithReplicaAck)
 }
 
 type optionFunc func(*options)

@@ -29,7 +29,8 @@ type Store struct {
 	timeout time.Duration
 	clock   clockx.Clock // nil: the server's TIME
 	closed  atomic.Bool
-	batch   *batcher // nil unless WithBatching
+	batch   *batcher // nil unless WithBatching (and not WithReplicaAck)
+	ack     *replicaAck
 
 	// scripts maps an algorithm's Name to its *scriptEntry, created once, so the SHA-1 of
 	// a script is computed once per store rather than once per call.
@@ -100,8 +101,8 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 			opt.apply(&o)
 		}
 	}
-	s := &Store{client: client, prefix: o.prefix, timeout: o.timeout, clock: o.clock}
-	if o.batching != nil {
+	s := &Store{client: client, prefix: o.prefix, timeout: o.timeout, clock: o.clock, ack: o.ack}
+	if o.batching != nil && o.ack == nil {
 		s.batch = newBatcher(client, o.timeout, *o.batching)
 	}
 	return s
@@ -197,6 +198,9 @@ func (s *Store) Close() error {
 
 // script returns a's Lua twin and its go-redis Script, creating the latter once per name.
 func (s *Store) script(a algo.Algorithm) (algo.Scripted, *scriptEntry, error) {
+	if err := s.ack.check(); err != nil {
+		return nil, nil, err
+	}
 	sa, ok := a.(algo.Scripted)
 	if !ok {
 		return nil, nil, fmt.Errorf("%w: %s (%T) has no Lua script, so the Redis store cannot run it",
@@ -256,6 +260,9 @@ func (s *Store) run(ctx context.Context, sc *redis.Script, keys []string, args [
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.timeout)
 		defer cancel()
+	}
+	if s.ack != nil {
+		return s.runAcked(ctx, sc, keys, args)
 	}
 	return sc.Run(ctx, s.client, keys, args...).Result()
 }

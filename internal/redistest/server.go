@@ -55,7 +55,8 @@ type Server struct {
 	bin   string
 	dir   string
 	port  int
-	extra []string // extra command-line arguments (cluster mode)
+	pre   []string // command-line arguments before the flags (a sentinel's config file)
+	extra []string // extra command-line arguments (cluster mode, replicaof)
 
 	mu   sync.Mutex
 	proc *process // nil while killed
@@ -167,14 +168,15 @@ func (s *Server) start() error {
 
 // startLocked runs redis-server and waits until it answers PING as the process it started.
 func (s *Server) startLocked() error {
-	args := append([]string{
+	args := append(append([]string(nil), s.pre...),
 		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
 		"--save", "",
 		"--appendonly", "no",
 		"--dir", s.dir,
 		"--daemonize", "no",
-	}, s.extra...)
+	)
+	args = append(args, s.extra...)
 	var out bytes.Buffer
 	cmd := exec.Command(s.bin, args...)
 	cmd.Stdout = &syncWriter{w: &out}

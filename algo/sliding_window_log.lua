@@ -140,6 +140,9 @@ elseif op == 'refund' then
         local idx = lo + j - 1
         local take = n
         if ek < take then take = ek end
+        -- An entry already empty (a newest one emptied before later grants came) has
+        -- nothing to give back: nothing is written, as in Go.
+        if take == 0 then return 0 end
         total = total - take
         if ek > take then
           redis.call('LSET', LOG, idx, entry(et, ek - take))
@@ -149,7 +152,6 @@ elseif op == 'refund' then
         if idx == len - 1 then
           -- The newest entry is the floor of every later grant: it stays, empty, at its
           -- own instant (so later requests still queue behind it).
-          if take == 0 then return 0 end -- already empty: nothing to write
           redis.call('LSET', LOG, idx, entry(et, 0))
           commit(last_t)
           return 0

@@ -68,7 +68,7 @@ func spreadRate(x uint64, lo, top float64) float64 {
 // edgeConfig builds a config of kind from raw fuzz values; ok is false when the config
 // is not one Validate accepts (a store would reject it).
 func edgeConfig(kind uint8, count, span, rate uint64) (Scripted, bool) {
-	maxWindowUs := int64(math.MaxInt64 / int64(time.Microsecond))
+	maxWindowUs := MaxMicros
 	w := time.Duration(spread(span, maxWindowUs)) * time.Microsecond
 	n := spread(count, maxExact)
 	r := spreadRate(rate, math.SmallestNonzeroFloat64, 1e9)
@@ -234,4 +234,29 @@ func TestLuaSlidingLogRefundEmptiedMiddle(t *testing.T) {
 	runEdgeSteps(t, rdb, SlidingWindowLog{Limit: 5, Window: time.Second}, "refund an emptied middle entry", []edgeStep{
 		{"apply", t0, 1, 0}, {"refund", t0 + 5, 1, t0}, {"apply", t0 + 10, 1, 0},
 		{"refund", t0 + 20, 1, t0}, {"apply", t0 + 30, 5, 2_000_000}})
+}
+
+// TestSlidingLogTotalCap: a sliding log never holds more than 2^53 permits, so that its
+// total is exact in the Lua twin: a reservation a window ahead that would push it beyond
+// is denied until the entries in the way have left the window (the script's total rounded
+// to an even double, and it over-admitted by one, before).
+func TestSlidingLogTotalCap(t *testing.T) {
+	t.Parallel()
+	a := SlidingWindowLog{Limit: maxExact - 1, Window: time.Second}
+	const t0 = 1_700_000_000_000_000
+	st := a.NewState()
+	if d := a.Apply(st, t0, Request{N: maxExact - 1}); !d.Allowed {
+		t.Fatalf("first request: %+v", d)
+	}
+	d := a.Apply(st, t0+10, Request{N: 2, MaxWait: Forever})
+	if d.Allowed || d.RetryAfter != time.Second-10*time.Microsecond {
+		t.Fatalf("a reservation that would hold 2^53+1 permits: %+v, want denied for 999990µs", d)
+	}
+	if d := a.Apply(st, t0+1_000_000, Request{N: 2}); !d.Allowed {
+		t.Fatalf("once the first entry left: %+v, want granted", d)
+	}
+	rdb := redistest.WithoutExpiry(newRedisClient(t, startRedis(t), 3)) // see runEdgeSteps
+	runEdgeSteps(t, rdb, a, "total cap", []edgeStep{
+		{"apply", t0, maxExact - 1, 0}, {"apply", t0 + 10, 2, MaxMicros}, {"apply", t0 + 20, 1, 2_000_000},
+		{"apply", t0 + 1_000_000, 2, 0}, {"apply", t0 + 1_000_001, maxExact - 3, 0}, {"apply", t0 + 1_000_002, 1, 5_000_000}})
 }

@@ -4,6 +4,8 @@ GO       ?= go
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 FUZZTIME ?= 3s
 FUZZ     := FuzzFixedWindow FuzzSlidingLog FuzzSlidingCounter FuzzTokenBucket FuzzLeakyBucket FuzzGCRA
+# Go against the Lua twins over every validated config; starts its own redis-server.
+FUZZ     += FuzzLuaDifferentialConfigs
 
 .PHONY: test run vet fuzz redis-server bench
 
@@ -31,7 +33,7 @@ run:
 fuzz:
 	@failed=""; for t in $(FUZZ); do \
 		echo "fuzz $$t ($(FUZZTIME))"; \
-		$(GO) test -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZTIME) ./algo || failed="$$failed $$t"; \
+		LIMITER_REQUIRE_REDIS=1 $(GO) test -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZTIME) ./algo || failed="$$failed $$t"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "fuzz: FAILED:$$failed" >&2; exit 1; fi
 

@@ -35,6 +35,14 @@ import (
 //     restores only what the algorithm can restore (a window that has passed is not
 //     reopened). Put the rule most likely to deny first.
 //
+// A composite call that fails, or whose caller gives up (ctx ends) before it returns, takes
+// nothing: what earlier rules granted is refunded, also on the Wait and TryAcquire paths
+// when ctx ends during the sleep. For this the rules' store calls and the refunds run on a
+// context detached from the caller's cancellation (context.WithoutCancel), each bounded by
+// its rule's WithTimeout, or by one second when the rule has none; a caller whose context
+// ends while a store call is in flight gets its error when that call returns (a Redis
+// script that was sent runs whatever the client does), after the refunds.
+//
 // The composite's Decision: when every rule grants, Allowed, with the Limit and Remaining of
 // the rule with the smallest Remaining (the one that binds next), the largest ResetAfter,
 // the largest Wait (with MaxWait every rule reserves within the same bound and the request
@@ -164,12 +172,13 @@ func (r *Reservation) grants() []grant {
 }
 
 // refundGrants gives every grant back, reporting failures to each limiter's error handler;
-// it returns them joined. The refunds must land even when the caller's context is done.
+// it returns them joined. The refunds must land even when the caller's context is done, so
+// they run detached from it, each bounded by its limiter's timeout (detachedWithin).
 func refundGrants(ctx context.Context, gs []grant) error {
 	ctx = context.WithoutCancel(ctx)
 	var errs []error
 	for _, g := range gs {
-		if err := g.lim.refund(ctx, g.key, g.alg, g.n, g.at); err != nil {
+		if err := g.lim.refundWithin(ctx, g.key, g.alg, g.n, g.at, detachedWithin(g.lim.timeout)); err != nil {
 			errs = append(errs, err)
 		}
 	}

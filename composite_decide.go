@@ -66,10 +66,24 @@ next:
 }
 
 // decide answers req for key under every rule, all or nothing (see All).
+//
+// A caller that gives up (ctx ends) must not leave permits taken that it never gets. A
+// store call abandoned in flight may still change the state (a Redis script runs once
+// sent) without telling which grant to refund, so the rules' store calls run detached from
+// ctx, each bounded by its rule's timeout or detachedTimeout; ctx is checked before each
+// group and at the end, and when it has ended everything granted is refunded.
 func (c *composite) decide(ctx context.Context, key string, req algo.Request) outcome {
-	t := tally{answers: make([]answer, 0, len(c.rules)), held: make([]grant, 0, len(c.rules))}
+	t := tally{answers: make([]answer, 0, len(c.rules)), held: make([]grant, 0, len(c.rules)), caller: ctx}
+	sctx := ctx
+	if ctx.Done() != nil {
+		t.detached, sctx = true, context.WithoutCancel(ctx)
+	}
 	for _, g := range c.groups(key) {
-		ok, err := t.group(ctx, g, req)
+		if err := ctx.Err(); err != nil {
+			_ = refundGrants(ctx, t.held)
+			return outcome{hard: err}
+		}
+		ok, err := t.group(sctx, g, req)
 		if err != nil {
 			// Failures of the refunds reach each rule's error handler. The rollback must
 			// reach the stores even when the error is ctx ending (see store.Store).
@@ -81,14 +95,28 @@ func (c *composite) decide(ctx context.Context, key string, req algo.Request) ou
 			return outcome{d: combine(t.answers, false), soft: errors.Join(t.soft...)}
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		_ = refundGrants(ctx, t.held)
+		return outcome{hard: err}
+	}
 	return outcome{d: combine(t.answers, true), grants: t.held, soft: errors.Join(t.soft...)}
 }
 
 // tally collects the rules' answers to one composite request.
 type tally struct {
-	answers []answer
-	held    []grant
-	soft    []error
+	answers  []answer
+	held     []grant
+	soft     []error
+	caller   context.Context // the caller's context, for a Fallback limiter
+	detached bool            // store calls run detached from caller: bound each one
+}
+
+// within is the bound of a store call of a rule with timeout.
+func (t *tally) within(timeout time.Duration) time.Duration {
+	if t.detached {
+		return detachedWithin(timeout)
+	}
+	return timeout
 }
 
 func (t *tally) addSoft(err error) {
@@ -110,7 +138,7 @@ func (t *tally) group(ctx context.Context, g group, req algo.Request) (bool, err
 		}
 	}
 	for i, r := range g.rules {
-		d, failed, err := r.call(ctx, g.key, g.algs[i], req)
+		d, failed, err := r.callWithin(ctx, g.key, g.algs[i], req, t.within(r.timeout))
 		if failed {
 			if ok, err := t.onFailure(ctx, r, g.key, req, err); err != nil || !ok {
 				return false, err
@@ -131,7 +159,7 @@ func (t *tally) group(ctx context.Context, g group, req algo.Request) (bool, err
 
 // atomic applies the rules of g in one store.MultiApplier call.
 func (t *tally) atomic(ctx context.Context, ma store.MultiApplier, g group, req algo.Request) (bool, error) {
-	ds, ok, failed, err := callGroup(ctx, ma, g, req)
+	ds, ok, failed, err := callGroup(ctx, ma, g, req, t.detached)
 	if failed {
 		// Each rule's own policy answers for it.
 		for _, r := range g.rules {
@@ -162,7 +190,9 @@ func (t *tally) onFailure(ctx context.Context, r *Limiter, key string, req algo.
 		t.addSoft(err)
 		return true, nil
 	case failFallback:
-		res, ferr := r.policy.fallback.Reserve(ctx, key, req.N, req.MaxWait)
+		// The fallback limiter is asked on the caller's context: it may be a composite,
+		// which detaches its own store calls.
+		res, ferr := r.policy.fallback.Reserve(t.caller, key, req.N, req.MaxWait)
 		if res == nil || (ferr != nil && !res.OK()) {
 			return false, fallbackErr(err, ferr)
 		}
@@ -178,8 +208,8 @@ func (t *tally) onFailure(ctx context.Context, r *Limiter, key string, req algo.
 // callGroup is Limiter.call for the rules of one group: every rule's circuit breaker must
 // let the call through, the shortest per-call timeout bounds it, and its outcome counts
 // for every breaker. failed reports that the store was unavailable (the error handlers
-// have been called).
-func callGroup(ctx context.Context, ma store.MultiApplier, g group, req algo.Request) (ds []Decision, ok, failed bool, err error) {
+// have been called). detached says ctx does not end with the caller's: bound the call.
+func callGroup(ctx context.Context, ma store.MultiApplier, g group, req algo.Request, detached bool) (ds []Decision, ok, failed bool, err error) {
 	probes := make([]bool, len(g.rules))
 	for i, r := range g.rules {
 		b := r.breaker
@@ -208,6 +238,9 @@ func callGroup(ctx context.Context, ma store.MultiApplier, g group, req algo.Req
 		if r.timeout > 0 && (timeout == 0 || r.timeout < timeout) {
 			timeout = r.timeout
 		}
+	}
+	if detached {
+		timeout = detachedWithin(timeout)
 	}
 	if timeout > 0 {
 		tctx, cancel := context.WithTimeout(ctx, timeout)

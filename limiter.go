@@ -209,6 +209,11 @@ func fallbackErr(err, ferr error) error {
 // configured (context.WithTimeout allocates) or something fails. AllowN skips it when
 // there is neither breaker nor timeout (direct).
 func (l *Limiter) call(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (d Decision, failed bool, err error) {
+	return l.callWithin(ctx, key, a, req, l.timeout)
+}
+
+// callWithin is call bounded by timeout instead of the limiter's own (0: no bound).
+func (l *Limiter) callWithin(ctx context.Context, key string, a algo.Algorithm, req algo.Request, timeout time.Duration) (d Decision, failed bool, err error) {
 	probe := false
 	if b := l.breaker; b != nil {
 		var ok bool
@@ -225,8 +230,8 @@ func (l *Limiter) call(ctx context.Context, key string, a algo.Algorithm, req al
 			return d, true, errCircuitOpen
 		}
 	}
-	if l.timeout > 0 {
-		tctx, cancel := context.WithTimeout(ctx, l.timeout)
+	if timeout > 0 {
+		tctx, cancel := context.WithTimeout(ctx, timeout)
 		d, err = l.store.Apply(tctx, key, a, req)
 		cancel()
 	} else {
@@ -262,6 +267,11 @@ func (l *Limiter) failure(ctx context.Context, key string, err error, probe bool
 // refund gives n permits of the grant at back to the store, through the breaker (skipped
 // while it is open) and the per-call timeout. Refunds do not move the breaker.
 func (l *Limiter) refund(ctx context.Context, key string, a algo.Algorithm, n, at int64) error {
+	return l.refundWithin(ctx, key, a, n, at, l.timeout)
+}
+
+// refundWithin is refund bounded by timeout instead of the limiter's own (0: no bound).
+func (l *Limiter) refundWithin(ctx context.Context, key string, a algo.Algorithm, n, at int64, timeout time.Duration) error {
 	if l.breaker != nil && l.breaker.open() {
 		if err := store.CheckContext(ctx); err != nil {
 			return err
@@ -270,8 +280,8 @@ func (l *Limiter) refund(ctx context.Context, key string, a algo.Algorithm, n, a
 		return errCircuitOpen
 	}
 	var err error
-	if l.timeout > 0 {
-		tctx, cancel := context.WithTimeout(ctx, l.timeout)
+	if timeout > 0 {
+		tctx, cancel := context.WithTimeout(ctx, timeout)
 		err = l.store.Refund(tctx, key, a, n, at)
 		cancel()
 	} else {
@@ -284,6 +294,20 @@ func (l *Limiter) refund(ctx context.Context, key string, a algo.Algorithm, n, a
 		}
 	}
 	return err
+}
+
+// detachedTimeout bounds a store call that runs detached from its caller's context (a
+// refund after the caller gave up, a composite's rule) when the limiter has no WithTimeout:
+// long enough for any store that answers at all, short enough that a hung one does not
+// hold the caller for good.
+const detachedTimeout = time.Second
+
+// detachedWithin is the bound of a detached store call of a limiter with timeout.
+func detachedWithin(timeout time.Duration) time.Duration {
+	if timeout > 0 {
+		return timeout
+	}
+	return detachedTimeout
 }
 
 // classify tells a store failure (answered by the policy) from every other error. ctx is

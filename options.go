@@ -76,6 +76,10 @@ func WithFailurePolicy(p FailurePolicy) Option {
 // policy. The default, 0, adds no timeout: the caller's context and the store's own timeouts
 // apply. A negative d is an invalid config.
 //
+// Store calls that must complete after the caller gave up (the refunds of WaitN and
+// TryAcquire when ctx ends during the sleep, and a composite's store calls and refunds, see
+// All) run detached from the caller's context, bounded by d, or by one second when d is 0.
+//
 // The timeout is measured in real time, not on the WithClock clock, because it bounds the
 // real latency of a store call (a network round trip).
 func WithTimeout(d time.Duration) Option {

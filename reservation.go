@@ -131,3 +131,16 @@ func (r *Reservation) Cancel(ctx context.Context) error {
 	}
 	return r.lim.refund(ctx, r.key, r.alg, r.n, r.d.At)
 }
+
+// abandon gives the permits back for a caller that gave up waiting for them and gets an
+// error instead: even when their time has come (Cancel would count them as used), and on a
+// context detached from ctx, bounded by the limiter's timeout (detachedWithin).
+func (r *Reservation) abandon(ctx context.Context) error {
+	if r.lim == nil || r.done.Swap(true) {
+		return nil
+	}
+	if r.parts != nil {
+		return refundGrants(ctx, r.parts)
+	}
+	return r.lim.refundWithin(context.WithoutCancel(ctx), r.key, r.alg, r.n, r.d.At, detachedWithin(r.lim.timeout))
+}

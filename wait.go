@@ -73,9 +73,10 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64) error {
 // returns ctx.Err().
 func (l *Limiter) sleep(ctx context.Context, r *Reservation) error {
 	if err := r.Wait(ctx); err != nil {
-		// ctx is done, but the refund must still reach the store. A failed refund is
-		// reported to the error handler; the caller's error is its context's.
-		_ = r.Cancel(context.WithoutCancel(ctx))
+		// ctx is done, but the refund must still reach the store, also when the permits'
+		// time came as ctx ended: the caller did not get them. A failed refund is reported
+		// to the error handler; the caller's error is its context's.
+		_ = r.abandon(ctx)
 		return err
 	}
 	return nil

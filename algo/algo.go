@@ -193,10 +193,18 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
+// maxSpan is the longest window or warm-up a config may have: MaxMicros µs (about 31.7
+// years). Longer ones (a Duration reaches 292 years, 2^63 ns) are not exact in the Lua
+// twins' doubles above 2^53 µs, nor are instants a window or two after now.
+const maxSpan = time.Duration(MaxMicros) * time.Microsecond
+
 // windowMicros validates a window length and returns it in whole microseconds.
 func windowMicros(field string, w time.Duration) (int64, error) {
 	if w < time.Microsecond {
 		return 0, fmt.Errorf("%w: %s must be at least 1µs, got %v", ErrInvalidConfig, field, w)
+	}
+	if w > maxSpan {
+		return 0, fmt.Errorf("%w: %s must be at most %v (MaxMicros µs), got %v", ErrInvalidConfig, field, maxSpan, w)
 	}
 	if w%time.Microsecond != 0 {
 		return 0, fmt.Errorf("%w: %s must be a whole number of microseconds, got %v", ErrInvalidConfig, field, w)

@@ -34,7 +34,10 @@ func TestValidate(t *testing.T) {
 		field string // "" when valid
 	}{
 		{algo.FixedWindow{Limit: 1, Window: time.Microsecond}, ""},
-		{algo.FixedWindow{Limit: 1 << 53, Window: math.MaxInt64 / 1000 * 1000}, ""},
+		{algo.FixedWindow{Limit: 1 << 53, Window: time.Duration(algo.MaxMicros) * time.Microsecond}, ""},
+		{algo.FixedWindow{Limit: 1, Window: time.Duration(algo.MaxMicros+1) * time.Microsecond}, "FixedWindow.Window"},
+		{algo.SlidingWindowLog{Limit: 1, Window: math.MaxInt64 / 1000 * 1000}, "SlidingWindowLog.Window"},
+		{algo.SlidingWindowCounter{Limit: 1, Window: time.Duration(algo.MaxMicros+1) * time.Microsecond}, "SlidingWindowCounter.Window"},
 		{algo.FixedWindow{Limit: 0, Window: time.Second}, "FixedWindow.Limit"},
 		{algo.FixedWindow{Limit: -1, Window: time.Second}, "FixedWindow.Limit"},
 		{algo.FixedWindow{Limit: big, Window: time.Second}, "FixedWindow.Limit"},

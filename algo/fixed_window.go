@@ -14,7 +14,7 @@ import (
 // is in the future the current window is full, so later requests queue behind it.
 type FixedWindow struct {
 	Limit  int64         // permits per window, and the largest N; ≥ 1
-	Window time.Duration // window length; a whole number of µs, ≥ 1µs
+	Window time.Duration // window length; a whole number of µs in [1µs, MaxMicros µs] (31.7 years)
 }
 
 // fixedWindowState mirrors the Lua twin's hash: fields win and count.
@@ -30,7 +30,8 @@ func (FixedWindow) Name() string { return "fixed-window" }
 // Slot returns "fw:<window in µs>".
 func (c FixedWindow) Slot() string { return fixedWindowSlots.get(int64(c.Window / time.Microsecond)) }
 
-// Validate reports a Limit outside [1, 2^53] or a Window that is not a whole number of µs.
+// Validate reports a Limit outside [1, 2^53] or a Window that is not a whole number of µs
+// in [1µs, MaxMicros µs].
 func (c FixedWindow) Validate() error {
 	if err := checkCount("FixedWindow.Limit", c.Limit); err != nil {
 		return err

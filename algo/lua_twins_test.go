@@ -35,8 +35,8 @@ type logSnap struct {
 }
 
 var (
-	// The longest window a Duration holds (about 106 days) comes last.
-	luaWindows = []int64{1, 3, 1000, 250_000, 1_000_000, 60_000_000, 3_600_000_000, math.MaxInt64 / 1000}
+	// The longest window Validate accepts (MaxMicros µs) comes last.
+	luaWindows = []int64{1, 3, 1000, 250_000, 1_000_000, 60_000_000, 3_600_000_000, MaxMicros}
 	luaLimits  = []int64{1, 2, 3, 5, 10, 50, 1000, maxExact}
 	// 1e-9 and 1e-7 per second make every wait reach MaxMicros.
 	luaRates  = []float64{1e-9, 1e-7, 7e-4, 1.0 / 3, 0.5, 1, 3.7, 10, 100, 1e3, 1e6, 5e6, 1e9}

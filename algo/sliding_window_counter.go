@@ -22,7 +22,7 @@ import (
 // the next window (or the one after) where it does.
 type SlidingWindowCounter struct {
 	Limit  int64         // permits per sliding window, and the largest N; ≥ 1
-	Window time.Duration // window length; a whole number of µs, ≥ 1µs
+	Window time.Duration // window length; a whole number of µs in [1µs, MaxMicros µs] (31.7 years)
 }
 
 // slidingCounterState mirrors the Lua twin's hash: fields win, curr and prev.
@@ -41,7 +41,8 @@ func (c SlidingWindowCounter) Slot() string {
 	return slidingCounterSlots.get(int64(c.Window / time.Microsecond))
 }
 
-// Validate reports a Limit outside [1, 2^53] or a Window that is not a whole number of µs.
+// Validate reports a Limit outside [1, 2^53] or a Window that is not a whole number of µs
+// in [1µs, MaxMicros µs].
 func (c SlidingWindowCounter) Validate() error {
 	if err := checkCount("SlidingWindowCounter.Limit", c.Limit); err != nil {
 		return err

@@ -11,12 +11,14 @@ import (
 // costs memory proportional to the grants in the last Window, at most Limit entries per key.
 //
 // Windows are half-open on the left: a grant at t counts in (t-Window, t], so a grant
-// exactly Window before now no longer counts. A reservation is placed at the earliest
+// exactly Window before now no longer counts. The log of a key holds at most 2^53 permits
+// (reservations queued windows ahead could pile up more): a request that would exceed that
+// is denied, with RetryAfter the time until enough entries have left the window. A reservation is placed at the earliest
 // instant, not before the latest grant already logged (first come, first served), at which
 // the window ending there has room.
 type SlidingWindowLog struct {
 	Limit  int64         // permits per sliding window, and the largest N; ≥ 1
-	Window time.Duration // window length; a whole number of µs, ≥ 1µs
+	Window time.Duration // window length; a whole number of µs in [1µs, MaxMicros µs] (31.7 years)
 }
 
 // logEntry is one grant: N permits at T (µs). The Lua twin stores it as "T:N" in a list.
@@ -40,7 +42,8 @@ func (c SlidingWindowLog) Slot() string {
 	return slidingLogSlots.get(int64(c.Window / time.Microsecond))
 }
 
-// Validate reports a Limit outside [1, 2^53] or a Window that is not a whole number of µs.
+// Validate reports a Limit outside [1, 2^53] or a Window that is not a whole number of µs
+// in [1µs, MaxMicros µs].
 func (c SlidingWindowLog) Validate() error {
 	if err := checkCount("SlidingWindowLog.Limit", c.Limit); err != nil {
 		return err
@@ -92,6 +95,19 @@ func (c SlidingWindowLog) Apply(st State, now int64, req Request) Decision {
 	live := s.entries[head:]
 	if req.N > c.Limit || req.N <= 0 {
 		return never(c.Limit, c.remaining(live, total, now), c.reset(s, now))
+	}
+	if total > maxExact-req.N {
+		// The log holds at most 2^53 permits, so that its total is exact in the Lua twin's
+		// doubles (and far from overflowing): reservations queued windows ahead could
+		// otherwise pile up more. The request waits, unreserved, until enough entries have
+		// left the window at its now.
+		sum, until := total, now
+		for i := 0; sum > maxExact-req.N; i++ {
+			sum -= live[i].n
+			until = max(until, live[i].t+w)
+		}
+		return Decision{Limit: c.Limit, Remaining: c.remaining(live, total, now),
+			RetryAfter: toDuration(until - now), ResetAfter: toDuration(c.reset(s, now))}
 	}
 	at := now
 	if len(live) > 0 && live[len(live)-1].t > at {

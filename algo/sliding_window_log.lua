@@ -93,6 +93,24 @@ if op == 'apply' then
   if n > limit or n <= 0 then
     return {0, limit, remaining(live_last_t, live_total), MAX_MICROS, dur(reset(last_t)), 0, 0}
   end
+  -- The log holds at most 2^53 permits, so that total stays exact in doubles: a request
+  -- that would exceed it waits, unreserved, until enough entries have left the window.
+  -- "sum > MAX_EXACT - n" cannot round: both sides are integers in [0, 2^53].
+  if live_total > MAX_EXACT - n then
+    local sum, until_t, i = live_total, now, head
+    while sum > MAX_EXACT - n and i < len do
+      local chunk = redis.call('LRANGE', LOG, i, i + CHUNK - 1)
+      if #chunk == 0 then break end
+      for j = 1, #chunk do
+        if not (sum > MAX_EXACT - n) then break end
+        local et, ek = parse(chunk[j])
+        sum = sum - ek
+        if et + w > until_t then until_t = et + w end
+      end
+      i = i + #chunk
+    end
+    return {0, limit, remaining(live_last_t, live_total), dur(until_t - now), dur(reset(last_t)), 0, 0}
+  end
   local t = now
   if live_last_t and live_last_t > t then t = live_last_t end
   -- Drop the oldest live entries until the rest leaves room for N; the grant can happen
@@ -140,6 +158,9 @@ elseif op == 'refund' then
         local idx = lo + j - 1
         local take = n
         if ek < take then take = ek end
+        -- An entry already empty (a newest one emptied before later grants came) has
+        -- nothing to give back: nothing is written, as in Go.
+        if take == 0 then return 0 end
         total = total - take
         if ek > take then
           redis.call('LSET', LOG, idx, entry(et, ek - take))
@@ -149,7 +170,6 @@ elseif op == 'refund' then
         if idx == len - 1 then
           -- The newest entry is the floor of every later grant: it stays, empty, at its
           -- own instant (so later requests still queue behind it).
-          if take == 0 then return 0 end -- already empty: nothing to write
           redis.call('LSET', LOG, idx, entry(et, 0))
           commit(last_t)
           return 0

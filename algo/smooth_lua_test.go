@@ -215,9 +215,15 @@ func TestSmoothLuaDifferential(t *testing.T) {
 // where the script's reply, stored hash or TTL differs from the Go transition's.
 func runSmoothDifferential(t *testing.T, rdb *redis.Client, warm bool, seed int64, steps int, st *smoothDiffStats) {
 	t.Helper()
-	ctx := context.Background()
 	r := rand.New(rand.NewSource(seed))
-	fam := smoothFamily(r, warm)
+	runSmoothSeq(t, rdb, r, smoothFamily(r, warm), warm, seed, steps, st)
+}
+
+// runSmoothSeq is runSmoothDifferential on the configs fam (one kind), drawing the steps
+// from r.
+func runSmoothSeq(t *testing.T, rdb *redis.Client, r *rand.Rand, fam []Scripted, warm bool, seed int64, steps int, st *smoothDiffStats) {
+	t.Helper()
+	ctx := context.Background()
 	script := fam[0].Script()
 	rs := redis.NewScript(script.Source)
 	const nkeys = 3

@@ -40,7 +40,7 @@ import (
 // granted. Refund does nothing, as Guava cannot return permits.
 type SmoothWarmingUp struct {
 	Rate       float64       // permits per second at full speed; +Inf, or in [1e-15, 1e15]
-	Warmup     time.Duration // time of saturated use from cold to full speed; ≥ 0, truncated to µs
+	Warmup     time.Duration // time of saturated use from cold to full speed; in [0, MaxMicros µs], truncated to µs
 	ColdFactor float64       // coldInterval / stableInterval; 0 means 3, else in [1, 1e6]
 }
 
@@ -51,13 +51,14 @@ func (SmoothWarmingUp) Name() string { return "smooth-warmup" }
 func (SmoothWarmingUp) Slot() string { return "smw" }
 
 // Validate reports a Rate that is NaN, not positive, or finite outside [1e-15, 1e15], a
-// negative Warmup, and a ColdFactor that is not 0 and not in [1, 1e6].
+// Warmup outside [0, MaxMicros µs], and a ColdFactor that is not 0 and not in [1, 1e6].
 func (c SmoothWarmingUp) Validate() error {
 	if err := checkSmoothRate("SmoothWarmingUp.Rate", c.Rate); err != nil {
 		return err
 	}
-	if c.Warmup < 0 {
-		return fmt.Errorf("%w: SmoothWarmingUp.Warmup must be ≥ 0, got %v", ErrInvalidConfig, c.Warmup)
+	if c.Warmup < 0 || c.Warmup > maxSpan {
+		return fmt.Errorf("%w: SmoothWarmingUp.Warmup must be in [0, %v] (MaxMicros µs), got %v",
+			ErrInvalidConfig, maxSpan, c.Warmup)
 	}
 	if f := c.ColdFactor; f != 0 && !(f >= 1 && f <= smoothMaxColdFactor) {
 		return fmt.Errorf("%w: SmoothWarmingUp.ColdFactor must be in [1, %g] (0 means 3), got %v",

@@ -41,18 +41,13 @@ func (s *Store) ApplyAll(_ context.Context, key string, rules []algo.Algorithm, 
 			entries[i] = e
 			continue
 		}
-		entries[i], added[i] = s.insert(sh, h, key, slot, a, now), true
-		entries[i].fresh = now
-	}
-	// Making room for one rule's new entry may have evicted another rule's entry of this
-	// call: put it back. The shard may then hold a few more keys than its bound, until the
-	// next sweep.
-	for _, e := range entries {
-		if sh.find(h, key, e.slot) == nil {
-			sh.add(h, e)
+		e, soon := s.insert(sh, h, key, slot, a, now)
+		if e == nil {
+			// No room for this rule's state: the call is denied, nothing committed.
+			return s.denyAll(rules, entries, i, now, soon, req), false, nil
 		}
+		entries[i], added[i] = e, !e.overflow()
 	}
-
 	ok, cloned := true, true
 	for i, e := range entries {
 		if states[i] = algo.CloneState(e.state); states[i] == nil {
@@ -77,9 +72,33 @@ func (s *Store) ApplyAll(_ context.Context, key string, rules []algo.Algorithm, 
 			e.fresh = freshAt(now, ds[i])
 		}
 		// A rule that granted in a denied call keeps its state and its old freshness; a new
-		// entry stays fresh (a fresh state), for the sweeper to remove.
+		// entry keeps the freshness insert gave it (now for a fresh state, for the sweeper to
+		// remove).
 	}
 	return ds, ok, nil
+}
+
+// denyAll is ApplyAll's answer when rule full found its shard full and no room (insert
+// returned nil): every rule's decision as it stands, none committed, rule full denied
+// (fullDenial). The entries before full are known; the later rules are decided as fresh.
+// It is called with the shard's lock held.
+func (s *Store) denyAll(rules []algo.Algorithm, entries []*entry, full int, now, soon int64, req algo.Request) []algo.Decision {
+	ds := make([]algo.Decision, len(rules))
+	for i, a := range rules {
+		var st algo.State
+		if i < full {
+			st = algo.CloneState(entries[i].state)
+		}
+		switch {
+		case i == full:
+			ds[i] = fullDenial(a, now, soon, req)
+		case st != nil:
+			ds[i] = a.Apply(st, now, req)
+		default: // a state that cannot be copied, or none yet: answer as a fresh key would
+			ds[i] = a.Apply(a.NewState(), now, req)
+		}
+	}
+	return ds
 }
 
 // applyInPlace is ApplyAll for states that cannot be copied: apply each rule in place and,

@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"hash/maphash"
+	"math"
 	"math/bits"
 	"reflect"
 	"runtime"
@@ -172,7 +173,7 @@ func (s *Store) Apply(_ context.Context, key string, a algo.Algorithm, req algo.
 		var soon int64
 		if e, soon = s.insert(sh, h, key, slot, a, now); e == nil {
 			sh.mu.Unlock()
-			return fullDenial(a, now, soon, req), nil
+			return fullDenial(a.Apply(a.NewState(), now, req), now, soon), nil
 		}
 	}
 	d := a.Apply(e.state, now, req)
@@ -225,7 +226,10 @@ const evictSample = 16
 // starts more permissive than the state that last decided its key. The returned entry is
 // an overflow state when it is not in sh.m (see entry.overflow).
 func (s *Store) insert(sh *shard, h uint64, key, slot string, a algo.Algorithm, now int64) (e *entry, soon int64) {
-	ov := sh.overflowState(slot, now)
+	var ov *entry
+	if s.perMax > 0 {
+		ov = sh.overflowState(slot, now)
+	}
 	if s.perMax > 0 && sh.n >= s.perMax {
 		soon = sh.evictIdle(now, evictSample, h)
 	}
@@ -281,13 +285,16 @@ func init() {
 	}
 }
 
-// fullDenial is the decision for a new key denied because its shard is full of keys still
-// limiting (insert returned nil): a's answer for a fresh key, denied, retrying at soon (µs),
-// when room may come free.
-func fullDenial(a algo.Algorithm, now, soon int64, req algo.Request) algo.Decision {
-	d := a.Apply(a.NewState(), now, req)
-	if d.RetryAfter != algo.Never {
-		d.RetryAfter = time.Duration(max(soon-now, 1)) * time.Microsecond
+// fullDenial turns d, a's decision for a fresh key at now, into the decision for a new key
+// denied because its shard is full of keys still limiting (insert returned nil): denied,
+// retrying at soon (µs), when room may come free (math.MaxInt64: never), unless the
+// request can never be granted anyway.
+func fullDenial(d algo.Decision, now, soon int64) algo.Decision {
+	switch {
+	case soon == math.MaxInt64: // the sample held only this key's own states: no room ever
+		d.RetryAfter = algo.Never
+	case d.RetryAfter != algo.Never:
+		d.RetryAfter = time.Duration(min(max(soon-now, 1), algo.MaxMicros)) * time.Microsecond
 	}
 	d.Allowed, d.Remaining, d.Wait, d.At, d.ResetAfter = false, 0, 0, 0, 0
 	return d

@@ -30,6 +30,7 @@ func (s *Store) ApplyAll(_ context.Context, key string, rules []algo.Algorithm, 
 	entries := make([]*entry, len(rules))
 	states := make([]algo.State, len(rules)) // the copies the rules were applied to
 	added := make([]bool, len(rules))
+	var short []int64 // per rule, insert's soon when it found no room (else 0); nil if none
 
 	h, sh := s.locate(key)
 	sh.mu.Lock()
@@ -43,8 +44,13 @@ func (s *Store) ApplyAll(_ context.Context, key string, rules []algo.Algorithm, 
 		}
 		e, soon := s.insert(sh, h, key, slot, a, now)
 		if e == nil {
-			// No room for this rule's state: the call is denied, nothing committed.
-			return s.denyAll(rules, entries, i, now, soon, req), false, nil
+			// No room for this rule's state (see insert): the rule is denied, so the call
+			// is. A throw-away fresh state stands in for it, for its Limit.
+			if short == nil {
+				short = make([]int64, len(rules))
+			}
+			short[i] = soon
+			e = &entry{key: key, slot: slot, state: a.NewState()}
 		}
 		entries[i], added[i] = e, !e.overflow()
 	}
@@ -56,10 +62,13 @@ func (s *Store) ApplyAll(_ context.Context, key string, rules []algo.Algorithm, 
 		}
 	}
 	if !cloned {
-		return s.applyInPlace(rules, entries, ds, now, req)
+		return s.applyInPlace(rules, entries, short, ds, now, req)
 	}
 	for i, a := range rules {
 		ds[i] = a.Apply(states[i], now, req)
+		if short != nil && short[i] != 0 {
+			ds[i] = fullDenial(ds[i], now, short[i])
+		}
 		ok = ok && ds[i].Allowed
 	}
 	for i, e := range entries {
@@ -78,35 +87,15 @@ func (s *Store) ApplyAll(_ context.Context, key string, rules []algo.Algorithm, 
 	return ds, ok, nil
 }
 
-// denyAll is ApplyAll's answer when rule full found its shard full and no room (insert
-// returned nil): every rule's decision as it stands, none committed, rule full denied
-// (fullDenial). The entries before full are known; the later rules are decided as fresh.
-// It is called with the shard's lock held.
-func (s *Store) denyAll(rules []algo.Algorithm, entries []*entry, full int, now, soon int64, req algo.Request) []algo.Decision {
-	ds := make([]algo.Decision, len(rules))
-	for i, a := range rules {
-		var st algo.State
-		if i < full {
-			st = algo.CloneState(entries[i].state)
-		}
-		switch {
-		case i == full:
-			ds[i] = fullDenial(a, now, soon, req)
-		case st != nil:
-			ds[i] = a.Apply(st, now, req)
-		default: // a state that cannot be copied, or none yet: answer as a fresh key would
-			ds[i] = a.Apply(a.NewState(), now, req)
-		}
-	}
-	return ds
-}
-
 // applyInPlace is ApplyAll for states that cannot be copied: apply each rule in place and,
-// if one denies, refund the rules that granted. It is called with the shard's lock held.
-func (s *Store) applyInPlace(rules []algo.Algorithm, entries []*entry, ds []algo.Decision, now int64, req algo.Request) ([]algo.Decision, bool, error) {
+// if one denies, refund the rules that granted. short is ApplyAll's. It is called with the shard's lock held.
+func (s *Store) applyInPlace(rules []algo.Algorithm, entries []*entry, short []int64, ds []algo.Decision, now int64, req algo.Request) ([]algo.Decision, bool, error) {
 	ok := true
 	for i, a := range rules {
 		ds[i] = a.Apply(entries[i].state, now, req)
+		if short != nil && short[i] != 0 {
+			ds[i] = fullDenial(ds[i], now, short[i])
+		}
 		ok = ok && ds[i].Allowed
 	}
 	for i, a := range rules {

@@ -242,3 +242,30 @@ func TestMaxKeysDeniesSmooth(t *testing.T) {
 		t.Fatalf("ApplyAll: %v %+v %v; want the smooth rule denied for want of room", ok, ds, err)
 	}
 }
+
+// TestMaxKeysApplyAllOpaque: a custom rule whose state cannot be copied finds no room (it
+// is denied, as custom algorithms are) beside a rule decided by the overflow state: the call
+// is denied and the overflow state's grant refunded.
+func TestMaxKeysApplyAllOpaque(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestStore(t, WithMaxKeys(1), WithShards(1))
+	ctx := context.Background()
+	fw := algo.FixedWindow{Limit: 1, Window: time.Minute}
+	held, err := s.Apply(ctx, "holder", fw, algo.Request{N: 1})
+	if err != nil || !held.Allowed {
+		t.Fatalf("holder: %+v, %v", held, err)
+	}
+	tb := algo.TokenBucket{Rate: 1e-3, Burst: 1}
+	ds, ok, err := s.ApplyAll(ctx, "k", []algo.Algorithm{tb, opaque{Limit: 10}}, algo.Request{N: 1})
+	if err != nil || ok || !ds[0].Allowed || ds[1].Allowed || ds[1].RetryAfter != held.ResetAfter {
+		t.Fatalf("ApplyAll: %v %+v %v; want the opaque rule denied until the holder is idle (%v)",
+			ok, ds, err, held.ResetAfter)
+	}
+	// The overflow bucket's token was refunded: another new key gets it.
+	if d, err := s.Apply(ctx, "other", tb, algo.Request{N: 1}); err != nil || !d.Allowed {
+		t.Fatalf("other: %+v, %v; want the overflow bucket's token back", d, err)
+	}
+	if got := s.Len(); got != 1 {
+		t.Errorf("Len() = %d, want 1", got)
+	}
+}

@@ -51,7 +51,8 @@ func TestFloodNeverResetsALimitedKey(t *testing.T) {
 }
 
 // TestEvictionNeverOverAdmits drives a small bounded store with random traffic (a few
-// regular keys among floods of new ones, at random instants) for each algorithm, and checks
+// regular keys among floods of new ones, at random instants, some requests reserving with a
+// MaxWait) for each algorithm and two composites (ApplyAll), and checks
 // the safety invariant of eviction: the requests the bounded store granted to a key, replayed
 // at the same instants on an unbounded store that never forgets, are all granted there too.
 // So what one key was granted is always something a single remembered key could have been
@@ -123,6 +124,9 @@ func checkNeverOverAdmits(t *testing.T, rules []algo.Algorithm, seed uint64) {
 			key = fmt.Sprint("flood:", flood)
 		}
 		req := algo.Request{N: 1 + rng.Int64N(2)}
+		if rng.IntN(4) == 0 { // a reservation: granted if available within MaxWait
+			req.MaxWait = time.Duration(rng.IntN(3000)) * time.Millisecond
+		}
 		ok, err := apply(bounded, key, req)
 		if err != nil {
 			t.Fatal(err)

@@ -52,9 +52,9 @@ func TestFloodNeverResetsALimitedKey(t *testing.T) {
 
 // TestEvictionNeverOverAdmits drives a small bounded store with random traffic (a few
 // regular keys among floods of new ones, at random instants, some requests reserving with a
-// MaxWait) for each algorithm and two composites (ApplyAll), and checks
-// the safety invariant of eviction: the requests the bounded store granted to a key, replayed
-// at the same instants on an unbounded store that never forgets, are all granted there too.
+// MaxWait) for each algorithm and two composites (ApplyAll), and checks the safety
+// invariant of eviction: the requests the bounded store granted to a key, replayed at the
+// same instants on an unbounded store that never forgets, are all granted there too.
 // So what one key was granted is always something a single remembered key could have been
 // granted: no eviction, overflow or copy ever handed a key back permits it had used.
 // It also checks that the store never holds more than its bound (overflow states aside).

@@ -5,8 +5,9 @@
 // nothing. A key is idle once its state equals a fresh one again (a full bucket, an empty
 // window: the moment the algorithm reports as ResetAfter); idle keys are removed by a
 // bounded background sweep, so memory stays proportional to the keys in active use.
-// [WithMaxKeys] caps the number of keys; when a shard is full the key whose state is closest
-// to fresh is evicted, which loses the least.
+// [WithMaxKeys] caps the number of keys; when a shard is full only idle keys are evicted, and
+// if none is found new keys share one overflow state per algorithm (or, for the smooth
+// limiters, are denied), so that no key still limiting is ever forgotten.
 //
 // The store owns "now": it reads the clock given by [WithClock] (the real clock by default).
 // Close stops the sweeper goroutine; a Store must be closed to release it.

@@ -3,7 +3,9 @@ package local
 import (
 	"context"
 	"hash/maphash"
+	"math"
 	"math/bits"
+	"reflect"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -37,11 +39,16 @@ type Store struct {
 // shard, so a call hashes its key once. The entries of one hash form a chain: the states
 // of one key under several slots, and (rarely) other keys with the same hash; a lookup
 // compares key and slot along it.
+//
+// over holds the shard's overflow states, one per algorithm slot (see insert): they are
+// not in m and not counted in n.
 type shard struct {
-	mu sync.Mutex
-	m  map[uint64]*entry
-	n  int // entries held, chains included
-	_  [32]byte
+	mu        sync.Mutex
+	m         map[uint64]*entry
+	n         int // entries held, chains included
+	over      map[string]*entry
+	overflows uint64 // requests of new keys that found the shard full (see Overflows)
+	_         [16]byte
 }
 
 // entry is one state: a user key under one algorithm slot. Its 64 bytes fill one cache
@@ -166,7 +173,11 @@ func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req alg
 	now := s.now()
 	e := sh.find(h, key, slot)
 	if e == nil {
-		e = s.insert(sh, h, key, slot, a, now)
+		var soon int64
+		if e, soon = s.insert(sh, h, key, slot, a, now); e == nil {
+			sh.mu.Unlock()
+			return fullDenial(a.Apply(a.NewState(), now, req), now, soon), nil
+		}
 	}
 	d := a.Apply(e.state, now, req)
 	e.fresh = freshAt(now, d)
@@ -201,18 +212,128 @@ func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int6
 	return nil
 }
 
-// insert adds a fresh entry for key under slot (h is the hash of key), making room first
-// when the shard is full. It is called with sh.mu held.
-func (s *Store) insert(sh *shard, h uint64, key, slot string, a algo.Algorithm, now int64) *entry {
-	if s.perMax > 0 && sh.n >= s.perMax {
-		sh.sweep(now, sweepBatch)
-		if sh.n >= s.perMax {
-			sh.evictNearestFresh(8)
-		}
+// evictSample is how many held entries a new key examines for idle ones when its shard is
+// full: a bounded sample, as Redis samples keys for its approximated LRU, so a full store
+// inserts at about the cost of an unbounded one instead of scanning.
+const evictSample = 16
+
+// insert returns the entry that decides key under slot (h is the hash of key), which has
+// none, or nil when the key must be denied. It is called with sh.mu held.
+//
+// A full shard first drops the idle entries of a sample (see evictSample). Only idle
+// entries, whose state equals a fresh one, are ever dropped: forgetting any other state
+// would hand its key back permits it already used. If none of the sample is idle, the key
+// gets no entry of its own (see WithMaxKeys): it is decided by the shard's overflow state
+// for slot, shared by all such keys, when a's states are overflowSafe; otherwise insert
+// returns nil and soon, the earliest instant (µs) at which a sampled entry becomes idle.
+//
+// While an overflow state is not fresh, a new entry under its slot starts as a copy of it
+// rather than fresh, since its key may have been decided by it before: an entry never
+// starts more permissive than the state that last decided its key. The returned entry is
+// an overflow state when it is not in sh.m (see entry.overflow).
+func (s *Store) insert(sh *shard, h uint64, key, slot string, a algo.Algorithm, now int64) (e *entry, soon int64) {
+	var ov *entry
+	if s.perMax > 0 {
+		ov = sh.overflowState(slot, now)
 	}
-	e := &entry{key: key, slot: slot, state: a.NewState()}
+	if s.perMax > 0 && sh.n >= s.perMax {
+		soon = sh.evictIdle(now, evictSample, h)
+	}
+	if s.perMax > 0 && sh.n >= s.perMax {
+		sh.overflows++
+		if ov != nil {
+			return ov, 0
+		}
+		st := a.NewState()
+		if !overflowSafe(st) {
+			return nil, soon
+		}
+		if sh.over == nil {
+			sh.over = make(map[string]*entry)
+		}
+		ov = &entry{slot: slot, state: st, fresh: now}
+		sh.over[slot] = ov
+		return ov, 0
+	}
+	e = &entry{key: key, slot: slot, fresh: now}
+	if ov == nil {
+		e.state = a.NewState()
+	} else if e.state = algo.CloneState(ov.state); e.state != nil {
+		e.fresh = ov.fresh
+	} else {
+		sh.overflows++ // a state that cannot be copied: the overflow state keeps deciding
+		return ov, 0
+	}
 	sh.add(h, e)
-	return e
+	return e, 0
+}
+
+// overflowSafe reports whether st, a fresh state, may serve as an overflow state: whether
+// it is the state of one of package algo's algorithms under which a state that has granted
+// more (since it was fresh) is never more permissive than one that granted less, and a
+// fresh state is the most permissive. A shared state then decides any of its keys at least
+// as strictly as the key's own state would. Guava's smooth limiters are not such: a fresh
+// key starts empty (SmoothBursty) or cold (SmoothWarmingUp), the slowest it can be, while a
+// state shared for a while has stored permits or warmed up.
+func overflowSafe(st algo.State) bool {
+	_, ok := overflowSafeStates[reflect.TypeOf(st)]
+	return ok
+}
+
+var overflowSafeStates = map[reflect.Type]struct{}{}
+
+func init() {
+	for _, a := range []algo.Algorithm{
+		algo.FixedWindow{}, algo.SlidingWindowLog{}, algo.SlidingWindowCounter{},
+		algo.TokenBucket{}, algo.LeakyBucket{}, algo.GCRA{},
+	} {
+		overflowSafeStates[reflect.TypeOf(a.NewState())] = struct{}{}
+	}
+}
+
+// fullDenial turns d, a's decision for a fresh key at now, into the decision for a new key
+// denied because its shard is full of keys still limiting (insert returned nil): denied,
+// retrying at soon (µs), when room may come free (math.MaxInt64: never), unless the
+// request can never be granted anyway.
+func fullDenial(d algo.Decision, now, soon int64) algo.Decision {
+	switch {
+	case soon == math.MaxInt64: // the sample held only this key's own states: no room ever
+		d.RetryAfter = algo.Never
+	case d.RetryAfter != algo.Never:
+		d.RetryAfter = time.Duration(min(max(soon-now, 1), algo.MaxMicros)) * time.Microsecond
+	}
+	d.Allowed, d.Remaining, d.Wait, d.At, d.ResetAfter = false, 0, 0, 0, 0
+	return d
+}
+
+// overflowState returns the shard's overflow state for slot, or nil when there is none or
+// it is fresh again (then it is dropped). It is called with sh.mu held.
+func (sh *shard) overflowState(slot string, now int64) *entry {
+	ov := sh.over[slot]
+	if ov != nil && ov.fresh <= now {
+		delete(sh.over, slot)
+		return nil
+	}
+	return ov
+}
+
+// overflow reports whether e is an overflow state. Its key is empty, which no user key is
+// (store.Check rejects it).
+func (e *entry) overflow() bool { return e.key == "" }
+
+// Overflows returns how many requests of new keys found the store full, with no idle key
+// to evict, since New: each was decided by an overflow state or denied (see WithMaxKeys).
+// A growing count means WithMaxKeys is too small for the keys in use, or a flood of new
+// keys.
+func (s *Store) Overflows() uint64 {
+	var n uint64
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		n += sh.overflows
+		sh.mu.Unlock()
+	}
+	return n
 }
 
 // Len returns the number of keys held (a key under two algorithm slots counts twice).

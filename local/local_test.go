@@ -76,36 +76,6 @@ func TestSweepKeepsBusyKeys(t *testing.T) {
 	}
 }
 
-func TestMaxKeysEvictsNearestFresh(t *testing.T) {
-	t.Parallel()
-	s, clk := newTestStore(t, WithMaxKeys(1), WithShards(1))
-	ctx := context.Background()
-	tb := algo.TokenBucket{Rate: 1, Burst: 2}
-	take := func(key string, n int64) algo.Decision {
-		t.Helper()
-		d, err := s.Apply(ctx, key, tb, algo.Request{N: n})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	take("a", 2) // a is empty: full again in 2 s
-	clk.Add(time.Second)
-	take("b", 1) // shard full: a (not idle) is evicted to make room
-	if got := s.Len(); got != 1 {
-		t.Fatalf("Len() = %d, want 1", got)
-	}
-	clk.Add(500 * time.Millisecond)
-	take("c", 1) // b becomes fresh at +2s, so it is the victim
-	if got := s.Len(); got != 1 {
-		t.Fatalf("Len() = %d, want 1", got)
-	}
-	// An evicted key starts fresh: forgetting state never blocks a client.
-	if d := take("a", 2); !d.Allowed {
-		t.Fatalf("evicted key a was not fresh: %+v", d)
-	}
-}
-
 func TestMaxKeysPrefersIdle(t *testing.T) {
 	t.Parallel()
 	s, clk := newTestStore(t, WithMaxKeys(2), WithShards(1))

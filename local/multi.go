@@ -33,6 +33,7 @@ func (s *Store) ApplyAll(ctx context.Context, key string, rules []algo.Algorithm
 	entries := make([]*entry, len(rules))
 	states := make([]algo.State, len(rules)) // the copies the rules were applied to
 	added := make([]bool, len(rules))
+	var short []int64 // per rule, insert's soon when it found no room (else 0); nil if none
 
 	h, sh := s.locate(key)
 	sh.mu.Lock()
@@ -44,18 +45,18 @@ func (s *Store) ApplyAll(ctx context.Context, key string, rules []algo.Algorithm
 			entries[i] = e
 			continue
 		}
-		entries[i], added[i] = s.insert(sh, h, key, slot, a, now), true
-		entries[i].fresh = now
-	}
-	// Making room for one rule's new entry may have evicted another rule's entry of this
-	// call: put it back. The shard may then hold a few more keys than its bound, until the
-	// next sweep.
-	for _, e := range entries {
-		if sh.find(h, key, e.slot) == nil {
-			sh.add(h, e)
+		e, soon := s.insert(sh, h, key, slot, a, now)
+		if e == nil {
+			// No room for this rule's state (see insert): the rule is denied, so the call
+			// is. A throw-away fresh state stands in for it, for its Limit.
+			if short == nil {
+				short = make([]int64, len(rules))
+			}
+			short[i] = soon
+			e = &entry{key: key, slot: slot, state: a.NewState()}
 		}
+		entries[i], added[i] = e, !e.overflow()
 	}
-
 	ok, cloned := true, true
 	for i, e := range entries {
 		if states[i] = algo.CloneState(e.state); states[i] == nil {
@@ -64,10 +65,13 @@ func (s *Store) ApplyAll(ctx context.Context, key string, rules []algo.Algorithm
 		}
 	}
 	if !cloned {
-		return s.applyInPlace(rules, entries, ds, now, req)
+		return s.applyInPlace(rules, entries, short, ds, now, req)
 	}
 	for i, a := range rules {
 		ds[i] = a.Apply(states[i], now, req)
+		if short != nil && short[i] != 0 {
+			ds[i] = fullDenial(ds[i], now, short[i])
+		}
 		ok = ok && ds[i].Allowed
 	}
 	for i, e := range entries {
@@ -80,17 +84,21 @@ func (s *Store) ApplyAll(ctx context.Context, key string, rules []algo.Algorithm
 			e.fresh = freshAt(now, ds[i])
 		}
 		// A rule that granted in a denied call keeps its state and its old freshness; a new
-		// entry stays fresh (a fresh state), for the sweeper to remove.
+		// entry keeps the freshness insert gave it (now for a fresh state, for the sweeper to
+		// remove).
 	}
 	return ds, ok, nil
 }
 
 // applyInPlace is ApplyAll for states that cannot be copied: apply each rule in place and,
-// if one denies, refund the rules that granted. It is called with the shard's lock held.
-func (s *Store) applyInPlace(rules []algo.Algorithm, entries []*entry, ds []algo.Decision, now int64, req algo.Request) ([]algo.Decision, bool, error) {
+// if one denies, refund the rules that granted. short is ApplyAll's. It is called with the shard's lock held.
+func (s *Store) applyInPlace(rules []algo.Algorithm, entries []*entry, short []int64, ds []algo.Decision, now int64, req algo.Request) ([]algo.Decision, bool, error) {
 	ok := true
 	for i, a := range rules {
 		ds[i] = a.Apply(entries[i].state, now, req)
+		if short != nil && short[i] != 0 {
+			ds[i] = fullDenial(ds[i], now, short[i])
+		}
 		ok = ok && ds[i].Allowed
 	}
 	for i, a := range rules {

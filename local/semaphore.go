@@ -76,9 +76,9 @@ func (s *Store) Holders(ctx context.Context, name string) (int64, error) {
 // last lease and queue place have expired, and a semaphore left empty is removed at once.
 //
 // A new semaphore is inserted without evicting other keys to make room (WithMaxKeys), and
-// the eviction in sweep.go must likewise never pick a semaphore: holders must never be
-// forgotten while their leases run, or more than Permits could hold at once. Semaphores
-// leave only when idle.
+// the eviction in sweep.go, which removes only idle entries, never picks a semaphore with a
+// live lease: holders must never be forgotten while their leases run, or more than Permits
+// could hold at once. Semaphores leave only when idle.
 func (s *Store) semaphore(ctx context.Context, name string, create bool, f func(st *algo.SemaphoreState, now int64)) error {
 	if s.closed.Load() {
 		return store.ErrClosed

@@ -1,9 +1,8 @@
 package local
 
 import (
+	"math"
 	"time"
-
-	"github.com/ratekit/limiter/algo"
 )
 
 // sweepBatch bounds how many entries one shard visit examines, so a sweep never holds a
@@ -36,6 +35,7 @@ func (s *Store) Sweep() {
 			sh.mu.Lock()
 			now := s.now()
 			seen, removed := sh.sweep(now, sweepBatch)
+			sh.sweepOverflow(now)
 			sh.mu.Unlock()
 			if seen < sweepBatch || removed*4 <= seen {
 				break
@@ -64,27 +64,40 @@ func (sh *shard) sweep(now int64, limit int) (seen, removed int) {
 	return seen, removed
 }
 
-// evictNearestFresh removes, among a sample of entries, the one whose state becomes fresh
-// soonest: dropping it loses the fewest remembered grants. It is called with sh.mu held.
-func (sh *shard) evictNearestFresh(sample int) {
-	var victim *entry
-	var victimHash uint64
+// evictIdle removes the idle entries among a sample of up to limit entries and returns the
+// earliest instant (µs) at which one of the others becomes idle (math.MaxInt64 if none).
+// It leaves the chain of keep alone: the entries of the key being inserted, which ApplyAll
+// holds on to. It is called with sh.mu held.
+func (sh *shard) evictIdle(now int64, limit int, keep uint64) (soon int64) {
+	soon = math.MaxInt64
 	seen := 0
 	for h, e := range sh.m {
-		for ; e != nil && seen < sample; e = e.next {
-			if _, ok := e.state.(*algo.SemaphoreState); ok {
-				continue // live leases must never be forgotten: that would admit extra holders
-			}
-			if victim == nil || e.fresh < victim.fresh {
-				victim, victimHash = e, h
-			}
-			seen++
+		if h == keep {
+			continue
 		}
-		if seen == sample {
+		for e != nil && seen < limit {
+			next := e.next
+			seen++
+			if e.fresh <= now {
+				sh.remove(h, e) // the map may be changed while ranging over it
+			} else {
+				soon = min(soon, e.fresh)
+			}
+			e = next
+		}
+		if seen == limit {
 			break
 		}
 	}
-	if victim != nil {
-		sh.remove(victimHash, victim)
+	return soon
+}
+
+// sweepOverflow drops the overflow states that are fresh again. It is called with sh.mu
+// held.
+func (sh *shard) sweepOverflow(now int64) {
+	for slot, e := range sh.over {
+		if e.fresh <= now {
+			delete(sh.over, slot)
+		}
 	}
 }

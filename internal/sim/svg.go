@@ -262,7 +262,7 @@ func seriesStyle(s Series, k int, width float64) string {
 // first to the last, so that coinciding lines (algorithms often admit the same counts),
 // drawn in order, each lie inside the wider ones below, which stay visible as its edges.
 func layeredWidth(k, m int) float64 {
-	return 1.5 + 0.75*float64(max(0, m-1-k))
+	return 2 + 0.75*float64(max(0, m-1-k))
 }
 
 // tickLabel prints a tick value with as many decimals as the step has, so that the float

@@ -46,7 +46,7 @@ func simCommand(args []string, stdout io.Writer) error {
 	fs.StringVar(&f.compare, "compare", "", "comma-separated algorithms to draw on one chart (instead of --algo)")
 	fs.StringVar(&f.traffic, "traffic", "burst", "traffic shape: steady (1.5 × rate), burst (3 × rate at once every 2 s),\nspike (0.5 × rate, 5 × rate in the middle tenth), ramp (0 to 3 × rate)")
 	fs.DurationVar(&f.duration, "duration", 10*time.Second, "simulated time")
-	fs.DurationVar(&f.interval, "interval", time.Second, "width of one row of the table and one point of the charts")
+	fs.DurationVar(&f.interval, "interval", time.Second, "width of one row of the table and one step of the charts\n(--duration makes at most 10000 of them)")
 	fs.StringVar(&f.mode, "mode", "allow", "allow: a request is granted only if a permit is free now;\nwait: it is granted if it can be served within --max-wait (and counted as delayed)")
 	fs.DurationVar(&f.maxWait, "max-wait", time.Second, "longest wait a request accepts in wait mode")
 	fs.StringVar(&f.svg, "svg", "", "also write the chart (offered vs admitted over time) to this SVG `file`")

@@ -121,7 +121,7 @@ func (l *Limiter) Acquire(ctx context.Context, n int64) (time.Duration, error) {
 	case g.d.Allowed:
 		return l.sleep(ctx, g)
 	case hasDeadline && g.d.RetryAfter != algo.Never:
-		return 0, fmt.Errorf("%w: smooth: n=%d would wait %v, the deadline is in %v",
+		return 0, fmt.Errorf("%w: n=%d would wait %v, the deadline is in %v",
 			ErrWouldExceedDeadline, n, maxWait+g.d.RetryAfter, maxWait)
 	default: // a wait of 31.7 years or more: the only denial without a deadline
 		return 0, ErrWaitTooLong

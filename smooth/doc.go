@@ -30,7 +30,9 @@
 // permits is the area under the curve over the k permits spent.
 //
 // TryAcquire(n, timeout) returns false at once, reserving nothing, when the permits could
-// not be used within timeout; otherwise it reserves and sleeps like Acquire. SetRate keeps
+// not be used within timeout, or before the context's deadline; otherwise it reserves and
+// sleeps like Acquire. Acquire with a context deadline likewise returns
+// ErrWouldExceedDeadline at once, reserving nothing, when its wait would end after it. SetRate keeps
 // what has been saved up in proportion (stored permits are rescaled to the new maximum), and
 // the first request after it still pays for the previous one at the old rate. A rate of
 // +Inf makes every permit free.
@@ -51,9 +53,12 @@
 //
 // # Differences from Guava
 //
-//   - Cancellation: Acquire and TryAcquire take a context. If it ends during the sleep they
-//     return its error, but the permits stay taken: in Guava's model later callers are
-//     already scheduled after them, so they cannot be given back.
+//   - Cancellation: Acquire and TryAcquire take a context. A wait that would end after its
+//     deadline is refused up front (as limiter.WaitN and limiter.TryAcquire refuse it); the
+//     deadline is real time, even when the limiter sleeps on a fake clock. If the context
+//     ends during the sleep they return its error (Acquire with the time slept so far) and
+//     ask the store to give the permits back, which Guava's algorithms do not: later
+//     callers are already scheduled after them, so the permits stay taken.
 //   - Bounds: finite rates must lie in [1e-15, 1e15] per second (Guava accepts any positive
 //     double), n in [1, 2^53]; waits of 31.7 years or more are not granted (Acquire returns
 //     ErrWaitTooLong) where Guava saturates at 2^63 µs.

@@ -17,6 +17,11 @@ import (
 // Guava would block that long; nothing is reserved.
 var ErrWaitTooLong = errors.New("smooth: the wait for the permits is too long (31.7 years or more)")
 
+// ErrWouldExceedDeadline is returned by Acquire, at once and reserving nothing, when the
+// permits would come after the context's deadline, as limiter.ErrWouldExceedDeadline is by
+// limiter.WaitN and golang.org/x/time/rate's Wait.
+var ErrWouldExceedDeadline = errors.New("smooth: wait would exceed the context deadline")
+
 // maxPermits is the largest n of one call: counts above 2^53 are not exact in Redis.
 const maxPermits int64 = 1 << 53
 
@@ -95,36 +100,49 @@ func newLimiter(a algo.Algorithm, rate float64, o options) (*Limiter, error) {
 // and waits for the permits reserved before it; the first acquire after idleness is free,
 // and a large acquire makes the next caller wait.
 //
-// If ctx is done before the permits are reserved, nothing is taken; if it ends during the
-// sleep, Acquire returns ctx.Err() and the permits stay taken: Guava's model cannot give
-// them back, because later callers have already been scheduled after them. n must be in
-// [1, 2^53] (an error wrapping algo.ErrInvalidRequest otherwise); a store failure is
-// returned as is.
+// When ctx has a deadline, Acquire reserves only a wait that ends before it: if the permits
+// would come later it returns an error wrapping ErrWouldExceedDeadline at once, reserving
+// nothing, as limiter.WaitN does. The deadline is real time (time.Until), whatever clock
+// the limiter sleeps on (WithClock); the root package does the same. If ctx is done before
+// the permits are reserved, nothing is taken. If it ends during the sleep, Acquire gives
+// the permits back to the store as far as the algorithm allows and returns the time it had
+// slept (on the limiter's clock) with ctx.Err(). Guava's algorithms give nothing back:
+// later callers have already been scheduled after the permits, so they stay taken.
+//
+// n must be in [1, 2^53] (an error wrapping algo.ErrInvalidRequest otherwise); a wait of
+// 31.7 years or more returns ErrWaitTooLong; a store failure is returned as is.
 func (l *Limiter) Acquire(ctx context.Context, n int64) (time.Duration, error) {
-	d, err := l.reserve(ctx, n, algo.Forever)
+	maxWait, hasDeadline := untilDeadline(ctx, algo.Forever)
+	g, err := l.reserve(ctx, n, maxWait)
 	if err != nil {
 		return 0, err
 	}
-	if !d.Allowed {
+	switch {
+	case g.d.Allowed:
+		return l.sleep(ctx, g)
+	case hasDeadline && g.d.RetryAfter != algo.Never:
+		return 0, fmt.Errorf("%w: n=%d would wait %v, the deadline is in %v",
+			ErrWouldExceedDeadline, n, maxWait+g.d.RetryAfter, maxWait)
+	default: // a wait of 31.7 years or more: the only denial without a deadline
 		return 0, ErrWaitTooLong
 	}
-	if err := l.sleep(ctx, d.Wait); err != nil {
-		return 0, err
-	}
-	return d.Wait, nil
 }
 
 // TryAcquire takes n permits if they can be used within timeout, sleeping until then, and
 // reports whether it did (Guava's tryAcquire(n, timeout)). A timeout ≤ 0 grants only
-// permits usable now; when the permits are not usable within timeout it returns false at
-// once, without reserving or waiting. If ctx ends during the sleep it returns false and
-// ctx.Err(), and the permits stay taken (see Acquire).
+// permits usable now. When the permits would come later than timeout, or later than ctx's
+// deadline, it returns false at once, without reserving or waiting, as
+// limiter.TryAcquire does; the deadline is real time whatever clock the limiter sleeps on
+// (see Acquire). If ctx ends during the sleep, the permits are given back as far as the
+// algorithm allows (for Guava's, not at all: see Acquire) and it returns false and
+// ctx.Err().
 func (l *Limiter) TryAcquire(ctx context.Context, n int64, timeout time.Duration) (bool, error) {
-	d, err := l.reserve(ctx, n, max(timeout, 0))
-	if err != nil || !d.Allowed {
+	maxWait, _ := untilDeadline(ctx, max(timeout, 0))
+	g, err := l.reserve(ctx, n, maxWait)
+	if err != nil || !g.d.Allowed {
 		return false, err
 	}
-	if err := l.sleep(ctx, d.Wait); err != nil {
+	if _, err := l.sleep(ctx, g); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -170,24 +188,52 @@ func (l *Limiter) Rate() float64 {
 	return l.rate
 }
 
+// grant is a reservation made in the store: what a cancelled sleep gives back.
+type grant struct {
+	alg algo.Algorithm
+	n   int64
+	d   algo.Decision
+}
+
+// untilDeadline bounds maxWait by the time left until ctx's deadline, if it has one. A
+// context deadline is real time, whatever clock the limiter sleeps on.
+func untilDeadline(ctx context.Context, maxWait time.Duration) (time.Duration, bool) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return maxWait, false
+	}
+	return min(maxWait, max(0, time.Until(deadline))), true
+}
+
 // reserve asks the store for n permits with the given timeout, under the read lock so that
 // SetRate cannot change the rate between reading it and reserving with it.
-func (l *Limiter) reserve(ctx context.Context, n int64, maxWait time.Duration) (algo.Decision, error) {
+func (l *Limiter) reserve(ctx context.Context, n int64, maxWait time.Duration) (grant, error) {
 	if n <= 0 || n > maxPermits {
-		return algo.Decision{}, fmt.Errorf("%w: smooth: n must be in [1, 2^53], got %d", algo.ErrInvalidRequest, n)
+		return grant{}, fmt.Errorf("%w: smooth: n must be in [1, 2^53], got %d", algo.ErrInvalidRequest, n)
 	}
 	if err := ctx.Err(); err != nil {
-		return algo.Decision{}, err
+		return grant{}, err
 	}
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.st.Apply(ctx, l.key, l.alg, algo.Request{N: n, MaxWait: maxWait})
+	d, err := l.st.Apply(ctx, l.key, l.alg, algo.Request{N: n, MaxWait: maxWait})
+	return grant{alg: l.alg, n: n, d: d}, err
 }
 
-// sleep waits d on the limiter's clock, with no lock held.
-func (l *Limiter) sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
+// sleep waits for g on the limiter's clock, with no lock held, and returns the time slept.
+// If ctx ends first it refunds g and returns the time slept until then, by the same clock.
+func (l *Limiter) sleep(ctx context.Context, g grant) (time.Duration, error) {
+	if g.d.Wait <= 0 {
+		return 0, nil
 	}
-	return l.opt.clock.Sleep(ctx, d)
+	start := l.opt.clock.Now()
+	err := l.opt.clock.Sleep(ctx, g.d.Wait)
+	if err == nil {
+		return g.d.Wait, nil
+	}
+	slept := min(max(l.opt.clock.Now().Sub(start), 0), g.d.Wait)
+	// ctx is done, but the refund must still reach the store. The caller's error is its
+	// context's: a failed refund is not reported (there is nothing the caller could do).
+	_ = l.st.Refund(context.WithoutCancel(ctx), l.key, g.alg, g.n, g.d.At)
+	return slept, err
 }

@@ -186,8 +186,13 @@ func multiProcessChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithDeadline(context.Background(), start.Add(window))
+	// The window ends by cancelling, not by a deadline: Acquire would refuse up front every
+	// wait that a deadline cuts short, and a call delayed on a loaded machine would refuse
+	// one that still fits, which would measure the load instead of the pacing.
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	stop := time.AfterFunc(time.Until(start.Add(window)), cancel)
+	defer stop.Stop()
 	// Several callers per process keep reservations queued, so a process descheduled for a
 	// while (a loaded machine) does not leave the key idle.
 	var out sync.Mutex

@@ -27,6 +27,7 @@ const pingTimeout = 3 * time.Second
 type benchFlags struct {
 	algo       algoFlags
 	store      string
+	cluster    string
 	goroutines int
 	duration   time.Duration
 	keys       int
@@ -36,7 +37,8 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs := flag.NewFlagSet("ratekit bench", flag.ContinueOnError)
 	var f benchFlags
 	f.algo.register(fs)
-	fs.StringVar(&f.store, "store", "memory", "memory (the in-process store), or the URL of a Redis:\nredis://[user:password@]host:port[/db] (rediss:// for TLS); keys are prefixed \""+benchPrefix+"\"")
+	fs.StringVar(&f.store, "store", "memory", "memory (the in-process store), or the URL of a Redis:\nredis://[user:password@]host:port[/db] (rediss:// for TLS), or of a Redis Cluster:\nredis+cluster://[user:password@]host:port[,host:port...] (rediss+cluster:// for TLS);\nkeys are prefixed \""+benchPrefix+"\"")
+	fs.StringVar(&f.cluster, "cluster", "", "the nodes of a Redis Cluster, `host:port,host:port,...` (one that answers is enough\nto find the others): the same as --store redis+cluster://host:port,...")
 	fs.IntVar(&f.goroutines, "goroutines", 64, "concurrent callers")
 	fs.DurationVar(&f.duration, "duration", 10*time.Second, "length of the run (Ctrl-C stops it early and prints what it measured)")
 	fs.IntVar(&f.keys, "keys", 1000, "distinct keys, each call picks one at random")
@@ -50,6 +52,13 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return usagef("bench: --keys must be in [1, 100000000], got %d", f.keys)
 	case f.duration <= 0:
 		return usagef("bench: --duration must be > 0, got %v", f.duration)
+	case explicit(fs, "cluster") && explicit(fs, "store"):
+		return usagef("bench: use --store or --cluster, not both")
+	case explicit(fs, "cluster"):
+		if strings.Contains(f.cluster, "://") {
+			return usagef("bench: --cluster takes host:port,host:port,... (a URL goes to --store), got %q", f.cluster)
+		}
+		f.store = "redis+cluster://" + f.cluster
 	}
 	a, err := f.algo.build(f.algo.name)
 	if err != nil {
@@ -92,8 +101,11 @@ func openStore(ctx context.Context, spec string, goroutines int) (store.Store, s
 		s := local.New()
 		return s, "memory", func() { _ = s.Close() }, nil
 	}
+	if isClusterURL(spec) {
+		return openCluster(ctx, spec, goroutines)
+	}
 	if !strings.Contains(spec, "://") {
-		return nil, "", nil, usagef("bench: unknown store %q (want memory or redis://host:port[/db])", spec)
+		return nil, "", nil, usagef("bench: unknown store %q (want memory, redis://host:port[/db] or redis+cluster://host:port,...)", spec)
 	}
 	opts, err := redis.ParseURL(spec)
 	if err != nil {

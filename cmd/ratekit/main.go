@@ -12,7 +12,8 @@
 //	ratekit bench --store redis://localhost:6379 --algo gcra --goroutines 64 --duration 10s
 //
 // runs real-time load against the in-memory store or a Redis and prints decisions per
-// second, latency percentiles and the admitted ratio.
+// second, latency percentiles and the admitted ratio; --cluster host:port,host:port (or
+// --store redis+cluster://host:port,host:port) runs it against a Redis Cluster.
 //
 // Run "ratekit help" for the usage and "ratekit sim -h" or "ratekit bench -h" for every
 // flag. Bad flags, commands and algorithms print one line on stderr and exit with status 2.
@@ -57,9 +58,9 @@ commands:
 ratekit sim [--algo NAME | --compare NAME,NAME,...] [--rate R] [--burst B] [--limit L]
             [--window W] [--warmup D] [--traffic steady|burst|spike|ramp] [--duration D]
             [--interval D] [--mode allow|wait] [--max-wait D] [--svg FILE]
-ratekit bench [--store memory|redis://[user:pass@]host:port[/db]] [--algo NAME] [--rate R]
-              [--burst B] [--limit L] [--window W] [--warmup D] [--goroutines N]
-              [--duration D] [--keys N]
+ratekit bench [--store memory|redis://[user:pass@]host:port[/db]|redis+cluster://host:port,...]
+              [--cluster host:port,host:port,...] [--algo NAME] [--rate R] [--burst B]
+              [--limit L] [--window W] [--warmup D] [--goroutines N] [--duration D] [--keys N]
 
 algorithms: ` + strings.Join(algorithmNames[:5], ", ") + `,
             ` + strings.Join(algorithmNames[5:], ", ") + `

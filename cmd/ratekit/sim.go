@@ -46,7 +46,7 @@ func simCommand(args []string, stdout io.Writer) error {
 	fs.StringVar(&f.compare, "compare", "", "comma-separated algorithms to draw on one chart (instead of --algo)")
 	fs.StringVar(&f.traffic, "traffic", "burst", "traffic shape: steady (1.5 × rate), burst (3 × rate at once every 2 s),\nspike (0.5 × rate, 5 × rate in the middle tenth), ramp (0 to 3 × rate)")
 	fs.DurationVar(&f.duration, "duration", 10*time.Second, "simulated time")
-	fs.DurationVar(&f.interval, "interval", time.Second, "width of one row of the table and one point of the charts")
+	fs.DurationVar(&f.interval, "interval", time.Second, "width of one row of the table and one step of the charts\n(--duration makes at most 10000 of them)")
 	fs.StringVar(&f.mode, "mode", "allow", "allow: a request is granted only if a permit is free now;\nwait: it is granted if it can be served within --max-wait (and counted as delayed)")
 	fs.DurationVar(&f.maxWait, "max-wait", time.Second, "longest wait a request accepts in wait mode")
 	fs.StringVar(&f.svg, "svg", "", "also write the chart (offered vs admitted over time) to this SVG `file`")
@@ -65,7 +65,7 @@ func simCommand(args []string, stdout io.Writer) error {
 	}
 	p, err := sim.ParsePattern(f.traffic)
 	if err != nil {
-		return usagef("sim: %v", err)
+		return usagef("%s", simPrefix(err))
 	}
 	var maxWait time.Duration
 	switch f.mode {
@@ -84,6 +84,20 @@ func simCommand(args []string, stdout io.Writer) error {
 	if f.interval <= 0 {
 		return usagef("sim: --interval must be > 0, got %v", f.interval)
 	}
+	if rows := (f.duration + f.interval - 1) / f.interval; f.duration > 0 && f.duration <= sim.MaxDuration && rows > sim.MaxRows {
+		least := (f.duration + sim.MaxRows - 1) / sim.MaxRows
+		return usagef("sim: --interval %s is too small for --duration %s: %d intervals, at most %d (use --interval %s or more)",
+			sim.FormatDuration(f.interval), sim.FormatDuration(f.duration), rows, sim.MaxRows, sim.FormatDuration(least))
+	}
+	// Open the SVG file first: a bad path fails before the simulation runs.
+	var svg *svgFile
+	if f.svg != "" {
+		var err error
+		if svg, err = openSVG(f.svg); err != nil {
+			return err
+		}
+		defer svg.discard() // unless written
+	}
 
 	runs := make([]simRun, len(names))
 	for i, name := range names {
@@ -94,10 +108,10 @@ func simCommand(args []string, stdout io.Writer) error {
 		rows, err := sim.Run(sim.Config{Algorithm: a, Traffic: p, Base: f.algo.rate,
 			Duration: f.duration, Interval: f.interval, MaxWait: maxWait})
 		if errors.Is(err, sim.ErrConfig) || errors.Is(err, algo.ErrInvalidConfig) {
-			return usagef("sim: %v", err)
+			return usagef("%s", simPrefix(err))
 		}
 		if err != nil {
-			return err
+			return errors.New(simPrefix(err))
 		}
 		runs[i] = simRun{name: name, a: a, rows: rows}
 	}
@@ -119,14 +133,14 @@ func simCommand(args []string, stdout io.Writer) error {
 	}
 	chart, err := sim.NewChart(title, subtitle, f.interval, names, rowSets)
 	if err != nil {
-		return err
+		return errors.New(simPrefix(err))
 	}
 	fmt.Fprintln(stdout)
 	if err := chart.WriteASCII(stdout, asciiWidth, asciiHeight); err != nil {
 		return err
 	}
-	if f.svg != "" {
-		if err := writeSVG(f.svg, chart); err != nil {
+	if svg != nil {
+		if err := svg.write(chart); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "\nwrote %s\n", f.svg)
@@ -149,20 +163,59 @@ func compareNames(list string) ([]string, error) {
 	return names, nil
 }
 
-// writeSVG writes chart to the file called path.
-func writeSVG(path string, chart sim.Chart) error {
-	f, err := os.Create(path)
+// simPrefix returns err's message starting with "sim: " once: the errors of package sim
+// carry it already.
+func simPrefix(err error) string {
+	if msg := err.Error(); strings.HasPrefix(msg, "sim: ") {
+		return msg
+	}
+	return "sim: " + err.Error()
+}
+
+// svgFile is the --svg file, opened before the simulation runs.
+type svgFile struct {
+	path    string
+	f       *os.File
+	created bool // by openSVG: removed again if the chart is not written
+	done    bool
+}
+
+// openSVG opens path for writing without truncating it, so that a path that cannot be
+// written fails at once and a failed run leaves an existing file as it was.
+func openSVG(path string) (*svgFile, error) {
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o666)
 	if err != nil {
-		return fmt.Errorf("sim: %w", err)
+		return nil, fmt.Errorf("sim: --svg: %w", err)
 	}
-	if err := chart.WriteSVG(f); err != nil {
-		f.Close()
-		return fmt.Errorf("sim: writing %s: %w", path, err)
+	return &svgFile{path: path, f: f, created: errors.Is(statErr, os.ErrNotExist)}, nil
+}
+
+// write replaces the file's content with chart and closes it.
+func (s *svgFile) write(chart sim.Chart) error {
+	s.done = true
+	err := s.f.Truncate(0)
+	if err == nil {
+		err = chart.WriteSVG(s.f)
 	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("sim: writing %s: %w", path, err)
+	if cerr := s.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sim: writing %s: %w", s.path, err)
 	}
 	return nil
+}
+
+// discard closes the file if write was not called, and removes it if openSVG created it.
+func (s *svgFile) discard() {
+	if s.done {
+		return
+	}
+	_ = s.f.Close()
+	if s.created {
+		_ = os.Remove(s.path)
+	}
 }
 
 // modeText describes the mode for titles.

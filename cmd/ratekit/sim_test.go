@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -163,21 +164,16 @@ func TestSimCompareSummary(t *testing.T) {
 
 // svgDoc is the part of the SVG the tests look at.
 type svgDoc struct {
-	XMLName xml.Name `xml:"svg"`
-	Texts   []string `xml:"text"`
-	Groups  []struct {
-		Polylines []svgPolyline `xml:"polyline"`
-		Texts     []string      `xml:"text"`
-	} `xml:"g"`
-	Polylines []svgPolyline `xml:"-"` // every polyline of every group, in order
+	Texts []string  // every text, in order
+	Paths []svgPath // every series' path (with a data-name), in order
 }
 
-type svgPolyline struct {
-	Name   string `xml:"data-name,attr"`
-	Points string `xml:"points,attr"`
+type svgPath struct {
+	Name, D string
 }
 
-// parseSVG checks that path is well-formed XML from end to end and decodes it.
+// parseSVG checks that path is well-formed XML from end to end and collects its texts and
+// series paths, however deep in groups.
 func parseSVG(tb testing.TB, path string) svgDoc {
 	tb.Helper()
 	data, err := os.ReadFile(path)
@@ -185,37 +181,63 @@ func parseSVG(tb testing.TB, path string) svgDoc {
 		tb.Fatal(err)
 	}
 	dec := xml.NewDecoder(strings.NewReader(string(data)))
+	var doc svgDoc
+	inText := false
 	for {
-		if _, err := dec.Token(); errors.Is(err, io.EOF) {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
 			tb.Fatalf("%s is not well-formed XML: %v", path, err)
 		}
-	}
-	var doc svgDoc
-	if err := xml.Unmarshal(data, &doc); err != nil {
-		tb.Fatalf("decoding %s: %v", path, err)
-	}
-	for _, g := range doc.Groups {
-		doc.Polylines = append(doc.Polylines, g.Polylines...)
+		switch tok := tok.(type) {
+		case xml.StartElement:
+			inText = tok.Name.Local == "text"
+			if inText {
+				doc.Texts = append(doc.Texts, "")
+			}
+			var p svgPath
+			for _, a := range tok.Attr {
+				switch a.Name.Local {
+				case "data-name":
+					p.Name = a.Value
+				case "d":
+					p.D = a.Value
+				}
+			}
+			if tok.Name.Local == "path" && p.Name != "" {
+				doc.Paths = append(doc.Paths, p)
+			}
+		case xml.CharData:
+			if inText {
+				doc.Texts[len(doc.Texts)-1] += string(tok)
+			}
+		case xml.EndElement:
+			inText = false
+		}
 	}
 	return doc
 }
 
 func TestSimWritesSVG(t *testing.T) {
 	t.Parallel()
+	all := []string{"fixed-window", "sliding-log", "sliding-counter", "token-bucket", "leaky-bucket", "gcra", "smooth-bursty", "smooth-warmup"}
 	for _, tc := range []struct {
 		name   string
 		args   []string
-		series []string
+		series []string // the paths, in order
 		points int
 	}{
 		{"one algorithm", []string{"--algo", "gcra", "--traffic", "ramp", "--duration", "12s"},
 			[]string{"offered", "admitted"}, 12},
 		{"finer interval", []string{"--algo", "sliding-log", "--duration", "3s", "--interval", "250ms"},
 			[]string{"offered", "admitted"}, 12},
-		{"compare", []string{"--compare", "fixed-window,sliding-log,sliding-counter,token-bucket,leaky-bucket,gcra,smooth-bursty,smooth-warmup", "--traffic", "spike", "--duration", "20s"},
-			[]string{"offered", "fixed-window", "sliding-log", "sliding-counter", "token-bucket", "leaky-bucket", "gcra", "smooth-bursty", "smooth-warmup"}, 20},
+		{"compare three", []string{"--compare", "fixed-window,gcra,smooth-bursty", "--duration", "5s"},
+			[]string{"offered", "fixed-window", "gcra", "smooth-bursty"}, 5},
+		// From four algorithms on, a panel each, over the offered load.
+		{"compare", []string{"--compare", strings.Join(all, ","), "--traffic", "spike", "--duration", "20s"},
+			[]string{"offered", "fixed-window", "offered", "sliding-log", "offered", "sliding-counter", "offered", "token-bucket",
+				"offered", "leaky-bucket", "offered", "gcra", "offered", "smooth-bursty", "offered", "smooth-warmup"}, 20},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -228,22 +250,19 @@ func TestSimWritesSVG(t *testing.T) {
 				t.Errorf("stdout does not say it wrote %s", path)
 			}
 			doc := parseSVG(t, path)
-			if got, want := len(doc.Polylines), len(tc.series); got != want {
-				t.Fatalf("%d polylines, want %d", got, want)
+			if got, want := len(doc.Paths), len(tc.series); got != want {
+				t.Fatalf("%d series paths, want %d", got, want)
 			}
-			var legend []string
-			for _, g := range doc.Groups {
-				legend = append(legend, g.Texts...)
-			}
-			for i, p := range doc.Polylines {
+			for i, p := range doc.Paths {
 				if got, want := p.Name, tc.series[i]; got != want {
-					t.Errorf("polyline %d is %q, want %q", i, got, want)
+					t.Errorf("path %d is %q, want %q", i, got, want)
 				}
-				if got, want := len(strings.Fields(p.Points)), tc.points; got != want {
-					t.Errorf("polyline %q has %d points, want %d", p.Name, got, want)
+				// A step line: one H per interval, and no diagonal (only H and V after M).
+				if got, want := strings.Count(p.D, "H"), tc.points; got != want || strings.ContainsAny(p.D, "LlCc") {
+					t.Errorf("path %q has %d H commands, want %d (a step line): %s", p.Name, got, want, p.D)
 				}
-				if !contains(legend, p.Name) {
-					t.Errorf("legend lacks %q: %q", p.Name, legend)
+				if !slices.ContainsFunc(doc.Texts, func(s string) bool { return s == p.Name || strings.HasPrefix(s, p.Name+" (") }) {
+					t.Errorf("no legend or panel title %q among %q", p.Name, doc.Texts)
 				}
 			}
 			if !contains(doc.Texts, "time (s)") {

@@ -91,15 +91,10 @@ func TestWriteSVGIsWellFormedAndEscaped(t *testing.T) {
 		switch tok := tok.(type) {
 		case xml.StartElement:
 			inText = tok.Name.Local == "text"
-			if tok.Name.Local == "polyline" {
-				for _, a := range tok.Attr {
-					switch a.Name.Local {
-					case "data-name":
-						names = append(names, a.Value)
-					case "points":
-						points[names[len(names)-1]] = len(strings.Fields(a.Value))
-					}
-				}
+			if tok.Name.Local == "path" && attr(tok, "data-name") != "" {
+				name := attr(tok, "data-name")
+				names = append(names, name)
+				points[name] = strings.Count(attr(tok, "d"), "H")
 			}
 		case xml.CharData:
 			if inText {
@@ -110,11 +105,11 @@ func TestWriteSVGIsWellFormedAndEscaped(t *testing.T) {
 		}
 	}
 	if got, want := strings.Join(names, ","), "offered,x<y,z"; got != want {
-		t.Errorf("polylines %q, want %q", got, want)
+		t.Errorf("series paths %q, want %q", got, want)
 	}
 	for _, n := range names {
 		if points[n] != 4 {
-			t.Errorf("polyline %q has %d points, want 4", n, points[n])
+			t.Errorf("path %q has %d steps, want 4", n, points[n])
 		}
 	}
 	for _, want := range []string{`<b>"a" & 'b'</b>`, "sub & title", "x<y", "z", "offered", "time (s)", "requests per 1s", "0", "8", "4"} {

@@ -8,6 +8,6 @@
 // hold back the ones after it, as with many independent clients.
 //
 // A [Chart] is drawn with the standard library only, as an SVG document ([Chart.WriteSVG]:
-// axes, grid, title, legend, one polyline per series) or as plain text
-// ([Chart.WriteASCII]).
+// axes, grid, a title wrapped to the width, a legend, one step line per series; from four
+// series on, one panel per series) or as plain text ([Chart.WriteASCII]).
 package sim

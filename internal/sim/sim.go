@@ -19,8 +19,9 @@ var ErrConfig = errors.New("sim: invalid config")
 const (
 	// MaxDuration bounds Config.Duration.
 	MaxDuration = 24 * time.Hour
-	// MaxRows bounds the number of intervals of a result.
-	MaxRows = 100_000
+	// MaxRows bounds the number of intervals of a result: beyond, neither the table nor a
+	// chart can be read.
+	MaxRows = 10_000
 	// MaxArrivals bounds the number of requests a simulation offers.
 	MaxArrivals = 5_000_000
 )

@@ -1,11 +1,11 @@
 package limiter
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
 	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/internal/deadline"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -31,7 +31,7 @@ var (
 	// deadline. It is returned at once, without reserving anything, as golang.org/x/time/rate
 	// does. It also matches context.DeadlineExceeded with errors.Is (and has Timeout() true),
 	// so code that checks for a deadline sees it as one.
-	ErrWouldExceedDeadline error = wouldExceedDeadline{}
+	ErrWouldExceedDeadline = deadline.New("limiter: wait would exceed the context deadline")
 
 	// ErrCircuitOpen reports a call that was not sent to the store because the circuit
 	// breaker (see WithCircuitBreaker) is open. The call was answered by the failure policy;
@@ -50,18 +50,6 @@ var (
 	// store.ErrInvalidKey.
 	ErrInvalidKey = store.ErrInvalidKey
 )
-
-// wouldExceedDeadline is the type of ErrWouldExceedDeadline: an error that is also
-// context.DeadlineExceeded for errors.Is, as golang/go#54541 asked of x/time/rate.
-type wouldExceedDeadline struct{}
-
-func (wouldExceedDeadline) Error() string { return "limiter: wait would exceed the context deadline" }
-
-// Is makes errors.Is(err, context.DeadlineExceeded) hold.
-func (wouldExceedDeadline) Is(target error) bool { return target == context.DeadlineExceeded }
-
-// Timeout reports true, as context.DeadlineExceeded does (net.Error's method).
-func (wouldExceedDeadline) Timeout() bool { return true }
 
 // errUnmade is the error of every call on a Limiter not made by New or All.
 var errUnmade = fmt.Errorf("%w: the Limiter was not made by New or All (it is a zero value or nil)", ErrInvalidConfig)

@@ -3,6 +3,7 @@ package smooth_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -198,5 +199,11 @@ func TestSmoothCancelledSleepRefundsAndReportsSlept(t *testing.T) {
 		if _, bursty := c.alg.(algo.SmoothBursty); !bursty || c.n != 2 || c.at != wantAt || !c.ctxOK {
 			t.Errorf("try=%v: refund %+v; want SmoothBursty, n=2, at=%d, live context", try, c, wantAt)
 		}
+	}
+}
+
+func TestSmoothDeadlineErrorIsDeadlineExceeded(t *testing.T) {
+	if !errors.Is(fmt.Errorf("wrapped: %w", smooth.ErrWouldExceedDeadline), context.DeadlineExceeded) {
+		t.Error("smooth.ErrWouldExceedDeadline does not match context.DeadlineExceeded")
 	}
 }

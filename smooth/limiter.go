@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/internal/deadline"
 	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/store"
 )
@@ -19,8 +20,9 @@ var ErrWaitTooLong = errors.New("smooth: the wait for the permits is too long (3
 
 // ErrWouldExceedDeadline is returned by Acquire, at once and reserving nothing, when the
 // permits would come after the context's deadline, as limiter.ErrWouldExceedDeadline is by
-// limiter.WaitN and golang.org/x/time/rate's Wait.
-var ErrWouldExceedDeadline = errors.New("smooth: wait would exceed the context deadline")
+// limiter.WaitN and golang.org/x/time/rate's Wait. Like limiter.ErrWouldExceedDeadline, it
+// also matches context.DeadlineExceeded with errors.Is.
+var ErrWouldExceedDeadline = deadline.New("smooth: wait would exceed the context deadline")
 
 // maxPermits is the largest n of one call: counts above 2^53 are not exact in Redis.
 const maxPermits int64 = 1 << 53

@@ -1,0 +1,20 @@
+// Package deadline builds the "would exceed the deadline" errors of the limiter packages:
+// sentinels that also match context.DeadlineExceeded with errors.Is, as golang/go#54541
+// asked of x/time/rate, so code that checks for a deadline sees them as one.
+package deadline
+
+import "context"
+
+// New returns a sentinel error with text msg that errors.Is matches with
+// context.DeadlineExceeded and whose Timeout method reports true.
+func New(msg string) error { return &exceeded{msg: msg} }
+
+type exceeded struct{ msg string }
+
+func (e *exceeded) Error() string { return e.msg }
+
+// Is makes errors.Is(err, context.DeadlineExceeded) hold.
+func (e *exceeded) Is(target error) bool { return target == context.DeadlineExceeded }
+
+// Timeout reports true, as context.DeadlineExceeded does (net.Error's method).
+func (e *exceeded) Timeout() bool { return true }

@@ -1,0 +1,174 @@
+package limiter_test
+
+// The model-based test: random sequences of every public way to take and give back permits
+// (Allow, Reserve, Cancel in any order, Wait and TryAcquire cancelled mid-sleep), config
+// changes (SetAlgorithm), clock jumps both ways, idle gaps and floods of keys, run on the
+// local and the Redis store side by side. After every step each store's grants must
+// respect the algorithm's bound (model_bound_test.go) and the two stores must have
+// answered identically. Plans come from seeds (TestModel) or fuzzer bytes (FuzzModel).
+//
+// LIMITER_MODEL_SEEDS=n runs seeds 1..n per algorithm (default 4), LIMITER_MODEL_SEED=s
+// only seed s, LIMITER_MODEL_STEPS=k steps per run (default 120);
+// LIMITER_MODEL_FUZZ_REDIS=1 makes FuzzModel compare with Redis too.
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/distributed"
+	"github.com/ratekit/limiter/internal/redistest"
+	"github.com/ratekit/limiter/local"
+	"github.com/ratekit/limiter/store"
+	"github.com/redis/go-redis/v9"
+)
+
+// modelMaxKeys bounds the local store of a plan with evict set. One shard, so eviction
+// samples every key.
+const modelMaxKeys = 4
+
+// modelStore makes the store of one world on the world's fake clock.
+type modelStore struct {
+	name string
+	make func(p modelPlan, clk clockx.Clock) store.Store
+}
+
+func localModelStore() modelStore {
+	return modelStore{"local", func(p modelPlan, clk clockx.Clock) store.Store {
+		opts := []local.Option{local.WithClock(clk), local.WithSweepInterval(0), local.WithShards(1)}
+		if p.evict {
+			opts = append(opts, local.WithMaxKeys(modelMaxKeys))
+		}
+		return local.New(opts...)
+	}}
+}
+
+// redisModelStore uses c, which must not expire keys in real time (redistest.WithoutExpiry):
+// the fake clock stands still while real TTLs run. A state kept past its ResetAfter decides
+// like a fresh one, so expiry is still modelled, by the fake clock. prefix keeps runs apart.
+func redisModelStore(c redis.UniversalClient, prefix string) modelStore {
+	return modelStore{"redis", func(_ modelPlan, clk clockx.Clock) store.Store {
+		return distributed.New(c, distributed.WithClock(clk), distributed.WithPrefix(prefix))
+	}}
+}
+
+// runModel runs plan p on every store and returns "" or the first failure, with the
+// step, the check that failed and the tail of the run.
+func runModel(p modelPlan, stores []modelStore) string {
+	worlds := make([]*modelWorld, len(stores))
+	for i, s := range stores {
+		w, err := newModelWorld(s.name, p, func(clk clockx.Clock) store.Store { return s.make(p, clk) })
+		if err != nil {
+			return fmt.Sprintf("setup %s: %v", s.name, err)
+		}
+		defer w.rec.Store.Close()
+		worlds[i] = w
+	}
+	var tail []string // the last steps, as the first store saw them
+	fail := func(step int, format string, args ...any) string {
+		return fmt.Sprintf("%s (first config %v, evict=%v): step %d %v: %s\nlast steps (%s):\n  %s",
+			p.fam.name, p.fam.config(p.first), p.evict, step, p.ops[step],
+			fmt.Sprintf(format, args...), stores[0].name, strings.Join(tail, "\n  "))
+	}
+	obs := make([]string, len(worlds))
+	for step, o := range p.ops {
+		for i, w := range worlds {
+			var err error
+			if obs[i], err = w.do(step, o); err != nil {
+				return fail(step, "%s: %v", w.name, err)
+			}
+		}
+		if tail = append(tail, fmt.Sprintf("%3d %v → %s", step, o, obs[0])); len(tail) > 20 {
+			tail = tail[1:]
+		}
+		for _, w := range worlds {
+			if msg := w.checkBound(); msg != "" {
+				return fail(step, "%s store: %s", w.name, msg)
+			}
+		}
+		for i := 1; i < len(worlds); i++ {
+			if obs[i] != obs[0] {
+				return fail(step, "stores disagree:\n    %s: %s\n    %s: %s", worlds[0].name, obs[0], worlds[i].name, obs[i])
+			}
+		}
+	}
+	return ""
+}
+
+// modelEnv reads a positive integer from the environment, or def.
+func modelEnv(tb testing.TB, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		tb.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
+}
+
+// TestModel runs the seeded plans of every algorithm on the local and the Redis store.
+func TestModel(t *testing.T) {
+	t.Parallel()
+	c := redistest.WithoutExpiry(redistest.Start(t).Client(t))
+	first, last := 1, modelEnv(t, "LIMITER_MODEL_SEEDS", 4)
+	if os.Getenv("LIMITER_MODEL_SEED") != "" {
+		first = modelEnv(t, "LIMITER_MODEL_SEED", 1)
+		last = first
+	}
+	steps := modelEnv(t, "LIMITER_MODEL_STEPS", 120)
+	for fi, fam := range modelFamilies {
+		t.Run(fam.name, func(t *testing.T) {
+			t.Parallel()
+			var failed []string
+			for seed := first; seed <= last; seed++ {
+				p := seededPlan(uint64(seed), fi, steps)
+				stores := []modelStore{localModelStore(),
+					redisModelStore(c, fmt.Sprintf("model:%s:%d:", fam.name, seed))}
+				msg := runModel(p, stores)
+				if msg == "" {
+					continue
+				}
+				failed = append(failed, fmt.Sprintf("seed %d: %s", seed, strings.SplitN(msg, "\n", 2)[0]))
+				if len(failed) <= 2 { // the first ones in full, the rest in one line each
+					t.Errorf("seed %d (rerun: LIMITER_MODEL_SEED=%d go test -run 'TestModel/%s$' .): %s", seed, seed, fam.name, msg)
+				}
+			}
+			if len(failed) > 0 {
+				t.Errorf("%s: %d of %d seeds failed:\n%s", fam.name, len(failed), last-first+1, strings.Join(failed, "\n"))
+			}
+		})
+	}
+}
+
+// FuzzModel decodes the fuzzer's bytes into a plan (decodePlan) and runs it on the local
+// store, checking the bound after every step. The Redis comparison needs a server per
+// fuzz worker and a round trip per call, which would slow the fuzzer a hundredfold, so it
+// runs only with LIMITER_MODEL_FUZZ_REDIS=1; TestModel compares the stores on its seeds.
+func FuzzModel(f *testing.F) {
+	for seed := range uint64(8) {
+		data := seededBytes(seed, int(seed), 60)
+		data[0] = byte(seed) | byte(seed&1)*0xc0 // every family; half of them evicting
+		f.Add(data)
+	}
+	var c redis.UniversalClient
+	if os.Getenv("LIMITER_MODEL_FUZZ_REDIS") != "" {
+		c = redistest.WithoutExpiry(redistest.Start(f).Client(f))
+	}
+	runs := 0
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := decodePlan(data, -1)
+		stores := []modelStore{localModelStore()}
+		if c != nil {
+			runs++ // one worker runs inputs one at a time
+			stores = append(stores, redisModelStore(c, fmt.Sprintf("fuzz:%d:%d:", os.Getpid(), runs)))
+		}
+		if msg := runModel(p, stores); msg != "" {
+			t.Fatal(msg)
+		}
+	})
+}

@@ -7,8 +7,8 @@ package limiter_test
 // respect the algorithm's bound (model_bound_test.go) and the two stores must have
 // answered identically. Plans come from seeds (TestModel) or fuzzer bytes (FuzzModel).
 //
-// LIMITER_MODEL_SEEDS=n runs seeds 1..n per algorithm (default 4), LIMITER_MODEL_SEED=s
-// only seed s, LIMITER_MODEL_STEPS=k steps per run (default 120);
+// LIMITER_MODEL_SEEDS=n runs seeds 1..n per algorithm (default 16), LIMITER_MODEL_SEED=s
+// only seed s, LIMITER_MODEL_STEPS=k steps per run (default 150);
 // LIMITER_MODEL_FUZZ_REDIS=1 makes FuzzModel compare with Redis too.
 
 import (
@@ -115,12 +115,12 @@ func modelEnv(tb testing.TB, name string, def int) int {
 func TestModel(t *testing.T) {
 	t.Parallel()
 	c := redistest.WithoutExpiry(redistest.Start(t).Client(t))
-	first, last := 1, modelEnv(t, "LIMITER_MODEL_SEEDS", 4)
+	first, last := 1, modelEnv(t, "LIMITER_MODEL_SEEDS", 16)
 	if os.Getenv("LIMITER_MODEL_SEED") != "" {
 		first = modelEnv(t, "LIMITER_MODEL_SEED", 1)
 		last = first
 	}
-	steps := modelEnv(t, "LIMITER_MODEL_STEPS", 120)
+	steps := modelEnv(t, "LIMITER_MODEL_STEPS", 150)
 	for fi, fam := range modelFamilies {
 		t.Run(fam.name, func(t *testing.T) {
 			t.Parallel()

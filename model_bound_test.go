@@ -139,6 +139,8 @@ func (c *modelCeiling) checkSliding(used []modelGrant) string {
 
 // checkBucket finds the interval [t_i, t_j] with the largest excess of permits over
 // Rate·(t_j − t_i) in one pass: excess = (S_j − R·t_j) − (S_{i−1} − R·t_i), S the prefix sums.
+// Act times are whole µs rounded up from the instant the permits become available, so two
+// of them may be up to 1 µs closer than those instants: the bound allows Rate·1µs more.
 func (c *modelCeiling) checkBucket(used []modelGrant) string {
 	base := used[0].at
 	r := c.rate / 1e6 // per µs
@@ -160,7 +162,7 @@ func (c *modelCeiling) checkBucket(used []modelGrant) string {
 		}
 	}
 	// float64 slack: token sums and x/time/rate's "a deficit under 1 ns is none".
-	eps := 1e-6*(1+float64(c.limit)) + 1e-9*c.rate*float64(len(used))
+	eps := 1e-6*(1+float64(c.limit)) + 1e-9*c.rate*float64(len(used)) + r
 	if worst <= float64(c.limit)+eps {
 		return ""
 	}
@@ -169,9 +171,9 @@ func (c *modelCeiling) checkBucket(used []modelGrant) string {
 	for _, g := range used[wi : wj+1] {
 		n += g.n
 	}
-	return fmt.Sprintf("%s bound: %d permits act in [%d, %d] µs (%v) > Burst %d + Rate %g/s × %v = %.4f; grants in it: %s",
+	return fmt.Sprintf("%s bound: %d permits act in [%d, %d] µs (%v) > Burst %d + Rate %g/s × (%v + 1µs) = %.4f; grants in it: %s",
 		c.name, n, t1, t2, time.Duration(t2-t1)*time.Microsecond, c.limit, c.rate,
-		time.Duration(t2-t1)*time.Microsecond, float64(c.limit)+c.rate*float64(t2-t1)/1e6, grantsIn(used, t1, t2+1))
+		time.Duration(t2-t1)*time.Microsecond, float64(c.limit)+c.rate*float64(t2-t1+1)/1e6, grantsIn(used, t1, t2+1))
 }
 
 // grantsIn lists the used grants acting in [from, to) as n@at(step), at most 12.

@@ -116,29 +116,35 @@ func (o modelOp) String() string {
 }
 
 // modelPlan is a whole run: the family, its first config, whether the local store is
-// bounded (and so evicts), and the steps.
+// bounded (and so evicts), whether the config changes, and the steps.
 type modelPlan struct {
 	fam   modelFamily
 	first byte
 	evict bool
+	fixed bool // no SetAlgorithm: a failure is then none of a config change's doing
 	ops   []modelOp
 }
 
 // decodePlan turns bytes into a plan: the fuzz target's input, and the seeded runs' (from
 // a seeded generator). Two bytes of header, then four bytes per step; a short tail is
-// ignored, and fam ≥ 0 forces the family.
+// ignored, and fam ≥ 0 forces the family. Header byte 0: family (low bits), no config
+// change (0x20), eviction (0xc0 both set).
 func decodePlan(data []byte, fam int) modelPlan {
 	var hdr [2]byte
 	copy(hdr[:], data)
 	if fam < 0 {
 		fam = int(hdr[0]) % len(modelFamilies)
 	}
-	p := modelPlan{fam: modelFamilies[fam], first: hdr[1], evict: hdr[0]&0xc0 == 0xc0 && !modelFamilies[fam].keep}
+	p := modelPlan{fam: modelFamilies[fam], first: hdr[1], fixed: hdr[0]&0x20 != 0,
+		evict: hdr[0]&0xc0 == 0xc0 && !modelFamilies[fam].keep}
 	scale := p.fam.scale
 	for rest := data[min(2, len(data)):]; len(rest) >= 4; rest = rest[4:] {
 		k, a, b, c := rest[0], rest[1], rest[2], rest[3]
 		o := modelOp{kind: modelKinds[int(k)%len(modelKinds)], key: int(a & 1), b: c}
 		o.n = []int64{1, 1, 1, 1, 2, 3, 5, 8, 13, 50, 100, 101}[int(a>>1)%12]
+		if o.kind == kSet && p.fixed {
+			o.kind = kAllow
+		}
 		switch o.kind {
 		case kReserve, kTry, kTryCut:
 			o.d = []time.Duration{0, scale / 2, 2 * scale, 20 * scale, algo.Forever}[int(b)%5]

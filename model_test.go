@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/distributed"
@@ -51,7 +52,9 @@ func localModelStore() modelStore {
 // like a fresh one, so expiry is still modelled, by the fake clock. prefix keeps runs apart.
 func redisModelStore(c redis.UniversalClient, prefix string) modelStore {
 	return modelStore{"redis", func(_ modelPlan, clk clockx.Clock) store.Store {
-		return distributed.New(c, distributed.WithClock(clk), distributed.WithPrefix(prefix))
+		// A generous timeout: a loaded machine must not turn a slow round trip into a failure.
+		return distributed.New(c, distributed.WithClock(clk), distributed.WithPrefix(prefix),
+			distributed.WithTimeout(30*time.Second))
 	}}
 }
 
@@ -69,8 +72,8 @@ func runModel(p modelPlan, stores []modelStore) string {
 	}
 	var tail []string // the last steps, as the first store saw them
 	fail := func(step int, format string, args ...any) string {
-		return fmt.Sprintf("%s (first config %v, evict=%v): step %d %v: %s\nlast steps (%s):\n  %s",
-			p.fam.name, p.fam.config(p.first), p.evict, step, p.ops[step],
+		return fmt.Sprintf("%s (evict=%v, configs: %s): step %d %v: %s\nlast steps (%s):\n  %s",
+			p.fam.name, p.evict, strings.Join(worlds[0].configs, ", "), step, p.ops[step],
 			fmt.Sprintf(format, args...), stores[0].name, strings.Join(tail, "\n  "))
 	}
 	obs := make([]string, len(worlds))

@@ -84,16 +84,17 @@ var modelKeys = [2]string{"a", "b"}
 // modelWorld is one store under test with its own fake clock, recorder and limiter. Every
 // world of a run gets the same steps; they must answer alike.
 type modelWorld struct {
-	name  string
-	fam   modelFamily
-	clk   *modelClock
-	start time.Time
-	rec   *modelRecorder
-	lim   *limiter.Limiter
-	res   []*limiter.Reservation // OK reservations not yet cancelled
-	ceil  modelCeiling
-	flood int       // flood keys used so far
-	floor time.Time // the clock at the last expiry (kIdle, kSweep, kFlood)
+	name    string
+	fam     modelFamily
+	clk     *modelClock
+	start   time.Time
+	rec     *modelRecorder
+	lim     *limiter.Limiter
+	res     []*limiter.Reservation // OK reservations not yet cancelled
+	ceil    modelCeiling
+	flood   int       // flood keys used so far
+	floor   time.Time // the clock at the last expiry (kIdle, kSweep, kFlood)
+	configs []string  // every config applied so far, the first one included
 }
 
 // modelStart is where every world's clock starts: a whole second, as a real instant.
@@ -113,6 +114,7 @@ func newModelWorld(name string, p modelPlan, mk func(clockx.Clock) store.Store) 
 	}
 	w := &modelWorld{name: name, fam: p.fam, clk: clk, start: modelStart, floor: modelStart, rec: rec, lim: lim}
 	w.ceil.add(a)
+	w.configs = []string{fmt.Sprint(a)}
 	return w, nil
 }
 
@@ -180,6 +182,7 @@ func (w *modelWorld) do(step int, o modelOp) (string, error) {
 			return "", fmt.Errorf("SetAlgorithm(%v): %w", a, err)
 		}
 		w.ceil.add(a)
+		w.configs = append(w.configs, fmt.Sprintf("%v from step %d", a, step))
 		res = fmt.Sprint(a)
 	case kForward:
 		w.clk.Add(o.d)

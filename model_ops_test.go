@@ -145,6 +145,9 @@ func decodePlan(data []byte, fam int) modelPlan {
 		if o.kind == kSet && p.fixed {
 			o.kind = kAllow
 		}
+		if p.evict {
+			o.key = 0 // one tracked key: evicting one of two equally near fresh is random
+		}
 		switch o.kind {
 		case kReserve, kTry, kTryCut:
 			o.d = []time.Duration{0, scale / 2, 2 * scale, 20 * scale, algo.Forever}[int(b)%5]

@@ -129,8 +129,8 @@ var modelRegressionSeeds = map[string][]int{
 	// raised Rate drains the time since the last grant at the new rate. 3: expiry after a
 	// config change.
 	"leaky-bucket": {485, 1395, 433, 3},
-	// Eviction of a key that is not idle: it starts fresh, local and Redis disagree (3) and
-	// a window holds more than its Limit (169, 139, 22).
+	// Eviction of a key that is not idle: it starts fresh, so a window holds more than its
+	// Limit (3: 11 with Limit 8; 169, 139, 22), or local and Redis disagree (9, 12 and more).
 	"fixed-window":    {3, 169},
 	"sliding-counter": {139},
 	"sliding-log":     {22},

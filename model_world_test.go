@@ -84,17 +84,19 @@ var modelKeys = [2]string{"a", "b"}
 // modelWorld is one store under test with its own fake clock, recorder and limiter. Every
 // world of a run gets the same steps; they must answer alike.
 type modelWorld struct {
-	name    string
-	fam     modelFamily
-	clk     *modelClock
-	start   time.Time
-	rec     *modelRecorder
-	lim     *limiter.Limiter
-	res     []*limiter.Reservation // OK reservations not yet cancelled
-	ceil    modelCeiling
-	flood   int       // flood keys used so far
-	floor   time.Time // the clock at the last expiry (kIdle, kSweep, kFlood)
-	configs []string  // every config applied so far, the first one included
+	name  string
+	fam   modelFamily
+	clk   *modelClock
+	start time.Time
+	rec   *modelRecorder
+	lim   *limiter.Limiter
+	// floodLim takes the flood keys: another algorithm on the same store.
+	floodLim *limiter.Limiter
+	res      []*limiter.Reservation // OK reservations not yet cancelled
+	ceil     modelCeiling
+	flood    int       // flood keys used so far
+	floor    time.Time // the clock at the last expiry (kIdle, kSweep, kFlood)
+	configs  []string  // every config applied so far, the first one included
 }
 
 // modelStart is where every world's clock starts: a whole second, as a real instant.
@@ -112,7 +114,12 @@ func newModelWorld(name string, p modelPlan, mk func(clockx.Clock) store.Store) 
 	if err != nil {
 		return nil, err
 	}
-	w := &modelWorld{name: name, fam: p.fam, clk: clk, start: modelStart, floor: modelStart, rec: rec, lim: lim}
+	floodLim, err := limiter.New(rec, algo.TokenBucket{Rate: 1e-6, Burst: 1}, limiter.WithClock(clk))
+	if err != nil {
+		return nil, err
+	}
+	w := &modelWorld{name: name, fam: p.fam, clk: clk, start: modelStart, floor: modelStart,
+		rec: rec, lim: lim, floodLim: floodLim}
 	w.ceil.add(a)
 	w.configs = []string{fmt.Sprint(a)}
 	return w, nil
@@ -205,8 +212,13 @@ func (w *modelWorld) do(step int, o modelOp) (string, error) {
 		// store sweeps it: an expiry, as in kSweep.
 		w.floor = w.clk.Now()
 		for range 2*modelMaxKeys + int(o.b%8) {
+			// 1 µs apart, on a bucket that refills in days, so that no two keys become
+			// fresh at once: the store evicts the key nearest to fresh, and breaks a tie by
+			// map order, at random. The tracked key (only one in these plans) is then
+			// evicted whenever it is nearer to fresh than every flood key.
+			w.clk.Add(time.Microsecond)
 			w.flood++
-			if _, err := w.lim.Allow(ctx, fmt.Sprintf("flood%d", w.flood)); err != nil {
+			if _, err := w.floodLim.Allow(ctx, fmt.Sprintf("flood%d", w.flood)); err != nil {
 				return "", fmt.Errorf("Allow(flood): %w", err)
 			}
 		}

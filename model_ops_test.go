@@ -99,6 +99,7 @@ type modelOp struct {
 	n    int64         // permits asked for
 	d    time.Duration // MaxWait, timeout, or how far the clock moves
 	b    byte          // config (kSet), reservation (kCancel), sleep cut (k*Cut), keys (kFlood)
+	all  bool          // a request on the composite All(limiter, global rule)
 }
 
 func (o modelOp) String() string {
@@ -109,10 +110,15 @@ func (o modelOp) String() string {
 		return fmt.Sprintf("%s(%d)", modelKindNames[o.kind], o.b)
 	case kForward, kBack, kIdle:
 		return fmt.Sprintf("%s(%v)", modelKindNames[o.kind], o.d)
-	case kWaitCut, kTryCut:
-		return fmt.Sprintf("%s(key%d n=%d timeout=%v cut=%d/256)", modelKindNames[o.kind], o.key, o.n, o.d, o.b)
 	}
-	return fmt.Sprintf("%s(key%d n=%d maxWait=%v)", modelKindNames[o.kind], o.key, o.n, o.d)
+	name := modelKindNames[o.kind]
+	if o.all {
+		name = "all-" + name
+	}
+	if o.kind == kWaitCut || o.kind == kTryCut {
+		return fmt.Sprintf("%s(key%d n=%d timeout=%v cut=%d/256)", name, o.key, o.n, o.d, o.b)
+	}
+	return fmt.Sprintf("%s(key%d n=%d maxWait=%v)", name, o.key, o.n, o.d)
 }
 
 // modelPlan is a whole run: the family, its first config, whether the local store is
@@ -122,13 +128,14 @@ type modelPlan struct {
 	first byte
 	evict bool
 	fixed bool // no SetAlgorithm: a failure is then none of a config change's doing
+	all   bool // some requests go through a composite (never with evict: one tracked key)
 	ops   []modelOp
 }
 
 // decodePlan turns bytes into a plan: the fuzz target's input, and the seeded runs' (from
 // a seeded generator). Two bytes of header, then four bytes per step; a short tail is
-// ignored, and fam ≥ 0 forces the family. Header byte 0: family (low bits), no config
-// change (0x20), eviction (0xc0 both set).
+// ignored, and fam ≥ 0 forces the family. Header byte 0: family (low bits), composite
+// requests (0x10), no config change (0x20), eviction (0xc0 both set).
 func decodePlan(data []byte, fam int) modelPlan {
 	var hdr [2]byte
 	copy(hdr[:], data)
@@ -137,6 +144,7 @@ func decodePlan(data []byte, fam int) modelPlan {
 	}
 	p := modelPlan{fam: modelFamilies[fam], first: hdr[1], fixed: hdr[0]&0x20 != 0,
 		evict: hdr[0]&0xc0 == 0xc0 && !modelFamilies[fam].keep}
+	p.all = hdr[0]&0x10 != 0 && !p.evict
 	scale := p.fam.scale
 	for rest := data[min(2, len(data)):]; len(rest) >= 4; rest = rest[4:] {
 		k, a, b, c := rest[0], rest[1], rest[2], rest[3]
@@ -147,6 +155,10 @@ func decodePlan(data []byte, fam int) modelPlan {
 		}
 		if p.evict {
 			o.key = 0 // one tracked key: evicting one of two equally near fresh is random
+		}
+		switch o.kind {
+		case kAllow, kReserve, kWait, kWaitCut, kTry, kTryCut:
+			o.all = p.all && c&0x80 != 0
 		}
 		switch o.kind {
 		case kReserve, kTry, kTryCut:

@@ -78,8 +78,12 @@ func fmtDecision(d algo.Decision) string {
 		d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter, d.Wait, d.At)
 }
 
-// modelKeys are the tracked keys a plan's op.key picks from.
-var modelKeys = [2]string{"a", "b"}
+// modelKeys are the tracked keys a plan's op.key picks from; modelGlobal, tracked too, is
+// the key of the composite's second rule.
+var (
+	modelKeys   = [2]string{"a", "b"}
+	modelGlobal = "g"
+)
 
 // modelWorld is one store under test with its own fake clock, recorder and limiter. Every
 // world of a run gets the same steps; they must answer alike.
@@ -90,13 +94,15 @@ type modelWorld struct {
 	start time.Time
 	rec   *modelRecorder
 	lim   *limiter.Limiter
+	comp  *limiter.Limiter // All(lim, a rule on modelGlobal)
 	// floodLim takes the flood keys: another algorithm on the same store.
 	floodLim *limiter.Limiter
 	res      []*limiter.Reservation // OK reservations not yet cancelled
-	ceil     modelCeiling
-	flood    int       // flood keys used so far
-	floor    time.Time // the clock at the last expiry (kIdle, kSweep, kFlood)
-	configs  []string  // every config applied so far, the first one included
+	ceil     modelCeiling           // of lim, for modelKeys
+	gCeil    modelCeiling           // of the composite's global rule
+	flood    int                    // flood keys used so far
+	floor    time.Time              // the clock at the last expiry (kIdle, kSweep, kFlood)
+	configs  []string               // every config applied so far, the first one included
 }
 
 // modelStart is where every world's clock starts: a whole second, as a real instant.
@@ -109,8 +115,22 @@ func newModelWorld(name string, p modelPlan, mk func(clockx.Clock) store.Store) 
 	for _, k := range modelKeys {
 		rec.tracked[k] = &modelHistory{}
 	}
+	rec.tracked[modelGlobal] = &modelHistory{}
 	a := p.fam.config(p.first)
 	lim, err := limiter.New(rec, a, limiter.WithClock(clk))
+	if err != nil {
+		return nil, err
+	}
+	// The composite's second rule limits every key as one global key, with a config of its
+	// own that SetAlgorithm leaves alone: a request on it goes to two keys, so a denial by
+	// one refunds the other's grant.
+	g := p.fam.config(p.first ^ 0x5a)
+	gLim, err := limiter.New(rec, g, limiter.WithClock(clk),
+		limiter.WithKeyFunc(func(string) string { return modelGlobal }))
+	if err != nil {
+		return nil, err
+	}
+	comp, err := limiter.All(lim, gLim)
 	if err != nil {
 		return nil, err
 	}
@@ -119,8 +139,9 @@ func newModelWorld(name string, p modelPlan, mk func(clockx.Clock) store.Store) 
 		return nil, err
 	}
 	w := &modelWorld{name: name, fam: p.fam, clk: clk, start: modelStart, floor: modelStart,
-		rec: rec, lim: lim, floodLim: floodLim}
+		rec: rec, lim: lim, comp: comp, floodLim: floodLim}
 	w.ceil.add(a)
+	w.gCeil.add(g)
 	w.configs = []string{fmt.Sprint(a)}
 	return w, nil
 }
@@ -131,16 +152,20 @@ func (w *modelWorld) do(step int, o modelOp) (string, error) {
 	ctx := context.Background()
 	key := modelKeys[o.key]
 	w.rec.step, w.rec.trace = step, w.rec.trace[:0]
+	lim := w.lim
+	if o.all {
+		lim = w.comp
+	}
 	var res string
 	switch o.kind {
 	case kAllow:
-		d, err := w.lim.AllowN(ctx, key, o.n)
+		d, err := lim.AllowN(ctx, key, o.n)
 		if err != nil {
 			return "", fmt.Errorf("AllowN: %w", err)
 		}
 		res = fmtDecision(d)
 	case kReserve:
-		r, err := w.lim.Reserve(ctx, key, o.n, o.d)
+		r, err := lim.Reserve(ctx, key, o.n, o.d)
 		if err != nil {
 			return "", fmt.Errorf("Reserve: %w", err)
 		}
@@ -165,7 +190,7 @@ func (w *modelWorld) do(step int, o modelOp) (string, error) {
 		if o.kind == kWaitCut {
 			w.clk.cut, w.clk.cancel = o.b, cancel
 		}
-		err := w.lim.WaitN(cctx, key, o.n)
+		err := lim.WaitN(cctx, key, o.n)
 		w.clk.cancel = nil
 		cancel()
 		if res = errClass(err); res == "" {
@@ -176,7 +201,7 @@ func (w *modelWorld) do(step int, o modelOp) (string, error) {
 		if o.kind == kTryCut {
 			w.clk.cut, w.clk.cancel = o.b, cancel
 		}
-		ok, err := w.lim.TryAcquire(cctx, key, o.n, o.d)
+		ok, err := lim.TryAcquire(cctx, key, o.n, o.d)
 		w.clk.cancel = nil
 		cancel()
 		if res = errClass(err); res == "" {
@@ -245,6 +270,9 @@ func (w *modelWorld) checkBound() string {
 		if msg := w.ceil.check(w.rec.tracked[k]); msg != "" {
 			return fmt.Sprintf("key %q: %s", k, msg)
 		}
+	}
+	if msg := w.gCeil.check(w.rec.tracked[modelGlobal]); msg != "" {
+		return fmt.Sprintf("key %q (the composite's global rule): %s", modelGlobal, msg)
 	}
 	return ""
 }

@@ -196,6 +196,12 @@ func (w *modelWorld) do(step int, o modelOp) (string, error) {
 		if res = errClass(err); res == "" {
 			return "", fmt.Errorf("WaitN: %w", err)
 		}
+		// WaitN retries a denial after its RetryAfter, when the same request must be granted:
+		// nothing else happens in between here. One more call absorbs a rounding hair.
+		if calls := len(w.rec.trace); !o.all && calls > 3 {
+			return "", fmt.Errorf("WaitN took %d store calls: a RetryAfter was too short (first: %s; last: %s)",
+				calls, w.rec.trace[0], w.rec.trace[calls-1])
+		}
 	case kTry, kTryCut:
 		cctx, cancel := context.WithCancel(ctx)
 		if o.kind == kTryCut {

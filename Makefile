@@ -6,6 +6,8 @@ FUZZTIME ?= 3s
 FUZZ     := FuzzFixedWindow FuzzSlidingLog FuzzSlidingCounter FuzzTokenBucket FuzzLeakyBucket FuzzGCRA
 # Go against the Lua twins over every validated config; starts its own redis-server.
 FUZZ     += FuzzLuaDifferentialConfigs
+# Fuzz targets of the root package: the model-based test, on the local store (model_test.go).
+FUZZROOT := FuzzModel
 
 .PHONY: test run vet fuzz redis-server bench
 
@@ -29,11 +31,15 @@ vet:
 run:
 	$(GO) run ./cmd/ratekit sim --algo token-bucket --rate 10 --burst 20 --traffic burst --duration 10s --svg docs/sim-token-bucket.svg
 
-# fuzz runs each fuzz target of the algorithms briefly (FUZZTIME each).
+# fuzz runs each fuzz target of the algorithms, then the model-based one, briefly (FUZZTIME each).
 fuzz:
 	@failed=""; for t in $(FUZZ); do \
 		echo "fuzz $$t ($(FUZZTIME))"; \
 		LIMITER_REQUIRE_REDIS=1 $(GO) test -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZTIME) ./algo || failed="$$failed $$t"; \
+	done; \
+	for t in $(FUZZROOT); do \
+		echo "fuzz $$t ($(FUZZTIME))"; \
+		$(GO) test -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZTIME) . || failed="$$failed $$t"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "fuzz: FAILED:$$failed" >&2; exit 1; fi
 

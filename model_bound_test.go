@@ -1,0 +1,200 @@
+package limiter_test
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/ratekit/limiter/algo"
+)
+
+// modelGrant is one grant a store made for a tracked key: n permits that act at at (µs, the
+// store's Decision.At). A grant refunded (a Cancel that reached the store) is not used.
+type modelGrant struct {
+	step      int
+	n, at     int64
+	cancelled bool
+}
+
+// modelHistory is every grant of one tracked key, in the order the store made them.
+type modelHistory struct {
+	grants []modelGrant
+}
+
+// cancel marks as unused one live grant of n permits acting at at: the one a Refund(n, at)
+// gives back. It counts the whole grant as returned, whatever the algorithm restores: the
+// bound is then checked on the permits actually used, so an algorithm that gives back more
+// than it may (more than x/time/rate's CancelAt) lets later requests use too many.
+func (h *modelHistory) cancel(n, at int64) {
+	for i := len(h.grants) - 1; i >= 0; i-- {
+		if g := &h.grants[i]; !g.cancelled && g.n == n && g.at == at {
+			g.cancelled = true
+			return
+		}
+	}
+}
+
+// used returns the grants not cancelled, sorted by act time.
+func (h *modelHistory) used() []modelGrant {
+	out := make([]modelGrant, 0, len(h.grants))
+	for _, g := range h.grants {
+		if !g.cancelled {
+			out = append(out, g)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b modelGrant) int { return int(min(max(a.at-b.at, -1), 1)) })
+	return out
+}
+
+// modelCeiling is the loosest config a run has used so far (the initial one and every
+// SetAlgorithm since): the bound checked holds for each of them, so it holds across the
+// changes. It is weak after a change, but a burst of 199 where every Burst was 100 breaks it.
+type modelCeiling struct {
+	name   string  // algo.Algorithm.Name of the family
+	limit  int64   // largest Limit, Burst or Capacity
+	rate   float64 // largest Rate, per second
+	window int64   // window length in µs (the same for every config of a window family)
+}
+
+// add widens the ceiling to a.
+func (c *modelCeiling) add(a algo.Algorithm) {
+	c.name = a.Name()
+	switch a := a.(type) {
+	case algo.FixedWindow:
+		c.limit, c.window = max(c.limit, a.Limit), int64(a.Window/time.Microsecond)
+	case algo.SlidingWindowLog:
+		c.limit, c.window = max(c.limit, a.Limit), int64(a.Window/time.Microsecond)
+	case algo.SlidingWindowCounter:
+		c.limit, c.window = max(c.limit, a.Limit), int64(a.Window/time.Microsecond)
+	case algo.TokenBucket:
+		c.limit, c.rate = max(c.limit, a.Burst), max(c.rate, a.Rate)
+	case algo.GCRA:
+		c.limit, c.rate = max(c.limit, a.Burst), max(c.rate, a.Rate)
+	case algo.LeakyBucket:
+		c.limit, c.rate = max(c.limit, a.Capacity), max(c.rate, a.Rate)
+	}
+}
+
+// check returns "" when the used grants of h respect the family's bound, else a
+// description of the worst violation with its numbers.
+//
+//   - fixed-window, sliding-counter: every epoch-aligned window holds ≤ Limit (the counter
+//     never lets its current window's count past Limit; its sliding estimate is only an
+//     estimate, so no sliding bound is claimed for it).
+//   - sliding-log: every window (t−Window, t] holds ≤ Limit (its documented exactness).
+//   - token-bucket, gcra, leaky-bucket: the permits acting in any [t1, t2] are at most
+//     Burst + Rate·(t2−t1) (Capacity for the leaky bucket, as a meter or a queue).
+//   - smooth-*: Guava lets one request of any size through and makes the next ones pay, so
+//     there is no simple bound: only the cross-store comparison applies.
+func (c *modelCeiling) check(h *modelHistory) string {
+	used := h.used()
+	if len(used) == 0 {
+		return ""
+	}
+	switch c.name {
+	case "fixed-window", "sliding-counter":
+		return c.checkAligned(used)
+	case "sliding-log":
+		return c.checkSliding(used)
+	case "token-bucket", "gcra", "leaky-bucket":
+		return c.checkBucket(used)
+	}
+	return ""
+}
+
+func (c *modelCeiling) checkAligned(used []modelGrant) string {
+	sums := map[int64]int64{}
+	for _, g := range used {
+		sums[floorDivModel(g.at, c.window)] += g.n
+	}
+	for w, s := range sums {
+		if s > c.limit {
+			return fmt.Sprintf("%s bound: aligned window #%d [%d, %d) µs holds %d permits > Limit %d; grants in it: %s",
+				c.name, w, w*c.window, (w+1)*c.window, s, c.limit, grantsIn(used, w*c.window, (w+1)*c.window))
+		}
+	}
+	return ""
+}
+
+func (c *modelCeiling) checkSliding(used []modelGrant) string {
+	var sum int64
+	i := 0
+	for j, g := range used {
+		sum += g.n
+		for used[i].at <= g.at-c.window {
+			sum -= used[i].n
+			i++
+		}
+		// Grants at the same instant as j after it belong to the same window: take the last.
+		if j+1 < len(used) && used[j+1].at == g.at {
+			continue
+		}
+		if sum > c.limit {
+			return fmt.Sprintf("%s bound: window (%d, %d] µs holds %d permits > Limit %d; grants in it: %s",
+				c.name, g.at-c.window, g.at, sum, c.limit, grantsIn(used, g.at-c.window+1, g.at+1))
+		}
+	}
+	return ""
+}
+
+// checkBucket finds the interval [t_i, t_j] with the largest excess of permits over
+// Rate·(t_j − t_i) in one pass: excess = (S_j − R·t_j) − (S_{i−1} − R·t_i), S the prefix sums.
+// Act times are whole µs rounded up from the instant the permits become available, so two
+// of them may be up to 1 µs closer than those instants: the bound allows Rate·1µs more.
+func (c *modelCeiling) checkBucket(used []modelGrant) string {
+	base := used[0].at
+	r := c.rate / 1e6 // per µs
+	var (
+		prefix   float64 // permits before grant k
+		minStart = 0.0   // min over i ≤ k of prefix_i − r·t_i
+		minIdx   = 0
+		worst    = -1.0
+		wi, wj   int
+	)
+	for k, g := range used {
+		t := float64(g.at - base)
+		if s := prefix - r*t; k == 0 || s < minStart {
+			minStart, minIdx = s, k
+		}
+		prefix += float64(g.n)
+		if e := prefix - r*t - minStart; e > worst {
+			worst, wi, wj = e, minIdx, k
+		}
+	}
+	// float64 slack: token sums and x/time/rate's "a deficit under 1 ns is none".
+	eps := 1e-6*(1+float64(c.limit)) + 1e-9*c.rate*float64(len(used)) + r
+	if worst <= float64(c.limit)+eps {
+		return ""
+	}
+	t1, t2 := used[wi].at, used[wj].at
+	var n int64
+	for _, g := range used[wi : wj+1] {
+		n += g.n
+	}
+	return fmt.Sprintf("%s bound: %d permits act in [%d, %d] µs (%v) > Burst %d + Rate %g/s × (%v + 1µs) = %.4f; grants in it: %s",
+		c.name, n, t1, t2, time.Duration(t2-t1)*time.Microsecond, c.limit, c.rate,
+		time.Duration(t2-t1)*time.Microsecond, float64(c.limit)+c.rate*float64(t2-t1+1)/1e6, grantsIn(used, t1, t2+1))
+}
+
+// grantsIn lists the used grants acting in [from, to) as n@at(step), at most 12.
+func grantsIn(used []modelGrant, from, to int64) string {
+	s, k := "", 0
+	for _, g := range used {
+		if g.at >= from && g.at < to {
+			if k++; k > 12 {
+				return s + " …"
+			}
+			s += fmt.Sprintf(" %d@%d(step %d)", g.n, g.at, g.step)
+		}
+	}
+	return s
+}
+
+// floorDivModel divides rounding towards minus infinity, as the window algorithms do.
+func floorDivModel(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}

@@ -27,11 +27,7 @@ const farShadow = "local redis = setmetatable({call = function(cmd, ...) " +
 // it sets is farTTL longer.
 func farExpiry(src string) string { return farShadow + src }
 
-// scriptTTL returns the TTL a farExpiry script asked for, given the key's PTTL; a negative
-// PTTL (no key, no TTL) is returned as is.
-func scriptTTL(pttl time.Duration) time.Duration {
-	if pttl < 0 {
-		return pttl
-	}
-	return pttl - farTTL
-}
+// scriptTTL returns the TTL a farExpiry script asked for, less the real time since, given
+// the key's PTTL, which must be ≥ 0 (a key with a TTL). The result is negative when the
+// TTL asked for has run out in real time: the key, far from expiry, is still there.
+func scriptTTL(pttl time.Duration) time.Duration { return pttl - farTTL }

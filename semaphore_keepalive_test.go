@@ -13,24 +13,8 @@ import (
 	"github.com/ratekit/limiter/store"
 )
 
-// newMock returns a Mock clock reading semStart.
-func newMock() *clockx.Mock {
-	m := clockx.NewMock()
-	m.Set(semStart)
-	return m
-}
-
-// advanceUntil moves m forward by step until cond holds, failing after limit steps. The
-// goroutines sleeping on m may register their timers late, so a single Add is not enough.
-func advanceUntil(t *testing.T, m *clockx.Mock, step time.Duration, limit int, what string, cond func() bool) {
-	t.Helper()
-	for i := 0; !cond(); i++ {
-		if i == limit {
-			t.Fatalf("%s: not after %d steps of %v", what, limit, step)
-		}
-		m.Add(step)
-	}
-}
+// newMock returns a manual clock reading semStart (see stepClock).
+func newMock() *stepClock { return newStepClock(semStart) }
 
 // recvWithin receives from ch, failing the test if nothing arrives within 10 s of real
 // time (a bound against hanging, not a synchronisation: the value is expected at once).
@@ -84,7 +68,7 @@ func TestSemaphoreFairOrderBlocking(t *testing.T) {
 	}
 	for want := 0; want < 4; want++ {
 		var got result
-		advanceUntil(t, mock, 10*time.Millisecond, 10_000, fmt.Sprint("waiter ", want, " granted"), func() bool {
+		advanceUntil(t, mock, 10*time.Millisecond, 4-want, 10_000, fmt.Sprint("waiter ", want, " granted"), func() bool {
 			select {
 			case got = <-results:
 				return true
@@ -116,7 +100,7 @@ func TestLeaseKeepAlive(t *testing.T) {
 	}
 	start := mock.Now()
 	for i := int64(1); i <= 30; i++ { // 30 renewals: ten times LeaseTTL
-		advanceUntil(t, mock, 100*time.Millisecond, 1000, fmt.Sprint("renewal ", i), func() bool {
+		advanceUntil(t, mock, 100*time.Millisecond, 1, 1000, fmt.Sprint("renewal ", i), func() bool {
 			return ws.renews.Load() >= i
 		})
 		if since := mock.Now().Sub(start); since >= ttl {
@@ -157,7 +141,7 @@ func TestLeaseKeepAliveLost(t *testing.T) {
 	ch := l.KeepAlive(ctx)
 	storeClk.Add(3 * time.Second)
 	var err error
-	advanceUntil(t, mock, 100*time.Millisecond, 1000, "KeepAlive stops", func() bool {
+	advanceUntil(t, mock, 100*time.Millisecond, 1, 1000, "KeepAlive stops", func() bool {
 		select {
 		case err = <-ch:
 			return true
@@ -187,7 +171,7 @@ func TestLeaseKeepAliveStoreDown(t *testing.T) {
 	start := mock.Now()
 	ch := l.KeepAlive(ctx)
 	var err error
-	advanceUntil(t, mock, 100*time.Millisecond, 1000, "KeepAlive gives up", func() bool {
+	advanceUntil(t, mock, 100*time.Millisecond, 1, 1000, "KeepAlive gives up", func() bool {
 		select {
 		case err = <-ch:
 			return true
@@ -227,7 +211,7 @@ func TestLeaseKeepAliveContext(t *testing.T) {
 	if ch2 == ch {
 		t.Fatal("KeepAlive after a stopped one returned the old channel")
 	}
-	advanceUntil(t, mock, 100*time.Millisecond, 1000, "renewal", func() bool { return ws.renews.Load() >= 1 })
+	advanceUntil(t, mock, 100*time.Millisecond, 1, 1000, "renewal", func() bool { return ws.renews.Load() >= 1 })
 	if err := l.Release(bg); err != nil {
 		t.Fatal(err)
 	}

@@ -49,9 +49,8 @@ func TestWaitN(t *testing.T) {
 			}
 			// A wait past the deadline fails at once and reserves nothing.
 			clk.Set(before)
-			sctx, cancel := context.WithTimeout(ctx, want/2)
-			defer cancel()
-			if err := l.WaitN(sctx, "short", 1); !errors.Is(err, limiter.ErrWouldExceedDeadline) {
+			err = nearDeadline(ctx, want/2, func(sctx context.Context) error { return l.WaitN(sctx, "short", 1) })
+			if !errors.Is(err, limiter.ErrWouldExceedDeadline) {
 				t.Fatalf("WaitN past the deadline = %v, want ErrWouldExceedDeadline", err)
 			}
 			if !clk.Now().Equal(before) {
@@ -222,9 +221,12 @@ func TestTryAcquire(t *testing.T) {
 				t.Fatalf("TryAcquire(5) over a limit of 4 = %v, %v; want ErrExceedsLimit", ok, err)
 			}
 			// A context deadline shorter than the timeout bounds the wait too.
-			dctx, cancel := context.WithTimeout(ctx, want/2)
-			defer cancel()
-			if ok, err := l.TryAcquire(dctx, "over", 1, time.Hour); ok || err != nil {
+			ok := false
+			err = nearDeadline(ctx, want/2, func(dctx context.Context) (err error) {
+				ok, err = l.TryAcquire(dctx, "over", 1, time.Hour)
+				return err
+			})
+			if ok || err != nil {
 				t.Fatalf("TryAcquire past the context deadline = %v, %v; want false, nil", ok, err)
 			}
 			sameFuture(t, l, clk, [2]string{"over", "over-control"}, [2]string{"neg", "neg-control"})

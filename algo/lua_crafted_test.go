@@ -30,7 +30,7 @@ type craftedState struct {
 // (RetryAfter's 1 µs floor), which random histories seldom reach.
 func TestLuaCraftedStates(t *testing.T) {
 	t.Parallel()
-	rdb := newRedisClient(t, startRedis(t), 3)
+	rdb := redistest.WithoutExpiry(newRedisClient(t, startRedis(t), 3)) // fake instants: see redistest.WithoutExpiry
 	ctx := context.Background()
 	const seed, perAlgo = 7, 1500
 	r := rand.New(rand.NewSource(seed))
@@ -173,7 +173,7 @@ func TestLuaCraftedStates(t *testing.T) {
 // keys (evicted under maxmemory, say): the list is the truth and total follows it.
 func TestLuaSlidingLogHalfDeleted(t *testing.T) {
 	t.Parallel()
-	rdb := newRedisClient(t, startRedis(t), 3)
+	rdb := redistest.WithoutExpiry(newRedisClient(t, startRedis(t), 3)) // fake instants: see redistest.WithoutExpiry
 	ctx := context.Background()
 	a := SlidingWindowLog{Limit: 5, Window: time.Second}
 	const now = 1_700_000_000_000_000
@@ -319,7 +319,7 @@ func TestLuaBucketRefundToFresh(t *testing.T) {
 // 2^53+1 reads as 2^53 in Lua, yet exceeds a limit of 2^53.
 func TestLuaHugeN(t *testing.T) {
 	t.Parallel()
-	rdb := newRedisClient(t, startRedis(t), 3)
+	rdb := redistest.WithoutExpiry(newRedisClient(t, startRedis(t), 3)) // fake instants: see redistest.WithoutExpiry
 	ctx := context.Background()
 	const now = 1_700_000_000_000_000
 	for _, a := range []Scripted{

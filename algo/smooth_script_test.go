@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/limiter/internal/redistest"
 )
 
 // TestSmoothScriptsAndArgs checks the scripts' metadata and the arguments they are sent.
@@ -47,7 +49,7 @@ func TestSmoothLuaServerTimeAndProtocols(t *testing.T) {
 	for _, a := range []Scripted{SmoothBursty{Rate: 5}, SmoothWarmingUp{Rate: 2, Warmup: time.Second}} {
 		var replies [2][]any
 		for i, proto := range []int{2, 3} {
-			rdb := newRedisClient(t, addr, proto)
+			rdb := redistest.WithoutExpiry(newRedisClient(t, addr, proto)) // fake instants: see redistest.WithoutExpiry
 			rs := redis.NewScript(a.Script().Source)
 			keys := scriptKeys(a.Script(), fmt.Sprintf("{smooth-resp%d}:%s", proto, a.Slot()))
 			before := time.Now().UnixMicro()

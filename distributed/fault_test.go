@@ -30,7 +30,7 @@ func TestKillMidTraffic(t *testing.T) {
 		workers  = 8
 		after    = 10 // calls per worker after the kill
 		timeout  = 200 * time.Millisecond
-		slack    = 300 * time.Millisecond
+		slack    = 1500 * time.Millisecond // a loaded machine; still below go-redis's 3 s read timeout
 		deadline = 60 * time.Second
 	)
 	srv := redistest.Start(t)

@@ -87,12 +87,14 @@ func TestWaitCostLargerThanLimit(t *testing.T) {
 
 func TestWaitBoundedByDeadline(t *testing.T) {
 	t.Parallel()
-	l, clk := newLimiter(t, algo.TokenBucket{Rate: 1, Burst: 1}, epoch)
+	l, clk := newLimiter(t, algo.TokenBucket{Rate: 1.0 / 600, Burst: 1}, epoch)
 	spy := &clockSpy{clk: clk}
-	h := httplimit.Middleware(l, httplimit.ByIP(), httplimit.WithWait(10*time.Second))(spy)
+	h := httplimit.Middleware(l, httplimit.ByIP(), httplimit.WithWait(time.Hour))(spy)
 	get(h, "192.0.2.1:1")
-	// The request's deadline (real time) is far nearer than the 1 s wait.
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	// The request's deadline (real time) is far nearer than the 10 min wait (and than the
+	// 1 h bound), and far enough that a loaded machine cannot pass it before the request is
+	// served.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	req := httptest.NewRequestWithContext(ctx, http.MethodGet, "/", nil)
 	req.RemoteAddr = "192.0.2.1:1"

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,16 +23,22 @@ import (
 )
 
 // TestSmoothMultiProcessPacing runs 3 processes (this test binary, re-executed) whose
-// callers acquire one permit at a time, as fast as they are let, from one SmoothBursty(50/s) key of a
-// distributed.Store for 2 s of real time, each reservation made atomically in Redis at the
-// server's time and slept locally. Together they must be paced as one Guava limiter:
-// 100 ± 2 acquires complete within the 2 s, the grants (the instants Redis assigned them)
-// are at least stableInterval − 1 ms apart (from the second on, see below), and no process
-// wakes before its grant.
+// callers acquire one permit at a time, as fast as they are let, from one SmoothBursty(50/s)
+// key of a distributed.Store for about 2 s of real time, each reservation made atomically in
+// Redis at the server's time and slept locally. Together they must be paced as one Guava
+// limiter, and no process may wake before its grant.
 //
-// This is a measurement of real pacing, so it runs on the real clock. The processes start
-// together: each reports that it is ready on stdout, and the parent then sends them all
-// the same start instant on stdin.
+// The processes run on the real clock, and on a loaded machine any of them may be
+// descheduled at any point, leaving the key idle: it then stores permits, and later grants
+// come closer together, as Guava's would. So the test checks the instants Redis granted
+// against Guava's rules, which hold whatever the schedule (checkPacing): consecutive grants
+// that both waited are exactly one interval apart, and stored permits never exceed what
+// the time since the key's creation (and the 1 s maximum) allows. No reservation is
+// cancelled (every caller sleeps out its last one), so the sequence has no holes. What the
+// scheduler decides, how many grants fall in the 2 s, is only logged.
+//
+// The processes start together: each reports that it is ready on stdout, and the parent
+// then sends them all the same start instant on stdin.
 func TestSmoothMultiProcessPacing(t *testing.T) {
 	if os.Getenv(childEnv) != "" {
 		multiProcessChild(t)
@@ -85,10 +90,10 @@ func TestSmoothMultiProcessPacing(t *testing.T) {
 		fmt.Fprintln(c.in, start.UnixNano())
 		_ = c.in.Close()
 	}
-	// Collect every child's grants: the grant's instant (server µs) and when it woke.
-	type grant struct{ at, woke int64 }
+	// Collect every child's grants: the grant's instant and wait (server µs) and when it woke.
 	var mu sync.Mutex
 	var grants []grant
+	var woke []int64
 	perChild := make([]int, procs)
 	var wg sync.WaitGroup
 	for i, c := range children {
@@ -97,9 +102,10 @@ func TestSmoothMultiProcessPacing(t *testing.T) {
 			defer wg.Done()
 			for c.lines.Scan() {
 				var g grant
-				if _, err := fmt.Sscanf(c.lines.Text(), "grant %d %d", &g.at, &g.woke); err == nil {
+				var w int64
+				if _, err := fmt.Sscanf(c.lines.Text(), "grant %d %d %d", &g.at, &g.wait, &w); err == nil {
 					mu.Lock()
-					grants = append(grants, g)
+					grants, woke = append(grants, g), append(woke, w)
 					perChild[i]++
 					mu.Unlock()
 				}
@@ -113,27 +119,34 @@ func TestSmoothMultiProcessPacing(t *testing.T) {
 		}
 	}
 
-	want := int(rate * window.Seconds())
-	t.Logf("%d acquires in %v by %d processes (%v each)", len(grants), window, procs, perChild)
-	if len(grants) < want-2 || len(grants) > want+2 {
-		t.Errorf("%d acquires completed in %v, want %d ± 2", len(grants), window, want)
+	end := start.Add(window).UnixMicro()
+	inWindow := 0
+	for _, g := range grants {
+		if g.at <= end {
+			inWindow++
+		}
+	}
+	paced, errs := checkPacing(grants, rate, 1, start.UnixMicro())
+	t.Logf("%d acquires by %d processes (%v each), %d granted within the %v (%d without a scheduler), %d paced pairs",
+		len(grants), procs, perChild, inWindow, window, int(rate*window.Seconds()), paced)
+	for _, e := range errs {
+		t.Error(e)
 	}
 	for i, n := range perChild {
-		if n == 0 {
-			t.Errorf("child %d acquired nothing: the processes did not share the key", i)
+		// Every caller acquires at least once, whatever the schedule.
+		if n < goroutinesPerChild {
+			t.Errorf("child %d reported %d acquires, want at least %d (one per caller)", i, n, goroutinesPerChild)
 		}
 	}
-	slices.SortFunc(grants, func(a, b grant) int { return int(a.at - b.at) })
-	interval := int64(1e6 / rate)
+	if paced == 0 {
+		// 12 callers never had two reservations pending at once: the key was never shared
+		// under contention, so the exact-interval rule was not exercised.
+		t.Errorf("no two consecutive grants both waited: the processes never queued behind each other")
+	}
 	for i, g := range grants {
-		// The first grant is free and may also spend the fraction of a permit the key
-		// stored between its creation (by the first limiter constructed) and that first
-		// acquire, as Guava would: the spacing applies from the second grant on.
-		if gap := g.at - grants[max(i-1, 0)].at; i == 1 && gap <= 0 || i > 1 && gap < interval-1000 {
-			t.Errorf("grants %d and %d are %d µs apart, want ≥ %d µs", i-1, i, gap, interval-1000)
-		}
-		if g.woke < g.at-1000 {
-			t.Errorf("grant %d at %d: its process woke at %d, %d µs early", i, g.at, g.woke, g.at-g.woke)
+		// The caller sleeps after the reply, which comes after the server's now.
+		if woke[i] < g.at-1000 {
+			t.Errorf("grant at %d: its process woke at %d, %d µs early", g.at, woke[i], g.at-woke[i])
 		}
 	}
 }
@@ -150,17 +163,17 @@ func scanUntil(s *bufio.Scanner, want string) bool {
 	return false
 }
 
-// atKey carries, in a context, where recordingStore writes the instant of the grant.
-type atKey struct{}
+// decisionKey carries, in a context, where recordingStore writes the decision of a grant.
+type decisionKey struct{}
 
-// recordingStore reports the instant the store granted a request (Decision.At) to the
-// caller whose context carries an atKey, so a child can report when Redis granted.
+// recordingStore reports the decision of a granted request (Decision.At and Wait) to the
+// caller whose context carries a decisionKey, so a child can report what Redis granted.
 type recordingStore struct{ store.Store }
 
 func (s recordingStore) Apply(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
 	d, err := s.Store.Apply(ctx, key, a, req)
-	if at, ok := ctx.Value(atKey{}).(*int64); ok && err == nil {
-		*at = d.At
+	if p, ok := ctx.Value(decisionKey{}).(*algo.Decision); ok && err == nil {
+		*p = d
 	}
 	return d, err
 }
@@ -181,37 +194,30 @@ func multiProcessChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Unix(0, startNanos)
-	time.Sleep(time.Until(start)) // a common real start: this test measures real time
+	time.Sleep(time.Until(start)) // a common real start: the key is created at start or later
 	l, err := smooth.NewBursty(rate, smooth.WithStore(rec, os.Getenv("SMOOTH_KEY")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The window ends by cancelling, not by a deadline: Acquire would refuse up front every
-	// wait that a deadline cuts short, and a call delayed on a loaded machine would refuse
-	// one that still fits, which would measure the load instead of the pacing.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	stop := time.AfterFunc(time.Until(start.Add(window)), cancel)
-	defer stop.Stop()
+	end := start.Add(window)
 	// Several callers per process keep reservations queued, so a process descheduled for a
-	// while (a loaded machine) does not leave the key idle.
+	// while does not (often) leave the key idle. Each acquires at least once and never
+	// cancels a reservation: every grant Redis made is reported.
 	var out sync.Mutex
 	var wg sync.WaitGroup
 	for range goroutinesPerChild {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
-				var at int64
-				if _, err := l.Acquire(context.WithValue(ctx, atKey{}, &at), 1); err != nil {
-					if ctx.Err() == nil {
-						t.Error(err)
-					}
+			for first := true; first || time.Now().Before(end); first = false {
+				var d algo.Decision
+				if _, err := l.Acquire(context.WithValue(context.Background(), decisionKey{}, &d), 1); err != nil {
+					t.Error(err)
 					return
 				}
 				woke := time.Now().UnixMicro()
 				out.Lock()
-				fmt.Printf("grant %d %d\n", at, woke)
+				fmt.Printf("grant %d %d %d\n", d.At, d.Wait.Microseconds(), woke)
 				out.Unlock()
 			}
 		}()

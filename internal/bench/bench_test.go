@@ -3,10 +3,11 @@ package bench
 import (
 	"context"
 	"errors"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
@@ -98,13 +99,12 @@ func TestHistogramEdges(t *testing.T) {
 
 func TestRunAgainstLocal(t *testing.T) {
 	t.Parallel()
-	s := local.New()
+	s := &perKey{Store: local.New()}
 	t.Cleanup(func() { _ = s.Close() })
-	var ticks atomic.Int64
+	const burst = 5
 	res, err := Run(context.Background(), Config{
-		Store: s, Algorithm: algo.TokenBucket{Rate: 1, Burst: 5}, Goroutines: 4, Keys: 3,
-		Duration: 150 * time.Millisecond, ProgressEvery: 10 * time.Millisecond,
-		Progress: func(time.Duration, int64) { ticks.Add(1) },
+		Store: s, Algorithm: algo.TokenBucket{Rate: 1, Burst: burst}, Goroutines: 4, Keys: 3,
+		Duration: 150 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -112,9 +112,23 @@ func TestRunAgainstLocal(t *testing.T) {
 	if res.Decisions <= 0 || res.Rate() <= 0 || res.Errors != 0 || res.Interrupted {
 		t.Errorf("result %+v: want decisions, no error, not interrupted", res)
 	}
-	// 3 keys of 5 tokens, refilled at 1/s: 15 at once, then 3 more per whole second.
-	if hi := 15 + 3*int64(res.Elapsed/time.Second); res.Admitted < 15 || res.Admitted > hi {
-		t.Errorf("admitted %d in %v, want 15 (the three full buckets) to %d", res.Admitted, res.Elapsed, hi)
+	// How many calls each key got depends on the scheduler, so the bounds are per key, from
+	// the calls it got: a full bucket of 5 admits its first 5 calls, then 1 more per whole
+	// second it has existed (at most the run's Elapsed).
+	var lo, hi, calls int64
+	for k, n := range s.counts() {
+		lo += min(n, burst)
+		hi += min(n, burst+int64(res.Elapsed/time.Second))
+		calls += n
+		if k != "k0" && k != "k1" && k != "k2" {
+			t.Errorf("Run used key %q, want k0 to k2", k)
+		}
+	}
+	if calls != res.Decisions {
+		t.Errorf("%d decisions reported, the store made %d", res.Decisions, calls)
+	}
+	if res.Admitted < lo || res.Admitted > hi {
+		t.Errorf("admitted %d of %d calls in %v (%v per key), want %d to %d", res.Admitted, calls, res.Elapsed, s.counts(), lo, hi)
 	}
 	if got, want := res.Latency.Count(), uint64(res.Decisions); got != want {
 		t.Errorf("latency samples %d, want one per decision (%d)", got, want)
@@ -125,9 +139,70 @@ func TestRunAgainstLocal(t *testing.T) {
 	if res.Elapsed < 150*time.Millisecond {
 		t.Errorf("Elapsed = %v, shorter than the run", res.Elapsed)
 	}
-	if ticks.Load() == 0 {
-		t.Error("Progress never called")
+}
+
+// TestRunProgress checks that Progress is called while the run lasts, with growing elapsed
+// times and decision counts. The run would last an hour: the third call ends it, so the
+// test does not depend on how many 1 ms periods the scheduler lets pass.
+func TestRunProgress(t *testing.T) {
+	t.Parallel()
+	s := local.New()
+	t.Cleanup(func() { _ = s.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var calls []time.Duration
+	var counts []int64
+	res, err := Run(ctx, Config{
+		Store: s, Algorithm: algo.TokenBucket{Rate: 1, Burst: 5}, Goroutines: 2, Keys: 3,
+		Duration: time.Hour, ProgressEvery: time.Millisecond,
+		Progress: func(elapsed time.Duration, decisions int64) {
+			calls, counts = append(calls, elapsed), append(counts, decisions) // one goroutine
+			if len(calls) == 3 {
+				cancel()
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	if !res.Interrupted || len(calls) < 3 {
+		t.Fatalf("Progress called %d times, run interrupted %v; want 3 calls, the last of which cancelled the run", len(calls), res.Interrupted)
+	}
+	for i := range calls {
+		if calls[i] <= 0 || i > 0 && (calls[i] < calls[i-1] || counts[i] < counts[i-1]) {
+			t.Errorf("Progress calls (elapsed, decisions) %v, %v: want growing", calls, counts)
+			break
+		}
+	}
+	if last := counts[len(counts)-1]; res.Decisions < last {
+		t.Errorf("%d decisions in the result, fewer than the %d Progress reported", res.Decisions, last)
+	}
+}
+
+// perKey is a store that counts the decisions it made for each key.
+type perKey struct {
+	store.Store
+	mu sync.Mutex
+	n  map[string]int64
+}
+
+func (s *perKey) Apply(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
+	d, err := s.Store.Apply(ctx, key, a, req)
+	if err == nil {
+		s.mu.Lock()
+		if s.n == nil {
+			s.n = map[string]int64{}
+		}
+		s.n[key]++
+		s.mu.Unlock()
+	}
+	return d, err
+}
+
+func (s *perKey) counts() map[string]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.n)
 }
 
 // failing is a store whose every call fails.

@@ -26,10 +26,12 @@ type GCRA struct {
 // as 1e6 per second.
 const maxGCRARate = 1e6
 
-// gcraState mirrors the Lua twin's key: the TAT in whole µs.
+// gcraState mirrors the Lua twin's hash: fields tat, act and iv.
 type gcraState struct {
 	valid bool
-	tat   float64
+	tat   float64 // the theoretical arrival time, whole µs
+	act   int64   // µs at which the latest grant acts (x/time/rate's lastEvent)
+	iv    float64 // the interval tat was written under, µs; 0 (keys of older versions): the current one
 }
 
 // Name returns "gcra".
@@ -69,13 +71,24 @@ func (GCRA) NewState() State { return &gcraState{} }
 // admits more than Rate.
 func (c GCRA) interval() float64 { return math.Ceil(1e6 / c.Rate) }
 
-// tat returns the key's TAT, never earlier than now.
+// tat returns the key's TAT, never earlier than now. A TAT written under another interval
+// is rescaled to this one: the permits it holds ahead of now, (TAT - now)/old interval,
+// are spaced by the current interval (rounded up to whole µs, and bounded so that the TAT
+// stays exact), as a token bucket keeps its tokens across a rate change.
 func (c GCRA) tat(s *gcraState, now int64) float64 {
 	t := float64(now)
-	if s.valid && s.tat > t {
+	if !s.valid || !(s.tat > t) {
+		return t
+	}
+	iv := c.interval()
+	if s.iv == 0 || s.iv == iv {
 		return s.tat
 	}
-	return t
+	ahead := math.Ceil((s.tat - t) / s.iv * iv)
+	if top := float64(MaxMicros) + float64(c.Burst)*iv; ahead > top {
+		ahead = top // already a wait of MaxMicros or more: never granted
+	}
+	return t + ahead
 }
 
 // Apply admits req.N if the TAT pushed forward by N·T stays within Burst·T of now (or, with
@@ -94,7 +107,11 @@ func (c GCRA) Apply(st State, now int64, req Request) Decision {
 		return Decision{Limit: c.Burst, Remaining: c.remaining(ahead),
 			RetryAfter: retryAfter(wait, maxWait), ResetAfter: toDuration(ceilMicros(ahead))}
 	}
-	s.valid, s.tat = true, tat+float64(req.N)*t
+	act := now + wait
+	if s.valid && s.act > act {
+		act = s.act // never moves back, so a refund never gives back more
+	}
+	s.valid, s.tat, s.act, s.iv = true, tat+float64(req.N)*t, act, t
 	ahead = s.tat - float64(now)
 	return Decision{Allowed: true, Limit: c.Burst, Remaining: c.remaining(ahead),
 		ResetAfter: toDuration(ceilMicros(ahead)), Wait: toDuration(wait), At: now + wait}
@@ -107,15 +124,29 @@ func (c GCRA) remaining(ahead float64) int64 {
 	return floorCount((float64(c.Burst)*t - ahead) / t)
 }
 
-// Refund moves the TAT back by n·T, never before now.
-func (c GCRA) Refund(st State, now int64, n int64, _ int64) {
+// Refund gives back what x/time/rate's Reservation.CancelAt gives back for a grant of n
+// acting at at, with GCRA as a token bucket of rate 1e6/T: n minus the permits reserved
+// after it, (act - at)/T where act is when the latest grant acts, never below zero. The TAT
+// moves back by n·T - (act - at) µs, never before now (exact: all whole µs). When the
+// refunded grant is the latest, act moves back to at - n·T, unless that is before now.
+func (c GCRA) Refund(st State, now int64, n int64, at int64) {
 	s := st.(*gcraState)
 	if !s.valid || n <= 0 {
 		return
 	}
-	tat := s.tat - float64(n)*c.interval()
+	t := c.interval()
+	back := float64(n)*t - float64(max(0, s.act-at))
+	if !(back > 0) {
+		return
+	}
+	tat := c.tat(s, now) - back
 	if f := float64(now); tat < f {
 		tat = f
 	}
-	s.tat = tat
+	s.tat, s.iv = tat, t
+	if at == s.act {
+		if prev := float64(at) - float64(n)*t; prev >= float64(now) {
+			s.act = int64(prev)
+		}
+	}
 }

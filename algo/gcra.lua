@@ -1,8 +1,11 @@
 -- GCRA: the Lua twin of algo.GCRA (gcra.go), run after prelude.lua. Same state, same
 -- operations in the same order as the Go transition.
 --
--- KEYS[1]  hash: tat = the theoretical arrival time in µs (%.17g). No key: an idle key
---          (TAT = now).
+-- KEYS[1]  hash: tat = the theoretical arrival time in µs (%.17g), act = µs at which the
+--          latest grant acts (x/time/rate's lastEvent), iv = the interval T the TAT was
+--          written under. No key: an idle key (TAT = now). Keys written before act and iv
+--          existed: iv missing = the current T; act missing = a refund gives nothing back
+--          until the key's next grant.
 -- ARGV[5]  rate, permits per second (double, %.17g); the emission interval is
 --          T = ceil(1e6/rate) whole µs (GCRA.Validate keeps rate ≤ 1e6/s, so T ≥ 1)
 -- ARGV[6]  burst, permits that may arrive at once and the largest N (integer ≤ 2^53;
@@ -15,14 +18,22 @@ local rate = tonumber(ARGV[5])
 local burst = tonumber(ARGV[6])
 local T = math.ceil(1e6 / rate)
 
-local raw = redis.call('HGET', KEYS[1], 'tat') -- false when the key is missing
-local valid = raw and true or false
-local s_tat = valid and tonumber(raw) or 0
+local st = redis.call('HMGET', KEYS[1], 'tat', 'act', 'iv')
+local valid = st[1] and true or false -- false when the key is missing
+local s_tat = valid and tonumber(st[1]) or 0
+local s_act = valid and st[2] and tonumber(st[2]) or nil -- nil: not known
+local s_iv = valid and st[3] and tonumber(st[3]) or T
 
--- tat_at returns the key's TAT, never earlier than t.
+-- tat_at returns the key's TAT, never earlier than t. A TAT written under another interval
+-- is rescaled: the permits it holds ahead of t are spaced by T (rounded up to whole µs,
+-- bounded so that the TAT stays exact), as in algo.GCRA.tat.
 local function tat_at(t)
-  if valid and s_tat > t then return s_tat end
-  return t
+  if not valid or not (s_tat > t) then return t end
+  if s_iv == T then return s_tat end
+  local ahead = math.ceil((s_tat - t) / s_iv * T)
+  local top = MAX_MICROS + burst * T
+  if ahead > top then ahead = top end -- already a wait of MAX_MICROS or more
+  return t + ahead
 end
 
 -- remaining is how many single permits fit while the TAT is ahead µs ahead of now:
@@ -43,17 +54,30 @@ if op == 'apply' then
     return {0, burst, remaining(ahead), retry_after(wait, max_wait), dur(ceil_micros(ahead)), 0, 0}
   end
   local new_tat = tat + n * T
-  redis.call('HSET', KEYS[1], 'tat', num(new_tat))
+  local act = now + wait
+  if s_act and s_act > act then act = s_act end -- never moves back
+  redis.call('HSET', KEYS[1], 'tat', num(new_tat), 'act', num(act), 'iv', num(T))
   ahead = new_tat - now
   local reset = ceil_micros(ahead)
   expire(reset)
   return {1, burst, remaining(ahead), 0, dur(reset), dur(wait), now + wait}
 elseif op == 'refund' then
-  if not valid or not (n > 0) then return 0 end
-  local tat = s_tat - n * T
+  -- Gives back what x/time/rate's CancelAt does: n·T minus the span reserved after the
+  -- grant (act − at), never below zero; the latest grant's refund moves act back.
+  if not valid or not s_act or not (n > 0) then return 0 end
+  local span = s_act - grant_at
+  if span < 0 then span = 0 end
+  local back = n * T - span
+  if not (back > 0) then return 0 end
+  local tat = tat_at(now) - back
   if tat < now then tat = now end -- kept even when idle: see keep
-  if tat == s_tat then return 0 end -- nothing to write
-  redis.call('HSET', KEYS[1], 'tat', num(tat))
+  local act = s_act
+  if grant_at == s_act then
+    local prev = grant_at - n * T
+    if prev >= now then act = prev end
+  end
+  if tat == s_tat and act == s_act and s_iv == T then return 0 end -- nothing to write
+  redis.call('HSET', KEYS[1], 'tat', num(tat), 'act', num(act), 'iv', num(T))
   keep(ceil_micros(tat - now))
   return 0
 end

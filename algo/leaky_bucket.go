@@ -16,11 +16,12 @@ type LeakyBucket struct {
 	Capacity int64   // most units the bucket holds, and the largest N; ≥ 1
 }
 
-// leakyBucketState mirrors the Lua twin's hash: fields level and last.
+// leakyBucketState mirrors the Lua twin's hash: fields level, last and act.
 type leakyBucketState struct {
 	valid bool
 	level float64 // units in the bucket at last
 	last  int64   // µs
+	act   int64   // µs at which the latest grant acts (leaves the queue's head)
 }
 
 // Name returns "leaky-bucket".
@@ -92,25 +93,39 @@ func (c LeakyBucket) Apply(st State, now int64, req Request) Decision {
 			RetryAfter: toDuration(retry), ResetAfter: toDuration(lag + c.untilEmpty(level))}
 	}
 	level += float64(req.N)
-	s.valid, s.level, s.last = true, level, at
+	act := at + wait
+	if s.valid && s.act > act {
+		act = s.act // never moves back, so a refund never gives back more
+	}
+	s.valid, s.level, s.last, s.act = true, level, at, act
 	return Decision{Allowed: true, Limit: c.Capacity, Remaining: c.remaining(level),
 		ResetAfter: toDuration(lag + c.untilEmpty(level)), Wait: toDuration(wait), At: at + wait}
 }
 
-// Refund takes n units back out of the bucket.
-func (c LeakyBucket) Refund(st State, now int64, n int64, _ int64) {
+// Refund takes back out of the bucket what x/time/rate's Reservation.CancelAt would give
+// back for a grant of n acting at at: n minus the units queued behind it, Rate·(act - at)
+// where act is when the latest grant acts, never below zero. So cancelling a place in the
+// shaping queue that others wait behind gives nothing back: their times are promised.
+// Unlike the token bucket, act never moves back on a refund: the grant before the latest
+// acted n' /Rate before it, and n' is not kept; a later act only gives back less.
+func (c LeakyBucket) Refund(st State, now int64, n int64, at int64) {
 	s := st.(*leakyBucketState)
 	if !s.valid || n <= 0 {
 		return
 	}
-	level, at := c.drain(s, now)
-	level -= float64(n)
+	// The explicit conversion forbids a fused multiply-add, which Redis' Lua never does.
+	restore := float64(n) - float64(seconds(max(0, s.act-at))*c.Rate)
+	if !(restore > 0) {
+		return
+	}
+	level, t := c.drain(s, now)
+	level -= restore
 	if level < 0 {
 		level = 0
 	}
 	// The state is kept even when empty again: forgetting last would let a clock stepping
 	// back before it drain twice over the same span.
-	s.level, s.last = level, at
+	s.level, s.last = level, t
 }
 
 // remaining is what fits in the bucket now: Capacity - level rounded down, computed as

@@ -2,7 +2,9 @@
 -- Same state, same float operations in the same order as the Go transition.
 --
 -- KEYS[1]  hash: level = units in the bucket at last (double, %.17g), last = µs of the last
---          write. No key: an empty bucket.
+--          write, act = µs at which the latest grant acts (missing in keys written before it
+--          existed: such a key gives nothing back on refund until its next grant). No key:
+--          an empty bucket.
 -- ARGV[5]  rate, units leaked per second (double, %.17g)
 -- ARGV[6]  capacity, the most units held and the largest N (integer ≤ 2^53)
 --
@@ -13,10 +15,11 @@
 local rate = tonumber(ARGV[5])
 local capacity = tonumber(ARGV[6])
 
-local st = redis.call('HMGET', KEYS[1], 'level', 'last')
+local st = redis.call('HMGET', KEYS[1], 'level', 'last', 'act')
 local valid = st[1] and st[2] and true or false -- false for a missing key (or field)
 local s_level, s_last = 0, 0
 if valid then s_level, s_last = tonumber(st[1]), tonumber(st[2]) end
+local s_act = valid and st[3] and tonumber(st[3]) or nil -- nil: not known
 
 -- drain returns the level at t (never below 0) and the instant used, which never goes
 -- back before last.
@@ -63,14 +66,22 @@ if op == 'apply' then
     return {0, capacity, remaining(level), dur(retry), dur(lag + until_empty(level)), 0, 0}
   end
   level = level + n
-  redis.call('HSET', KEYS[1], 'level', num(level), 'last', num(t))
+  local act = t + wait
+  if s_act and s_act > act then act = s_act end -- never moves back
+  redis.call('HSET', KEYS[1], 'level', num(level), 'last', num(t), 'act', num(act))
   local reset = lag + until_empty(level)
   expire(reset)
   return {1, capacity, remaining(level), 0, dur(reset), dur(wait), t + wait}
 elseif op == 'refund' then
-  if not valid or not (n > 0) then return 0 end
+  -- Takes out what x/time/rate's CancelAt would give back: n minus the units queued
+  -- behind the grant (rate·(act − at)), never below zero. act never moves back.
+  if not valid or not s_act or not (n > 0) then return 0 end
+  local span = s_act - grant_at
+  if span < 0 then span = 0 end
+  local restore = n - seconds(span) * rate
+  if not (restore > 0) then return 0 end
   local level, t = drain(now)
-  level = level - n
+  level = level - restore
   if level < 0 then level = 0 end -- kept even when empty: see keep
   if level == s_level and t == s_last then return 0 end -- nothing to write
   redis.call('HSET', KEYS[1], 'level', num(level), 'last', num(t))

@@ -27,6 +27,8 @@ type rateSnap struct {
 	valid bool
 	x     uint64 // tokens, level or TAT, as float64 bits
 	last  int64
+	act   int64  // when the latest grant acts
+	iv    uint64 // GCRA: the interval, as float64 bits
 }
 
 type logSnap struct {
@@ -103,27 +105,38 @@ func parseInts(h map[string]string, fields ...string) ([]int64, error) {
 	return out, nil
 }
 
-// parseRate parses a {<float>, last} hash.
+// parseRate parses a {<float>, last, act} hash (GCRA: {tat, act, iv}). act and iv may be
+// missing, in keys written by an older version (and crafted as such): they parse as 0,
+// what the Go state holds for them.
 func parseRate(h map[string]string, field string, withLast bool) (rateSnap, error) {
 	if len(h) == 0 {
 		return rateSnap{}, nil
 	}
-	want := 1
-	if withLast {
-		want = 2
+	fields := []string{field, "act", "last"}
+	if !withLast {
+		fields[2] = "iv"
 	}
-	if len(h) != want {
-		return rateSnap{}, fmt.Errorf("hash %v has unexpected fields", h)
-	}
-	f, err := strconv.ParseFloat(h[field], 64)
-	if err != nil {
-		return rateSnap{}, fmt.Errorf("field %s: %w", field, err)
-	}
-	s := rateSnap{valid: true, x: math.Float64bits(f)}
-	if withLast {
-		if s.last, err = strconv.ParseInt(h["last"], 10, 64); err != nil {
-			return rateSnap{}, fmt.Errorf("field last: %w", err)
+	var fs [3]float64
+	seen := 0
+	for i, f := range fields {
+		if _, ok := h[f]; !ok && i == 1 || !ok && i == 2 && !withLast {
+			continue
 		}
+		seen++
+		v, err := strconv.ParseFloat(h[f], 64)
+		if err != nil {
+			return rateSnap{}, fmt.Errorf("field %s: %w", f, err)
+		}
+		fs[i] = v
+	}
+	if seen != len(h) {
+		return rateSnap{}, fmt.Errorf("hash %v: want the fields %v", h, fields)
+	}
+	s := rateSnap{valid: true, x: math.Float64bits(fs[0]), act: int64(fs[1])}
+	if withLast {
+		s.last = int64(fs[2])
+	} else {
+		s.iv = math.Float64bits(fs[2])
 	}
 	return s, nil
 }
@@ -216,7 +229,7 @@ var luaTwins = []luaTwin{
 		scale:  func(a Scripted) int64 { c := a.(TokenBucket); return rateScale(c.Rate, c.Burst) },
 		snap: func(st State) any {
 			s := st.(*tokenBucketState)
-			return rateSnap{s.valid, math.Float64bits(s.tokens), s.last}
+			return rateSnap{valid: s.valid, x: math.Float64bits(s.tokens), last: s.last, act: s.act}
 		},
 		stored: func(h map[string]string, _ []string) (any, error) { return parseRate(h, "tokens", true) },
 		reset: func(a Scripted, st State, now int64) int64 {
@@ -235,7 +248,7 @@ var luaTwins = []luaTwin{
 		scale:  func(a Scripted) int64 { c := a.(LeakyBucket); return rateScale(c.Rate, c.Capacity) },
 		snap: func(st State) any {
 			s := st.(*leakyBucketState)
-			return rateSnap{s.valid, math.Float64bits(s.level), s.last}
+			return rateSnap{valid: s.valid, x: math.Float64bits(s.level), last: s.last, act: s.act}
 		},
 		stored: func(h map[string]string, _ []string) (any, error) { return parseRate(h, "level", true) },
 		reset: func(a Scripted, st State, now int64) int64 {
@@ -254,7 +267,7 @@ var luaTwins = []luaTwin{
 		scale:  func(a Scripted) int64 { c := a.(GCRA); return rateScale(c.Rate, c.Burst) },
 		snap: func(st State) any {
 			s := st.(*gcraState)
-			return rateSnap{valid: s.valid, x: math.Float64bits(s.tat)}
+			return rateSnap{valid: s.valid, x: math.Float64bits(s.tat), act: s.act, iv: math.Float64bits(s.iv)}
 		},
 		stored: func(h map[string]string, _ []string) (any, error) { return parseRate(h, "tat", false) },
 		reset: func(_ Scripted, st State, now int64) int64 {

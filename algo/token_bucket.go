@@ -1,6 +1,9 @@
 package algo
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // TokenBucket holds up to Burst tokens and adds Rate tokens per second; a request for N
 // takes N tokens. A key starts full. Reservations may drive the bucket into debt (negative
@@ -11,11 +14,12 @@ type TokenBucket struct {
 	Burst int64   // bucket size and the largest N ever granted; ≥ 1
 }
 
-// tokenBucketState mirrors the Redis hash of the Lua twin: fields tokens and last.
+// tokenBucketState mirrors the Redis hash of the Lua twin: fields tokens, last and act.
 type tokenBucketState struct {
 	valid  bool    // false for a key never seen (or evicted): the bucket is full
 	tokens float64 // tokens at last; may be negative while reservations are outstanding
 	last   int64   // µs of the last grant
+	act    int64   // µs at which the latest grant acts (x/time/rate's lastEvent)
 }
 
 // Name returns "token-bucket".
@@ -80,25 +84,46 @@ func (c TokenBucket) Apply(st State, now int64, req Request) Decision {
 		return Decision{Limit: c.Burst, Remaining: floorCount(tokens),
 			RetryAfter: retryAfter(wait, maxWait), ResetAfter: toDuration(lag + c.untilFull(tokens))}
 	}
-	s.valid, s.tokens, s.last = true, left, at
+	act := at + wait
+	if s.valid && s.act > act {
+		act = s.act // never moves back, so a refund never gives back more
+	}
+	s.valid, s.tokens, s.last, s.act = true, left, at, act
 	return Decision{Allowed: true, Limit: c.Burst, Remaining: floorCount(left),
 		ResetAfter: toDuration(lag + c.untilFull(left)), Wait: toDuration(wait), At: at + wait}
 }
 
-// Refund puts n tokens back, never above Burst.
-func (c TokenBucket) Refund(st State, now int64, n int64, _ int64) {
+// Refund gives back what x/time/rate's Reservation.CancelAt gives back for a grant of n
+// acting at at: n minus the tokens reserved after it, Rate·(act - at) where act is when the
+// latest grant acts, never below zero and never above Burst. Cancelling a reservation that
+// later ones queue behind thus gives back only what they have not already been promised.
+// When the refunded grant is the latest, act moves back to when the grant before it acted
+// (at - n/Rate), unless that is before now.
+func (c TokenBucket) Refund(st State, now int64, n int64, at int64) {
 	s := st.(*tokenBucketState)
 	if !s.valid || n <= 0 {
 		return
 	}
-	tokens, at := c.advance(s, now)
-	tokens += float64(n)
+	// The explicit conversion forbids a fused multiply-add, which Redis' Lua never does.
+	restore := float64(n) - float64(seconds(max(0, s.act-at))*c.Rate)
+	if !(restore > 0) {
+		return
+	}
+	tokens, t := c.advance(s, now)
+	tokens += restore
 	if b := float64(c.Burst); tokens > b {
 		tokens = b
 	}
 	// The state is kept even when full again: forgetting last would let a clock stepping
 	// back before it refill twice over the same span.
-	s.tokens, s.last = tokens, at
+	s.tokens, s.last = tokens, t
+	if at == s.act {
+		// Rounded down, the earlier act is never before x/time/rate's: later refunds give
+		// back no more than it would.
+		if back := math.Floor(float64(n) / c.Rate * 1e6); back <= float64(at-t) {
+			s.act = at - int64(back)
+		}
+	}
 }
 
 // untilFull is the time in µs for tokens to reach Burst.

@@ -3,7 +3,9 @@
 -- the local store decide bit for bit alike.
 --
 -- KEYS[1]  hash: tokens = tokens at last (double, %.17g; negative while reservations are
---          outstanding), last = µs of the last write. No key: a full bucket.
+--          outstanding), last = µs of the last write, act = µs at which the latest grant
+--          acts (x/time/rate's lastEvent; missing in keys written before it existed: such
+--          a key gives nothing back on refund until its next grant). No key: a full bucket.
 -- ARGV[5]  rate, tokens added per second (double, %.17g)
 -- ARGV[6]  burst, the bucket size and the largest N (integer ≤ 2^53)
 --
@@ -14,10 +16,11 @@
 local rate = tonumber(ARGV[5])
 local burst = tonumber(ARGV[6])
 
-local st = redis.call('HMGET', KEYS[1], 'tokens', 'last')
+local st = redis.call('HMGET', KEYS[1], 'tokens', 'last', 'act')
 local valid = st[1] and st[2] and true or false -- false for a missing key (or field)
 local s_tokens, s_last = 0, 0
 if valid then s_tokens, s_last = tonumber(st[1]), tonumber(st[2]) end
+local s_act = valid and st[3] and tonumber(st[3]) or nil -- nil: not known
 
 -- advance returns the tokens at t (never above burst) and the instant used, which never
 -- goes back before last.
@@ -51,17 +54,30 @@ if op == 'apply' then
     -- A denial writes nothing, like x/time/rate.
     return {0, burst, floor_count(tokens), retry_after(wait, max_wait), dur(lag + until_full(tokens)), 0, 0}
   end
-  redis.call('HSET', KEYS[1], 'tokens', num(left), 'last', num(t))
+  local act = t + wait
+  if s_act and s_act > act then act = s_act end -- never moves back
+  redis.call('HSET', KEYS[1], 'tokens', num(left), 'last', num(t), 'act', num(act))
   local reset = lag + until_full(left)
   expire(reset)
   return {1, burst, floor_count(left), 0, dur(reset), dur(wait), t + wait}
 elseif op == 'refund' then
-  if not valid or not (n > 0) then return 0 end
+  -- Gives back what x/time/rate's CancelAt does: n minus the tokens reserved after the
+  -- grant (rate·(act − at)), never below zero; the latest grant's refund moves act back.
+  if not valid or not s_act or not (n > 0) then return 0 end
+  local span = s_act - grant_at
+  if span < 0 then span = 0 end
+  local restore = n - seconds(span) * rate
+  if not (restore > 0) then return 0 end
   local tokens, t = advance(now)
-  tokens = tokens + n
+  tokens = tokens + restore
   if tokens > burst then tokens = burst end -- kept even when full: see keep
-  if tokens == s_tokens and t == s_last then return 0 end -- nothing to write
-  redis.call('HSET', KEYS[1], 'tokens', num(tokens), 'last', num(t))
+  local act = s_act
+  if grant_at == s_act then
+    local back = math.floor(n / rate * 1e6)
+    if back <= grant_at - t then act = grant_at - back end
+  end
+  if tokens == s_tokens and t == s_last and act == s_act then return 0 end -- nothing to write
+  redis.call('HSET', KEYS[1], 'tokens', num(tokens), 'last', num(t), 'act', num(act))
   keep(t - now + until_full(tokens)) -- counted from the caller's now, as in apply
   return 0
 end

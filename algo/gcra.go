@@ -32,6 +32,7 @@ type gcraState struct {
 	tat   float64 // the theoretical arrival time, whole µs
 	act   int64   // µs at which the latest grant acts (x/time/rate's lastEvent)
 	iv    float64 // the interval tat was written under, µs; 0 (keys of older versions): the current one
+	rb    bool    // the outstanding grants act each n·T after the one before: act may roll back
 }
 
 // Name returns "gcra".
@@ -108,10 +109,12 @@ func (c GCRA) Apply(st State, now int64, req Request) Decision {
 			RetryAfter: retryAfter(wait, maxWait), ResetAfter: toDuration(ceilMicros(ahead))}
 	}
 	act := now + wait
-	if s.valid && s.act > act {
-		act = s.act // never moves back, so a refund never gives back more
+	// As in TokenBucket.Apply.
+	rb := (!s.valid || s.rb || s.act <= now) && float64(act)-float64(req.N)*t >= float64(s.act)
+	if s.valid && s.act >= act {
+		act, rb = s.act, false // never moves back, so a refund never gives back more
 	}
-	s.valid, s.tat, s.act, s.iv = true, tat+float64(req.N)*t, act, t
+	s.valid, s.tat, s.act, s.iv, s.rb = true, tat+float64(req.N)*t, act, t, rb
 	ahead = s.tat - float64(now)
 	return Decision{Allowed: true, Limit: c.Burst, Remaining: c.remaining(ahead),
 		ResetAfter: toDuration(ceilMicros(ahead)), Wait: toDuration(wait), At: now + wait}
@@ -128,7 +131,8 @@ func (c GCRA) remaining(ahead float64) int64 {
 // acting at at, with GCRA as a token bucket of rate 1e6/T: n minus the permits reserved
 // after it, (act - at)/T where act is when the latest grant acts, never below zero. The TAT
 // moves back by n·T - (act - at) µs, never before now (exact: all whole µs). When the
-// refunded grant is the latest, act moves back to at - n·T, unless that is before now.
+// refunded grant is the latest, act moves back to at - n·T, once, under the conditions of
+// TokenBucket.Refund.
 func (c GCRA) Refund(st State, now int64, n int64, at int64) {
 	s := st.(*gcraState)
 	if !s.valid || n <= 0 {
@@ -144,9 +148,11 @@ func (c GCRA) Refund(st State, now int64, n int64, at int64) {
 		tat = f
 	}
 	s.tat, s.iv = tat, t
-	if at == s.act {
+	if at == s.act && s.rb {
 		if prev := float64(at) - float64(n)*t; prev >= float64(now) {
 			s.act = int64(prev)
 		}
+	} else {
+		s.rb = false
 	}
 }

@@ -18,11 +18,13 @@ local rate = tonumber(ARGV[5])
 local burst = tonumber(ARGV[6])
 local T = math.ceil(1e6 / rate)
 
-local st = redis.call('HMGET', KEYS[1], 'tat', 'act', 'iv')
+local st = redis.call('HMGET', KEYS[1], 'tat', 'act', 'iv', 'rb')
 local valid = st[1] and true or false -- false when the key is missing
 local s_tat = valid and tonumber(st[1]) or 0
 local s_act = valid and st[2] and tonumber(st[2]) or nil -- nil: not known
 local s_iv = valid and st[3] and tonumber(st[3]) or T
+-- rb: the latest grant acts n·T after the one before it, so its refund may roll act back
+local s_rb = st[4] == '1'
 
 -- tat_at returns the key's TAT, never earlier than t. A TAT written under another interval
 -- is rescaled: the permits it holds ahead of t are spaced by T (rounded up to whole µs,
@@ -55,8 +57,10 @@ if op == 'apply' then
   end
   local new_tat = tat + n * T
   local act = now + wait
-  if s_act and s_act > act then act = s_act end -- never moves back
-  redis.call('HSET', KEYS[1], 'tat', num(new_tat), 'act', num(act), 'iv', num(T))
+  -- rb as in the Go twin: every outstanding grant spaced by its n·T
+  local rb = (not valid) or (not s_act) or ((s_rb or s_act <= now) and act - n * T >= s_act)
+  if s_act and s_act >= act then act, rb = s_act, false end -- never moves back
+  redis.call('HSET', KEYS[1], 'tat', num(new_tat), 'act', num(act), 'iv', num(T), 'rb', rb and '1' or '0')
   ahead = new_tat - now
   local reset = ceil_micros(ahead)
   expire(reset)
@@ -71,13 +75,15 @@ elseif op == 'refund' then
   if not (back > 0) then return 0 end
   local tat = tat_at(now) - back
   if tat < now then tat = now end -- kept even when idle: see keep
-  local act = s_act
-  if grant_at == s_act then
+  local act, rb = s_act, s_rb
+  if grant_at == s_act and s_rb then
     local prev = grant_at - n * T
     if prev >= now then act = prev end
+  else
+    rb = false
   end
-  if tat == s_tat and act == s_act and s_iv == T then return 0 end -- nothing to write
-  redis.call('HSET', KEYS[1], 'tat', num(tat), 'act', num(act), 'iv', num(T))
+  if tat == s_tat and act == s_act and s_iv == T and rb == s_rb then return 0 end -- nothing to write
+  redis.call('HSET', KEYS[1], 'tat', num(tat), 'act', num(act), 'iv', num(T), 'rb', rb and '1' or '0')
   keep(ceil_micros(tat - now))
   return 0
 end

@@ -29,6 +29,7 @@ type rateSnap struct {
 	last  int64
 	act   int64  // when the latest grant acts
 	iv    uint64 // GCRA: the interval, as float64 bits
+	rb    bool
 }
 
 type logSnap struct {
@@ -105,38 +106,37 @@ func parseInts(h map[string]string, fields ...string) ([]int64, error) {
 	return out, nil
 }
 
-// parseRate parses a {<float>, last, act} hash (GCRA: {tat, act, iv}). act and iv may be
-// missing, in keys written by an older version (and crafted as such): they parse as 0,
-// what the Go state holds for them.
+// parseRate parses a bucket's hash: the main float field, last (token and leaky buckets),
+// act, iv (GCRA) and rb (token bucket and GCRA). act, iv and rb may be missing, in keys
+// written by an older version (and crafted as such): they parse as 0 and false, what the Go
+// state holds for them.
 func parseRate(h map[string]string, field string, withLast bool) (rateSnap, error) {
 	if len(h) == 0 {
 		return rateSnap{}, nil
 	}
-	fields := []string{field, "act", "last"}
-	if !withLast {
-		fields[2] = "iv"
-	}
-	var fs [3]float64
-	seen := 0
-	for i, f := range fields {
-		if _, ok := h[f]; !ok && i == 1 || !ok && i == 2 && !withLast {
-			continue
-		}
-		seen++
-		v, err := strconv.ParseFloat(h[f], 64)
+	s := rateSnap{valid: true}
+	for f, v := range h {
+		x, err := strconv.ParseFloat(v, 64)
 		if err != nil {
 			return rateSnap{}, fmt.Errorf("field %s: %w", f, err)
 		}
-		fs[i] = v
+		switch {
+		case f == field:
+			s.x = math.Float64bits(x)
+		case f == "last" && withLast:
+			s.last = int64(x)
+		case f == "act":
+			s.act = int64(x)
+		case f == "iv" && !withLast:
+			s.iv = math.Float64bits(x)
+		case f == "rb" && field != "level":
+			s.rb = x == 1
+		default:
+			return rateSnap{}, fmt.Errorf("hash %v: unexpected field %s", h, f)
+		}
 	}
-	if seen != len(h) {
-		return rateSnap{}, fmt.Errorf("hash %v: want the fields %v", h, fields)
-	}
-	s := rateSnap{valid: true, x: math.Float64bits(fs[0]), act: int64(fs[1])}
-	if withLast {
-		s.last = int64(fs[2])
-	} else {
-		s.iv = math.Float64bits(fs[2])
+	if _, ok := h[field]; !ok {
+		return rateSnap{}, fmt.Errorf("hash %v: no field %s", h, field)
 	}
 	return s, nil
 }
@@ -229,7 +229,7 @@ var luaTwins = []luaTwin{
 		scale:  func(a Scripted) int64 { c := a.(TokenBucket); return rateScale(c.Rate, c.Burst) },
 		snap: func(st State) any {
 			s := st.(*tokenBucketState)
-			return rateSnap{valid: s.valid, x: math.Float64bits(s.tokens), last: s.last, act: s.act}
+			return rateSnap{valid: s.valid, x: math.Float64bits(s.tokens), last: s.last, act: s.act, rb: s.rb}
 		},
 		stored: func(h map[string]string, _ []string) (any, error) { return parseRate(h, "tokens", true) },
 		reset: func(a Scripted, st State, now int64) int64 {
@@ -267,7 +267,7 @@ var luaTwins = []luaTwin{
 		scale:  func(a Scripted) int64 { c := a.(GCRA); return rateScale(c.Rate, c.Burst) },
 		snap: func(st State) any {
 			s := st.(*gcraState)
-			return rateSnap{valid: s.valid, x: math.Float64bits(s.tat), act: s.act, iv: math.Float64bits(s.iv)}
+			return rateSnap{valid: s.valid, x: math.Float64bits(s.tat), act: s.act, iv: math.Float64bits(s.iv), rb: s.rb}
 		},
 		stored: func(h map[string]string, _ []string) (any, error) { return parseRate(h, "tat", false) },
 		reset: func(_ Scripted, st State, now int64) int64 {

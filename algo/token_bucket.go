@@ -20,6 +20,7 @@ type tokenBucketState struct {
 	tokens float64 // tokens at last; may be negative while reservations are outstanding
 	last   int64   // µs of the last grant
 	act    int64   // µs at which the latest grant acts (x/time/rate's lastEvent)
+	rb     bool    // the outstanding grants act each n/Rate after the one before: act may roll back
 }
 
 // Name returns "token-bucket".
@@ -85,10 +86,14 @@ func (c TokenBucket) Apply(st State, now int64, req Request) Decision {
 			RetryAfter: retryAfter(wait, maxWait), ResetAfter: toDuration(lag + c.untilFull(tokens))}
 	}
 	act := at + wait
-	if s.valid && s.act > act {
-		act = s.act // never moves back, so a refund never gives back more
+	// A refund of this grant may roll act back by its n/Rate only if the grant before it
+	// acts no later than that, and so on down the queue: not so after a refund freed part
+	// of it, until it has all acted.
+	rb := (!s.valid || s.rb || s.act <= at) && float64(act)-c.rollback(req.N) >= float64(s.act)
+	if s.valid && s.act >= act {
+		act, rb = s.act, false // never moves back, so a refund never gives back more
 	}
-	s.valid, s.tokens, s.last, s.act = true, left, at, act
+	s.valid, s.tokens, s.last, s.act, s.rb = true, left, at, act, rb
 	return Decision{Allowed: true, Limit: c.Burst, Remaining: floorCount(left),
 		ResetAfter: toDuration(lag + c.untilFull(left)), Wait: toDuration(wait), At: at + wait}
 }
@@ -98,7 +103,11 @@ func (c TokenBucket) Apply(st State, now int64, req Request) Decision {
 // latest grant acts, never below zero and never above Burst. Cancelling a reservation that
 // later ones queue behind thus gives back only what they have not already been promised.
 // When the refunded grant is the latest, act moves back to when the grant before it acted
-// (at - n/Rate), unless that is before now.
+// (at - n/Rate), unless that is before now, or that grant acts later (after a refund that
+// freed part of the queue, or at the same instant): x/time/rate rolls back then too, and a
+// later CancelAt of it gives back more than its n. So act rolls back only while every
+// outstanding grant acts n/Rate after the one before it; any other refund that gives back
+// something ends that until the queue has acted.
 func (c TokenBucket) Refund(st State, now int64, n int64, at int64) {
 	s := st.(*tokenBucketState)
 	if !s.valid || n <= 0 {
@@ -117,14 +126,18 @@ func (c TokenBucket) Refund(st State, now int64, n int64, at int64) {
 	// The state is kept even when full again: forgetting last would let a clock stepping
 	// back before it refill twice over the same span.
 	s.tokens, s.last = tokens, t
-	if at == s.act {
-		// Rounded down, the earlier act is never before x/time/rate's: later refunds give
-		// back no more than it would.
-		if back := math.Floor(float64(n) / c.Rate * 1e6); back <= float64(at-t) {
+	if at == s.act && s.rb {
+		if back := c.rollback(n); back <= float64(at-t) {
 			s.act = at - int64(back)
 		}
+	} else {
+		s.rb = false
 	}
 }
+
+// rollback is n/Rate in whole µs, rounded down so that an act rolled back by it is never
+// before x/time/rate's: later refunds give back no more than it would.
+func (c TokenBucket) rollback(n int64) float64 { return math.Floor(float64(n) / c.Rate * 1e6) }
 
 // untilFull is the time in µs for tokens to reach Burst.
 func (c TokenBucket) untilFull(tokens float64) int64 {

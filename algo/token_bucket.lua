@@ -16,11 +16,16 @@
 local rate = tonumber(ARGV[5])
 local burst = tonumber(ARGV[6])
 
-local st = redis.call('HMGET', KEYS[1], 'tokens', 'last', 'act')
+local st = redis.call('HMGET', KEYS[1], 'tokens', 'last', 'act', 'rb')
 local valid = st[1] and st[2] and true or false -- false for a missing key (or field)
 local s_tokens, s_last = 0, 0
 if valid then s_tokens, s_last = tonumber(st[1]), tonumber(st[2]) end
 local s_act = valid and st[3] and tonumber(st[3]) or nil -- nil: not known
+-- rb: the latest grant acts n/rate after the one before it, so its refund may roll act back
+local s_rb = st[4] == '1'
+
+-- rollback is n/rate in whole µs, rounded down (never before x/time/rate's roll-back).
+local function rollback(k) return math.floor(k / rate * 1e6) end
 
 -- advance returns the tokens at t (never above burst) and the instant used, which never
 -- goes back before last.
@@ -55,8 +60,10 @@ if op == 'apply' then
     return {0, burst, floor_count(tokens), retry_after(wait, max_wait), dur(lag + until_full(tokens)), 0, 0}
   end
   local act = t + wait
-  if s_act and s_act > act then act = s_act end -- never moves back
-  redis.call('HSET', KEYS[1], 'tokens', num(left), 'last', num(t), 'act', num(act))
+  -- rb as in the Go twin: every outstanding grant spaced by its n/rate
+  local rb = (not valid) or (not s_act) or ((s_rb or s_act <= t) and act - rollback(n) >= s_act)
+  if s_act and s_act >= act then act, rb = s_act, false end -- never moves back
+  redis.call('HSET', KEYS[1], 'tokens', num(left), 'last', num(t), 'act', num(act), 'rb', rb and '1' or '0')
   local reset = lag + until_full(left)
   expire(reset)
   return {1, burst, floor_count(left), 0, dur(reset), dur(wait), t + wait}
@@ -71,13 +78,15 @@ elseif op == 'refund' then
   local tokens, t = advance(now)
   tokens = tokens + restore
   if tokens > burst then tokens = burst end -- kept even when full: see keep
-  local act = s_act
-  if grant_at == s_act then
-    local back = math.floor(n / rate * 1e6)
+  local act, rb = s_act, s_rb
+  if grant_at == s_act and s_rb then
+    local back = rollback(n)
     if back <= grant_at - t then act = grant_at - back end
+  else
+    rb = false
   end
-  if tokens == s_tokens and t == s_last and act == s_act then return 0 end -- nothing to write
-  redis.call('HSET', KEYS[1], 'tokens', num(tokens), 'last', num(t), 'act', num(act))
+  if tokens == s_tokens and t == s_last and act == s_act and rb == s_rb then return 0 end -- nothing to write
+  redis.call('HSET', KEYS[1], 'tokens', num(tokens), 'last', num(t), 'act', num(act), 'rb', rb and '1' or '0')
   keep(t - now + until_full(tokens)) -- counted from the caller's now, as in apply
   return 0
 end

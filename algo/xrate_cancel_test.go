@@ -1,8 +1,10 @@
 package algo
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -132,4 +134,75 @@ func TestBucketsCancelMatchXTimeRate(t *testing.T) {
 	}
 	t.Logf("%d steps compared, %d cancels (%d restored part), %d timelines stopped where x/time/rate gives back more (%d: more than n)",
 		compared, cancels, partial, diverged, overn)
+}
+
+// TestBucketsCancelNeverOverAdmit checks the bound behind the refund rule on random
+// timelines of reservations, immediate grants and out-of-order cancels (before the grant
+// acts, as Reservation.Cancel does): the permits of the grants that act (not cancelled) in
+// any span of L µs never exceed Burst + Rate·L (plus 1 µs of rounding per wait), for the
+// token bucket, GCRA and the leaky bucket's queue (Burst: the largest N asked; its meter,
+// which admits beside the queue up to Capacity, is left out).
+func TestBucketsCancelNeverOverAdmit(t *testing.T) {
+	t.Parallel()
+	type grant struct {
+		n, at     int64
+		cancelled bool
+	}
+	for seed := uint64(1); seed <= 300; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 0x5afe))
+		r := []float64{0.5, 1, 3.7, 10, 64, 1000}[rng.IntN(6)]
+		burst := int64(1 + rng.IntN(8))
+		for _, a := range []Algorithm{TokenBucket{Rate: r, Burst: burst}, GCRA{Rate: r, Burst: burst},
+			LeakyBucket{Rate: r, Capacity: 50 * burst}} {
+			st := a.NewState()
+			now := int64(1_700_000_000_000_000)
+			var gs []grant
+			scale := int64(1e6 / r)
+			for step := 0; step < 400; step++ {
+				if rng.IntN(3) == 0 {
+					now += rng.Int64N(scale + 1)
+				}
+				var open []int // outstanding: not cancelled, not yet acting
+				for i, g := range gs {
+					if !g.cancelled && g.at > now {
+						open = append(open, i)
+					}
+				}
+				switch x := rng.IntN(10); {
+				case x < 4 && len(open) > 0:
+					i := open[len(open)-1-rng.IntN(min(len(open), 3))]
+					if rng.IntN(2) == 0 {
+						i = open[rng.IntN(len(open))]
+					}
+					a.Refund(st, now, gs[i].n, gs[i].at)
+					gs[i].cancelled = true
+				default:
+					req := Request{N: 1 + rng.Int64N(burst), MaxWait: Forever}
+					if _, queue := a.(LeakyBucket); x == 9 && !queue {
+						req.MaxWait = 0 // the leaky bucket's meter does not queue: shaping only
+					}
+					if d := a.Apply(st, now, req); d.Allowed {
+						gs = append(gs, grant{n: req.N, at: d.At})
+					}
+				}
+			}
+			var acts []grant
+			for _, g := range gs {
+				if !g.cancelled {
+					acts = append(acts, g)
+				}
+			}
+			slices.SortFunc(acts, func(x, y grant) int { return cmp.Compare(x.at, y.at) })
+			for i := range acts {
+				var sum int64
+				for j := i; j < len(acts); j++ {
+					sum += acts[j].n
+					span := float64(acts[j].at-acts[i].at+int64(j-i)) / 1e6
+					if bound := float64(burst) + r*span; float64(sum) > bound+1e-9 {
+						t.Fatalf("seed %d, %v: %d permits act within %d µs, bound %.3f", seed, a, sum, acts[j].at-acts[i].at, bound)
+					}
+				}
+			}
+		}
+	}
 }

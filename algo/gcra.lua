@@ -5,7 +5,8 @@
 --          latest grant acts (x/time/rate's lastEvent), iv = the interval T the TAT was
 --          written under. No key: an idle key (TAT = now). Keys written before act and iv
 --          existed: iv missing = the current T; act missing = a refund gives nothing back
---          until the key's next grant.
+--          until the key's next grant. rb = 1 while every outstanding grant acts n·T after
+--          the one before (act may roll back), else 0.
 -- ARGV[5]  rate, permits per second (double, %.17g); the emission interval is
 --          T = ceil(1e6/rate) whole µs (GCRA.Validate keeps rate ≤ 1e6/s, so T ≥ 1)
 -- ARGV[6]  burst, permits that may arrive at once and the largest N (integer ≤ 2^53;

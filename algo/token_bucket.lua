@@ -5,7 +5,9 @@
 -- KEYS[1]  hash: tokens = tokens at last (double, %.17g; negative while reservations are
 --          outstanding), last = µs of the last write, act = µs at which the latest grant
 --          acts (x/time/rate's lastEvent; missing in keys written before it existed: such
---          a key gives nothing back on refund until its next grant). No key: a full bucket.
+--          a key gives nothing back on refund until its next grant), rb = 1 while every
+--          outstanding grant acts n/rate after the one before (act may roll back), else 0.
+--          No key: a full bucket.
 -- ARGV[5]  rate, tokens added per second (double, %.17g)
 -- ARGV[6]  burst, the bucket size and the largest N (integer ≤ 2^53)
 --

@@ -164,11 +164,48 @@ func (s *Store) Apply(_ context.Context, key string, a algo.Algorithm, req algo.
 	e := sh.find(h, key, slot)
 	if e == nil {
 		e = s.insert(sh, h, key, slot, a, now)
+	} else if e.fresh <= now {
+		revive(e, a, now)
 	}
 	d := a.Apply(e.state, now, req)
-	e.fresh = freshAt(now, d)
+	e.fresh = nextFresh(e.fresh, now, d)
 	sh.mu.Unlock()
 	return d, nil
+}
+
+// Expiry, the rule both stores follow: a state expires at the instant it would equal a
+// fresh one, computed when it was last written, under the config of that write (Redis: the
+// PEXPIRE the script set then). From that instant on the key starts fresh under the current
+// config, even if the config changed since and the state, read under the new config, would
+// not be fresh yet. So an entry whose fresh instant has passed is absent at lookup, whether
+// or not the sweeper has removed it (see revive).
+
+// revive is called on an entry whose fresh instant has passed, before a is applied to it.
+// Under the config of its last write its state decides like a fresh one; when it does so
+// under a too (the config did not change, or not so as to matter) it is kept, since its
+// timestamps still guard against a clock stepping back. Otherwise it is replaced by a
+// fresh state, as the expired Redis key is. The test applies one permit to a copy and to a
+// fresh state and compares when each would be fresh again; it runs only on a key that
+// comes back after its state expired.
+func revive(e *entry, a algo.Algorithm, now int64) {
+	probe := algo.Request{N: 1}
+	if c := algo.CloneState(e.state); c != nil &&
+		a.Apply(c, now, probe).ResetAfter == a.Apply(a.NewState(), now, probe).ResetAfter {
+		return
+	}
+	e.state = a.NewState()
+}
+
+// nextFresh is an entry's fresh instant after d at now, its previous one being prev. A
+// grant writes the state: its instant is d's. A denial writes nothing (Redis keeps the
+// TTL): the instant stays, or becomes d's if that is earlier, which only happens when the
+// config changed, and then the state is fresh under the current config by d's instant, so
+// forgetting it then decides alike.
+func nextFresh(prev, now int64, d algo.Decision) int64 {
+	if d.Allowed {
+		return freshAt(now, d)
+	}
+	return min(prev, freshAt(now, d))
 }
 
 // freshAt is when, in µs, a state just decided by d at now equals a fresh one: the
@@ -189,8 +226,11 @@ func (s *Store) Refund(_ context.Context, key string, a algo.Algorithm, n int64,
 	h, sh := s.locate(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	// An expired entry is absent (see nextFresh): nothing to give back, as on Redis.
 	if e := sh.find(h, key, slot); e != nil {
-		a.Refund(e.state, s.now(), n, at)
+		if now := s.now(); e.fresh > now {
+			a.Refund(e.state, now, n, at)
+		}
 	}
 	return nil
 }

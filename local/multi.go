@@ -38,6 +38,9 @@ func (s *Store) ApplyAll(_ context.Context, key string, rules []algo.Algorithm, 
 	for i, a := range rules {
 		slot := a.Slot()
 		if e := sh.find(h, key, slot); e != nil {
+			if e.fresh <= now {
+				revive(e, a, now)
+			}
 			entries[i] = e
 			continue
 		}
@@ -73,8 +76,8 @@ func (s *Store) ApplyAll(_ context.Context, key string, rules []algo.Algorithm, 
 			e.state = states[i]
 			e.fresh = freshAt(now, ds[i])
 		case !ds[i].Allowed && !added[i]:
-			// A denial is computed on the untouched state, so its ResetAfter is that state's.
-			e.fresh = freshAt(now, ds[i])
+			// A denial is computed on the untouched state, which keeps its expiry.
+			e.fresh = nextFresh(e.fresh, now, ds[i])
 		}
 		// A rule that granted in a denied call keeps its state and its old freshness; a new
 		// entry stays fresh (a fresh state), for the sweeper to remove.

@@ -33,6 +33,8 @@ type gcraState struct {
 	act   int64   // µs at which the latest grant acts (x/time/rate's lastEvent)
 	iv    float64 // the interval tat was written under, µs; 0 (keys of older versions): the current one
 	rb    bool    // the outstanding grants act each n·T after the one before: act may roll back
+	last  int64   // µs of the last write
+	burst int64   // the Burst tat was written under; 0 (keys of older versions): the current one
 }
 
 // Name returns "gcra".
@@ -73,23 +75,41 @@ func (GCRA) NewState() State { return &gcraState{} }
 func (c GCRA) interval() float64 { return math.Ceil(1e6 / c.Rate) }
 
 // tat returns the key's TAT, never earlier than now. A TAT written under another interval
-// is rescaled to this one: the permits it holds ahead of now, (TAT - now)/old interval,
-// are spaced by the current interval (rounded up to whole µs, and bounded so that the TAT
-// stays exact), as a token bucket keeps its tokens across a rate change.
+// is rescaled to this one, as a token bucket keeps its tokens across a rate change (and as
+// package smooth rescales in setRate): the permits it holds ahead are spaced by the current
+// interval, rounded up to whole µs and bounded so that the TAT stays exact. A store cannot
+// touch every key when the rate changes, so the time since the last write is counted at
+// the lower of the two rates, as TokenBucket.refill does: with a lower rate (a longer
+// interval) the permits held at the last write are rescaled from then, with a higher one
+// those still held now are rescaled from now.
 func (c GCRA) tat(s *gcraState, now int64) float64 {
 	t := float64(now)
-	if !s.valid || !(s.tat > t) {
+	if !s.valid {
 		return t
 	}
-	iv := c.interval()
-	if s.iv == 0 || s.iv == iv {
-		return s.tat
+	tat := s.tat
+	if iv := c.interval(); s.iv != 0 && s.iv != iv && s.tat > float64(s.last) {
+		from := t
+		if iv > s.iv || from < float64(s.last) {
+			from = float64(s.last)
+		}
+		if s.tat > from {
+			tat = from + math.Ceil((s.tat-from)/s.iv*iv)
+			if top := t + float64(MaxMicros) + float64(c.Burst)*iv; tat > top {
+				tat = top // already a wait of MaxMicros or more: never granted
+			}
+		}
 	}
-	ahead := math.Ceil((s.tat - t) / s.iv * iv)
-	if top := float64(MaxMicros) + float64(c.Burst)*iv; ahead > top {
-		ahead = top // already a wait of MaxMicros or more: never granted
+	// The TAT counts what is taken from Burst: a Burst change keeps the permits available
+	// (Burst - ahead/T), as x/time/rate's SetBurst keeps its tokens, by moving the TAT by
+	// the difference. An idle key (TAT passed) is fresh: its store has expired it.
+	if s.burst != 0 && s.burst != c.Burst && tat > t {
+		tat += float64(c.Burst-s.burst) * c.interval()
 	}
-	return t + ahead
+	if tat > t {
+		return tat
+	}
+	return t
 }
 
 // Apply admits req.N if the TAT pushed forward by N·T stays within Burst·T of now (or, with
@@ -114,7 +134,7 @@ func (c GCRA) Apply(st State, now int64, req Request) Decision {
 	if s.valid && s.act >= act {
 		act, rb = s.act, false // never moves back, so a refund never gives back more
 	}
-	s.valid, s.tat, s.act, s.iv, s.rb = true, tat+float64(req.N)*t, act, t, rb
+	s.valid, s.tat, s.act, s.iv, s.rb, s.last, s.burst = true, tat+float64(req.N)*t, act, t, rb, now, c.Burst
 	ahead = s.tat - float64(now)
 	return Decision{Allowed: true, Limit: c.Burst, Remaining: c.remaining(ahead),
 		ResetAfter: toDuration(ceilMicros(ahead)), Wait: toDuration(wait), At: now + wait}
@@ -147,7 +167,7 @@ func (c GCRA) Refund(st State, now int64, n int64, at int64) {
 	if f := float64(now); tat < f {
 		tat = f
 	}
-	s.tat, s.iv = tat, t
+	s.tat, s.iv, s.last, s.burst = tat, t, now, c.Burst
 	if at == s.act && s.rb {
 		if prev := float64(at) - float64(n)*t; prev >= float64(now) {
 			s.act = int64(prev)

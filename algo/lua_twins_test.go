@@ -30,6 +30,8 @@ type rateSnap struct {
 	act   int64  // when the latest grant acts
 	iv    uint64 // GCRA: the interval, as float64 bits
 	rb    bool
+	rate  uint64 // the buckets' rate of the last write, as float64 bits
+	burst int64  // GCRA's burst of the last write
 }
 
 type logSnap struct {
@@ -123,7 +125,7 @@ func parseRate(h map[string]string, field string, withLast bool) (rateSnap, erro
 		switch {
 		case f == field:
 			s.x = math.Float64bits(x)
-		case f == "last" && withLast:
+		case f == "last":
 			s.last = int64(x)
 		case f == "act":
 			s.act = int64(x)
@@ -131,6 +133,10 @@ func parseRate(h map[string]string, field string, withLast bool) (rateSnap, erro
 			s.iv = math.Float64bits(x)
 		case f == "rb" && field != "level":
 			s.rb = x == 1
+		case f == "burst" && !withLast:
+			s.burst = int64(x)
+		case f == "rate" && withLast:
+			s.rate = math.Float64bits(x)
 		default:
 			return rateSnap{}, fmt.Errorf("hash %v: unexpected field %s", h, f)
 		}
@@ -229,7 +235,7 @@ var luaTwins = []luaTwin{
 		scale:  func(a Scripted) int64 { c := a.(TokenBucket); return rateScale(c.Rate, c.Burst) },
 		snap: func(st State) any {
 			s := st.(*tokenBucketState)
-			return rateSnap{valid: s.valid, x: math.Float64bits(s.tokens), last: s.last, act: s.act, rb: s.rb}
+			return rateSnap{valid: s.valid, x: math.Float64bits(s.tokens), last: s.last, act: s.act, rb: s.rb, rate: math.Float64bits(s.rate)}
 		},
 		stored: func(h map[string]string, _ []string) (any, error) { return parseRate(h, "tokens", true) },
 		reset: func(a Scripted, st State, now int64) int64 {
@@ -248,7 +254,7 @@ var luaTwins = []luaTwin{
 		scale:  func(a Scripted) int64 { c := a.(LeakyBucket); return rateScale(c.Rate, c.Capacity) },
 		snap: func(st State) any {
 			s := st.(*leakyBucketState)
-			return rateSnap{valid: s.valid, x: math.Float64bits(s.level), last: s.last, act: s.act}
+			return rateSnap{valid: s.valid, x: math.Float64bits(s.level), last: s.last, act: s.act, rate: math.Float64bits(s.rate)}
 		},
 		stored: func(h map[string]string, _ []string) (any, error) { return parseRate(h, "level", true) },
 		reset: func(a Scripted, st State, now int64) int64 {
@@ -267,7 +273,7 @@ var luaTwins = []luaTwin{
 		scale:  func(a Scripted) int64 { c := a.(GCRA); return rateScale(c.Rate, c.Burst) },
 		snap: func(st State) any {
 			s := st.(*gcraState)
-			return rateSnap{valid: s.valid, x: math.Float64bits(s.tat), act: s.act, iv: math.Float64bits(s.iv), rb: s.rb}
+			return rateSnap{valid: s.valid, x: math.Float64bits(s.tat), act: s.act, iv: math.Float64bits(s.iv), rb: s.rb, last: s.last, burst: s.burst}
 		},
 		stored: func(h map[string]string, _ []string) (any, error) { return parseRate(h, "tat", false) },
 		reset: func(_ Scripted, st State, now int64) int64 {

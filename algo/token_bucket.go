@@ -21,6 +21,7 @@ type tokenBucketState struct {
 	last   int64   // µs of the last grant
 	act    int64   // µs at which the latest grant acts (x/time/rate's lastEvent)
 	rb     bool    // the outstanding grants act each n/Rate after the one before: act may roll back
+	rate   float64 // the Rate of the last write; 0 (keys of older versions): the current one
 }
 
 // Name returns "token-bucket".
@@ -45,6 +46,18 @@ func (c TokenBucket) String() string {
 // NewState returns a full bucket.
 func (TokenBucket) NewState() State { return &tokenBucketState{} }
 
+// refill is the rate at which s refills until its next write: the lower of Rate and the
+// rate s was written under. A store cannot touch every key when the rate changes, so a key
+// learns of it at its next call, and the span since its last write is counted at the lower
+// rate: never more tokens than golang.org/x/time/rate, which counts it at the old rate up to
+// the change (SetLimitAt) and at the new one after.
+func (c TokenBucket) refill(s *tokenBucketState) float64 {
+	if s.rate > 0 && s.rate < c.Rate {
+		return s.rate
+	}
+	return c.Rate
+}
+
 // advance returns the tokens at now (never above Burst) and the instant used, which never
 // goes backwards.
 func (c TokenBucket) advance(s *tokenBucketState, now int64) (float64, int64) {
@@ -56,7 +69,7 @@ func (c TokenBucket) advance(s *tokenBucketState, now int64) (float64, int64) {
 		now = s.last
 	}
 	// The explicit conversion forbids a fused multiply-add, which Redis' Lua never does.
-	tokens := s.tokens + float64(seconds(now-s.last)*c.Rate)
+	tokens := s.tokens + float64(seconds(now-s.last)*c.refill(s))
 	if tokens > burst {
 		tokens = burst
 	}
@@ -70,8 +83,13 @@ func (c TokenBucket) Apply(st State, now int64, req Request) Decision {
 	// lag is how far a backwards clock is behind the state: ResetAfter counts from the
 	// caller's now, so a store never expires the key before its state is fresh.
 	lag := at - now
+	// Until a write stamps the current Rate, the state refills at refill's rate.
+	r := c.Rate
+	if s.valid {
+		r = c.refill(s)
+	}
 	if req.N > c.Burst || req.N <= 0 {
-		return never(c.Burst, floorCount(tokens), lag+c.untilFull(tokens))
+		return never(c.Burst, floorCount(tokens), lag+c.untilFullAt(tokens, r))
 	}
 	left := tokens - float64(req.N)
 	var wait int64
@@ -83,7 +101,7 @@ func (c TokenBucket) Apply(st State, now int64, req Request) Decision {
 	if maxWait := req.maxWaitMicros(); wait > maxWait {
 		// Nothing is written on a denial, exactly like x/time/rate.
 		return Decision{Limit: c.Burst, Remaining: floorCount(tokens),
-			RetryAfter: retryAfter(wait, maxWait), ResetAfter: toDuration(lag + c.untilFull(tokens))}
+			RetryAfter: retryAfter(wait, maxWait), ResetAfter: toDuration(lag + c.untilFullAt(tokens, r))}
 	}
 	act := at + wait
 	// A refund of this grant may roll act back by its n/Rate only if the grant before it
@@ -93,7 +111,7 @@ func (c TokenBucket) Apply(st State, now int64, req Request) Decision {
 	if s.valid && s.act >= act {
 		act, rb = s.act, false // never moves back, so a refund never gives back more
 	}
-	s.valid, s.tokens, s.last, s.act, s.rb = true, left, at, act, rb
+	s.valid, s.tokens, s.last, s.act, s.rb, s.rate = true, left, at, act, rb, c.Rate
 	return Decision{Allowed: true, Limit: c.Burst, Remaining: floorCount(left),
 		ResetAfter: toDuration(lag + c.untilFull(left)), Wait: toDuration(wait), At: at + wait}
 }
@@ -125,7 +143,7 @@ func (c TokenBucket) Refund(st State, now int64, n int64, at int64) {
 	}
 	// The state is kept even when full again: forgetting last would let a clock stepping
 	// back before it refill twice over the same span.
-	s.tokens, s.last = tokens, t
+	s.tokens, s.last, s.rate = tokens, t, c.Rate
 	if at == s.act && s.rb {
 		if back := c.rollback(n); back <= float64(at-t) {
 			s.act = at - int64(back)
@@ -140,6 +158,9 @@ func (c TokenBucket) Refund(st State, now int64, n int64, at int64) {
 func (c TokenBucket) rollback(n int64) float64 { return math.Floor(float64(n) / c.Rate * 1e6) }
 
 // untilFull is the time in µs for tokens to reach Burst.
-func (c TokenBucket) untilFull(tokens float64) int64 {
-	return ceilMicros((float64(c.Burst) - tokens) / c.Rate * 1e6)
+func (c TokenBucket) untilFull(tokens float64) int64 { return c.untilFullAt(tokens, c.Rate) }
+
+// untilFullAt is the time in µs for tokens to reach Burst, refilling at r per second.
+func (c TokenBucket) untilFullAt(tokens, r float64) int64 {
+	return ceilMicros((float64(c.Burst) - tokens) / r * 1e6)
 }

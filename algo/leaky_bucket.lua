@@ -67,7 +67,7 @@ if op == 'apply' then
     wait = ceil_micros(level / rate * 1e6)
   end
   if level > bound or wait > max_wait then
-    local retry = ceil_micros((level - bound) / rate * 1e6)
+    local retry = ceil_micros((level - bound) / leak * 1e6) -- nothing is written: it leaks at leak
     if retry == 0 then retry = 1 end -- rounding put level a hair above bound
     return {0, capacity, remaining(level), dur(retry), dur(lag + until_empty(level, leak)), 0, 0}
   end

@@ -99,6 +99,9 @@ func (c TokenBucket) Apply(st State, now int64, req Request) Decision {
 		wait = ceilMicros(-left / c.Rate * 1e6)
 	}
 	if maxWait := req.maxWaitMicros(); wait > maxWait {
+		if r != c.Rate { // nothing is written, so the deficit refills at r
+			wait = ceilMicros(-left / r * 1e6)
+		}
 		// Nothing is written on a denial, exactly like x/time/rate.
 		return Decision{Limit: c.Burst, Remaining: floorCount(tokens),
 			RetryAfter: retryAfter(wait, maxWait), ResetAfter: toDuration(lag + c.untilFullAt(tokens, r))}

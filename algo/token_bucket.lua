@@ -66,6 +66,7 @@ if op == 'apply' then
   -- wait to whole nanoseconds, and decisions match it exactly.
   if left < 0 and -left / rate * 1e9 >= 1 then wait = ceil_micros(-left / rate * 1e6) end
   if wait > max_wait then
+    if refill ~= rate then wait = ceil_micros(-left / refill * 1e6) end -- refills at refill
     -- A denial writes nothing, like x/time/rate.
     return {0, burst, floor_count(tokens), retry_after(wait, max_wait), dur(lag + until_full(tokens, refill)), 0, 0}
   end

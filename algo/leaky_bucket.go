@@ -102,7 +102,7 @@ func (c LeakyBucket) Apply(st State, now int64, req Request) Decision {
 	}
 	if level > bound || wait > maxWait {
 		retry := ceilMicros((level - bound) / r * 1e6) // nothing is written: it leaks at r
-		if retry == 0 { // rounding put level a hair above bound
+		if retry == 0 {                                // rounding put level a hair above bound
 			retry = 1
 		}
 		return Decision{Limit: c.Capacity, Remaining: c.remaining(level),

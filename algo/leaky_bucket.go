@@ -101,8 +101,9 @@ func (c LeakyBucket) Apply(st State, now int64, req Request) Decision {
 		wait = ceilMicros(level / c.Rate * 1e6)
 	}
 	if level > bound || wait > maxWait {
-		retry := ceilMicros((level - bound) / r * 1e6) // nothing is written: it leaks at r
-		if retry == 0 {                                // rounding put level a hair above bound
+		// Nothing is written, so it leaks at r.
+		retry := ceilMicros((level - bound) / r * 1e6)
+		if retry == 0 { // rounding put level a hair above bound
 			retry = 1
 		}
 		return Decision{Limit: c.Capacity, Remaining: c.remaining(level),

@@ -81,9 +81,10 @@ func TestConfigChangeAfterExpiry(t *testing.T) {
 	}{
 		// The case: Redis admitted 1000 and the local store 1.
 		{algo.TokenBucket{Rate: 10, Burst: 10}, algo.TokenBucket{Rate: 1, Burst: 1000}, time.Second, 0, 1000},
+		// The leaky bucket keeps its level (the queue): a larger bucket has room at once.
 		{algo.LeakyBucket{Rate: 10, Capacity: 10}, algo.LeakyBucket{Rate: 1, Capacity: 1000}, time.Second, 990, 1000},
-		// 100 ms before the TAT, one permit is outstanding: 1 s of it at the new rate.
-		{algo.GCRA{Rate: 10, Burst: 10}, algo.GCRA{Rate: 1, Burst: 1000}, time.Second, 999, 1000},
+		// GCRA keeps the permits available (0) across the change, as the token bucket.
+		{algo.GCRA{Rate: 10, Burst: 10}, algo.GCRA{Rate: 1, Burst: 1000}, time.Second, 0, 1000},
 	} {
 		stores := map[string]func(clk *clockx.Fake) store.Store{
 			"local": func(clk *clockx.Fake) store.Store {

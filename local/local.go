@@ -4,7 +4,9 @@ import (
 	"context"
 	"hash/maphash"
 	"math/bits"
+	"reflect"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,14 +46,16 @@ type shard struct {
 	_  [32]byte
 }
 
-// entry is one state: a user key under one algorithm slot. Its 64 bytes fill one cache
-// line, so a lookup that misses the cache costs one line beyond the map's.
+// entry is one state: a user key under one algorithm slot. Its first 64 bytes, all a
+// lookup reads, fill one cache line, so a lookup that misses the cache costs one line
+// beyond the map's.
 type entry struct {
 	key   string
 	slot  string
 	state algo.State
-	fresh int64  // µs at which state equals a fresh one; the entry can go then
-	next  *entry // the next entry of the same hash
+	fresh int64          // µs at which state equals a fresh one under cfg; the entry can go then
+	next  *entry         // the next entry of the same hash
+	cfg   algo.Algorithm // the config of the state's last write; nil: never written
 }
 
 // find returns the entry of key under slot, or nil. h is the hash of key.
@@ -169,6 +173,9 @@ func (s *Store) Apply(_ context.Context, key string, a algo.Algorithm, req algo.
 	}
 	d := a.Apply(e.state, now, req)
 	e.fresh = nextFresh(e.fresh, now, d)
+	if d.Allowed {
+		e.cfg = a
+	}
 	sh.mu.Unlock()
 	return d, nil
 }
@@ -181,19 +188,24 @@ func (s *Store) Apply(_ context.Context, key string, a algo.Algorithm, req algo.
 // or not the sweeper has removed it (see revive).
 
 // revive is called on an entry whose fresh instant has passed, before a is applied to it.
-// Under the config of its last write its state decides like a fresh one; when it does so
-// under a too (the config did not change, or not so as to matter) it is kept, since its
-// timestamps still guard against a clock stepping back. Otherwise it is replaced by a
-// fresh state, as the expired Redis key is. The test applies one permit to a copy and to a
-// fresh state and compares when each would be fresh again; it runs only on a key that
-// comes back after its state expired.
-func revive(e *entry, a algo.Algorithm, now int64) {
-	probe := algo.Request{N: 1}
-	if c := algo.CloneState(e.state); c != nil &&
-		a.Apply(c, now, probe).ResetAfter == a.Apply(a.NewState(), now, probe).ResetAfter {
-		return
+// Under the config of its last write, its state decides like a fresh one: when a is that
+// config it is kept, since its timestamps still guard against a clock stepping back (and
+// a SmoothBursty's stored permits, which a fresh state would not have, stay as in Guava).
+// Under another config it is replaced by a fresh state, as the expired Redis key is.
+// The smooth algorithms are the exception: their state records its own config and
+// rescales across a change, as Guava's setRate does (on Redis their key lingers a minute
+// past ResetAfter, the documented SmoothBursty exception), so it is kept.
+func revive(e *entry, a algo.Algorithm, _ int64) {
+	if e.cfg != nil && !sameConfig(e.cfg, a) && !strings.HasPrefix(a.Name(), "smooth-") {
+		e.state = a.NewState()
 	}
-	e.state = a.NewState()
+}
+
+// sameConfig reports whether x and y are the same config. Configs of a type that cannot
+// be compared count as different: after its fresh instant such a state starts fresh.
+func sameConfig(x, y algo.Algorithm) bool {
+	t := reflect.TypeOf(x)
+	return t == reflect.TypeOf(y) && t.Comparable() && x == y
 }
 
 // nextFresh is an entry's fresh instant after d at now, its previous one being prev. A

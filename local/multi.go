@@ -75,6 +75,7 @@ func (s *Store) ApplyAll(_ context.Context, key string, rules []algo.Algorithm, 
 		case ok:
 			e.state = states[i]
 			e.fresh = freshAt(now, ds[i])
+			e.cfg = rules[i]
 		case !ds[i].Allowed && !added[i]:
 			// A denial is computed on the untouched state, which keeps its expiry.
 			e.fresh = nextFresh(e.fresh, now, ds[i])
@@ -101,6 +102,9 @@ func (s *Store) applyInPlace(rules []algo.Algorithm, entries []*entry, ds []algo
 		// The freshness of a refunded state is not known; keeping the grant's is safe
 		// (later than needed, never earlier).
 		e.fresh = max(e.fresh, freshAt(now, ds[i]))
+		if ds[i].Allowed {
+			e.cfg = a
+		}
 	}
 	return ds, ok, nil
 }

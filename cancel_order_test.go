@@ -234,3 +234,51 @@ func checkCancelQueue(t *testing.T, ctx context.Context, l *limiter.Limiter, clk
 	}
 	return true
 }
+
+// TestWaitCancelledNotLatest is TestCancelNotLatest reached without calling Cancel: B is a
+// WaitN whose context ends while it sleeps, after C has queued behind it. D must still act
+// after C. The clock (a mock, whose sleeps block) never moves.
+func TestWaitCancelledNotLatest(t *testing.T) {
+	t.Parallel()
+	for _, a := range []algo.Algorithm{
+		algo.TokenBucket{Rate: 10, Burst: 1},
+		algo.GCRA{Rate: 10, Burst: 1},
+		algo.LeakyBucket{Rate: 10, Capacity: 10},
+	} {
+		t.Run(a.Name(), func(t *testing.T) {
+			t.Parallel()
+			clk := clockx.NewMock()
+			clk.Set(start)
+			st := &appliedStore{Store: local.New(local.WithClock(clk), local.WithSweepInterval(0)),
+				applied: make(chan limiter.Decision, 100)}
+			t.Cleanup(func() { _ = st.Close() })
+			l, err := limiter.New(st, a, limiter.WithClock(clk))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			reserve := func(want time.Duration) {
+				t.Helper()
+				r, err := l.Reserve(ctx, "k", 1, algo.Forever)
+				<-st.applied
+				if err != nil || !r.OK() || r.Delay() != want {
+					t.Fatalf("Reserve: %v, OK %v, Delay %v; want %v", err, r != nil && r.OK(), r.Delay(), want)
+				}
+			}
+			reserve(0) // A
+			wctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- l.WaitN(wctx, "k", 1) }() // B
+			if d := <-st.applied; !d.Allowed || d.Wait != 100*time.Millisecond {
+				t.Fatalf("B: %+v, want granted with Wait 100ms", d)
+			}
+			reserve(200 * time.Millisecond) // C
+			cancel()
+			if err := <-done; err == nil {
+				t.Fatal("WaitN returned nil after its context ended")
+			}
+			reserve(300 * time.Millisecond) // D, after C
+		})
+	}
+}

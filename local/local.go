@@ -238,11 +238,12 @@ func (s *Store) Refund(_ context.Context, key string, a algo.Algorithm, n int64,
 	h, sh := s.locate(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	// An expired entry is absent (see nextFresh): nothing to give back, as on Redis.
 	if e := sh.find(h, key, slot); e != nil {
-		if now := s.now(); e.fresh > now {
-			a.Refund(e.state, now, n, at)
+		now := s.now()
+		if e.fresh <= now {
+			revive(e, a, now) // under another config: a fresh state, nothing to give back
 		}
+		a.Refund(e.state, now, n, at)
 	}
 	return nil
 }

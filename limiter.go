@@ -99,6 +99,17 @@ func checkAlgorithm(a algo.Algorithm) error {
 // or Burst changes keeps its tokens; a window algorithm keeps its counts when the Window
 // length is unchanged). Otherwise the state is kept under another slot, so keys start
 // fresh under a.
+//
+// A kept state never admits more than golang.org/x/time/rate would with SetLimit and
+// SetBurst at this instant: each key learns of the change at its next call, and counts the
+// time since its last write at the lower of its old and new rates (a raised rate takes
+// effect at the key's first grant after the change); GCRA rescales its TAT to the new
+// interval and Burst. A key sees only the config of its last write and the current one.
+//
+// Expiry, on every store: a state expires at the instant it would be fresh, computed at
+// its last write under the config of that write (Redis: the TTL set then); from then on
+// the key starts fresh under a. So a key that refilled under the old config starts fresh
+// under a, full at a larger Burst. See docs/algorithms.md, "Config changes".
 func (l *Limiter) SetAlgorithm(a algo.Algorithm) error {
 	if l.unmade() {
 		return errUnmade

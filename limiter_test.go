@@ -237,13 +237,18 @@ func TestSetAlgorithm(t *testing.T) {
 	if got := l.Algorithm(); got != faster {
 		t.Fatalf("Algorithm() = %v, want %v", got, faster)
 	}
-	// Same slot: the bucket is still empty, and now refills at 8/s.
-	if d := allowN(t, l, "k", 1); d.Allowed || d.RetryAfter != 125*time.Millisecond {
-		t.Fatalf("after SetAlgorithm: %+v, want denied with RetryAfter 125ms", d)
+	// Same slot: the bucket is still empty, and refills at the lower rate, 4/s, until its
+	// next write (the store cannot know when the rate changed); then at 8/s.
+	if d := allowN(t, l, "k", 1); d.Allowed || d.RetryAfter != 250*time.Millisecond {
+		t.Fatalf("after SetAlgorithm: %+v, want denied with RetryAfter 250ms", d)
+	}
+	clk.Add(250 * time.Millisecond)
+	if d := allowN(t, l, "k", 1); !d.Allowed {
+		t.Fatalf("250ms later: %+v, want allowed", d)
 	}
 	clk.Add(125 * time.Millisecond)
 	if d := allowN(t, l, "k", 1); !d.Allowed {
-		t.Fatalf("125ms later: %+v, want allowed", d)
+		t.Fatalf("125ms after that, at 8/s: %+v, want allowed", d)
 	}
 	// Another slot: fresh state.
 	if err := l.SetAlgorithm(algo.GCRA{Rate: 1, Burst: 2}); err != nil {

@@ -114,9 +114,15 @@ func (r *Reservation) Wait(ctx context.Context) error {
 }
 
 // Cancel gives the permits back to the store, as far as the algorithm allows (a window
-// that has passed is not reopened), so that later requests may use them. It does so only
-// while the permits are not yet usable (Delay > 0): once their time has come they count as
-// used and Cancel does nothing, as in golang.org/x/time/rate. Cancel is idempotent: only
+// that has passed is not reopened), so that later requests may use them. The buckets
+// (TokenBucket, GCRA, LeakyBucket) give back what golang.org/x/time/rate's CancelAt does:
+// the permits minus those reserved after this one, never below zero, because the
+// reservations queued behind it keep their times; cancelling the latest reservation gives
+// back all of it. Cancel does so only while the permits are not yet usable (Delay > 0):
+// at the instant they become usable (Delay 0) and after, they count as used and Cancel
+// does nothing (x/time/rate still gives them back at exactly that instant). The same holds
+// when WaitN or TryAcquire give permits back because their context ended while they slept.
+// Cancel is idempotent: only
 // the first call gives anything back. It does nothing for a reservation that is not OK or
 // that FailOpen granted. It returns the store's error, if the refund failed. A done ctx
 // does not stop it: the refund still goes to the store (bounded by the timeouts), so that

@@ -108,6 +108,9 @@ type Algorithm interface {
 	Apply(s State, now int64, req Request) Decision
 	// Refund gives back, as far as the algorithm can, n permits granted by a Decision with
 	// the given At; permits that already expired (a window that has passed) are not restored.
+	// The buckets give back what golang.org/x/time/rate's Reservation.CancelAt does: n minus
+	// what was reserved after the grant's At, never below zero, so that grants queued behind
+	// it never share their instants with a new one.
 	Refund(s State, now int64, n int64, at int64)
 }
 

@@ -26,10 +26,15 @@ type GCRA struct {
 // as 1e6 per second.
 const maxGCRARate = 1e6
 
-// gcraState mirrors the Lua twin's key: the TAT in whole µs.
+// gcraState mirrors the Lua twin's hash: fields tat, act and iv.
 type gcraState struct {
 	valid bool
-	tat   float64
+	tat   float64 // the theoretical arrival time, whole µs
+	act   int64   // µs at which the latest grant acts (x/time/rate's lastEvent)
+	iv    float64 // the interval tat was written under, µs; 0 (keys of older versions): the current one
+	rb    bool    // the outstanding grants act each n·T after the one before: act may roll back
+	last  int64   // µs of the last write
+	burst int64   // the Burst tat was written under; 0 (keys of older versions): the current one
 }
 
 // Name returns "gcra".
@@ -69,11 +74,40 @@ func (GCRA) NewState() State { return &gcraState{} }
 // admits more than Rate.
 func (c GCRA) interval() float64 { return math.Ceil(1e6 / c.Rate) }
 
-// tat returns the key's TAT, never earlier than now.
+// tat returns the key's TAT, never earlier than now. A TAT written under another interval
+// is rescaled to this one, as a token bucket keeps its tokens across a rate change (and as
+// package smooth rescales in setRate): the permits it holds ahead are spaced by the current
+// interval, rounded up to whole µs and bounded so that the TAT stays exact. A store cannot
+// touch every key when the rate changes, so the time since the last write is counted at
+// the lower of the two rates, as TokenBucket.refill does: with a lower rate (a longer
+// interval) the permits held at the last write are rescaled from then, with a higher one
+// those still held now are rescaled from now.
 func (c GCRA) tat(s *gcraState, now int64) float64 {
 	t := float64(now)
-	if s.valid && s.tat > t {
-		return s.tat
+	if !s.valid {
+		return t
+	}
+	tat := s.tat
+	if iv := c.interval(); s.iv != 0 && s.iv != iv && s.tat > float64(s.last) {
+		from := t
+		if iv > s.iv || from < float64(s.last) {
+			from = float64(s.last)
+		}
+		if s.tat > from {
+			tat = from + math.Ceil((s.tat-from)/s.iv*iv)
+			if top := t + float64(MaxMicros) + float64(c.Burst)*iv; tat > top {
+				tat = top // already a wait of MaxMicros or more: never granted
+			}
+		}
+	}
+	// The TAT counts what is taken from Burst: a Burst change keeps the permits available
+	// (Burst - ahead/T), as x/time/rate's SetBurst keeps its tokens, by moving the TAT by
+	// the difference. An idle key (TAT passed) is fresh: its store has expired it.
+	if s.burst != 0 && s.burst != c.Burst && tat > t {
+		tat += float64(c.Burst-s.burst) * c.interval()
+	}
+	if tat > t {
+		return tat
 	}
 	return t
 }
@@ -94,7 +128,13 @@ func (c GCRA) Apply(st State, now int64, req Request) Decision {
 		return Decision{Limit: c.Burst, Remaining: c.remaining(ahead),
 			RetryAfter: retryAfter(wait, maxWait), ResetAfter: toDuration(ceilMicros(ahead))}
 	}
-	s.valid, s.tat = true, tat+float64(req.N)*t
+	act := now + wait
+	// As in TokenBucket.Apply.
+	rb := (!s.valid || s.rb || s.act <= now) && float64(act)-float64(req.N)*t >= float64(s.act)
+	if s.valid && s.act >= act {
+		act, rb = s.act, false // never moves back, so a refund never gives back more
+	}
+	s.valid, s.tat, s.act, s.iv, s.rb, s.last, s.burst = true, tat+float64(req.N)*t, act, t, rb, now, c.Burst
 	ahead = s.tat - float64(now)
 	return Decision{Allowed: true, Limit: c.Burst, Remaining: c.remaining(ahead),
 		ResetAfter: toDuration(ceilMicros(ahead)), Wait: toDuration(wait), At: now + wait}
@@ -107,15 +147,32 @@ func (c GCRA) remaining(ahead float64) int64 {
 	return floorCount((float64(c.Burst)*t - ahead) / t)
 }
 
-// Refund moves the TAT back by n·T, never before now.
-func (c GCRA) Refund(st State, now int64, n int64, _ int64) {
+// Refund gives back what x/time/rate's Reservation.CancelAt gives back for a grant of n
+// acting at at, with GCRA as a token bucket of rate 1e6/T: n minus the permits reserved
+// after it, (act - at)/T where act is when the latest grant acts, never below zero. The TAT
+// moves back by n·T - (act - at) µs, never before now (exact: all whole µs). When the
+// refunded grant is the latest, act moves back to at - n·T, once, under the conditions of
+// TokenBucket.Refund.
+func (c GCRA) Refund(st State, now int64, n int64, at int64) {
 	s := st.(*gcraState)
 	if !s.valid || n <= 0 {
 		return
 	}
-	tat := s.tat - float64(n)*c.interval()
+	t := c.interval()
+	back := float64(n)*t - float64(max(0, s.act-at))
+	if !(back > 0) {
+		return
+	}
+	tat := c.tat(s, now) - back
 	if f := float64(now); tat < f {
 		tat = f
 	}
-	s.tat = tat
+	s.tat, s.iv, s.last, s.burst = tat, t, now, c.Burst
+	if at == s.act && s.rb {
+		if prev := float64(at) - float64(n)*t; prev >= float64(now) {
+			s.act = int64(prev)
+		}
+	} else {
+		s.rb = false
+	}
 }

@@ -16,11 +16,13 @@ type LeakyBucket struct {
 	Capacity int64   // most units the bucket holds, and the largest N; ≥ 1
 }
 
-// leakyBucketState mirrors the Lua twin's hash: fields level and last.
+// leakyBucketState mirrors the Lua twin's hash: fields level, last and act.
 type leakyBucketState struct {
 	valid bool
 	level float64 // units in the bucket at last
 	last  int64   // µs
+	act   int64   // µs at which the latest grant acts (leaves the queue's head)
+	rate  float64 // the Rate of the last write; 0 (keys of older versions): the current one
 }
 
 // Name returns "leaky-bucket".
@@ -45,6 +47,16 @@ func (c LeakyBucket) String() string {
 // NewState returns an empty bucket.
 func (LeakyBucket) NewState() State { return &leakyBucketState{} }
 
+// leak is the rate at which s drains until its next write: the lower of Rate and the rate
+// s was written under, as TokenBucket.refill (a rate change never lets more in than if it
+// had been applied to every key at once).
+func (c LeakyBucket) leak(s *leakyBucketState) float64 {
+	if s.rate > 0 && s.rate < c.Rate {
+		return s.rate
+	}
+	return c.Rate
+}
+
 // drain returns the level at now and the instant used, which never goes backwards.
 func (c LeakyBucket) drain(s *leakyBucketState, now int64) (float64, int64) {
 	if !s.valid {
@@ -54,7 +66,7 @@ func (c LeakyBucket) drain(s *leakyBucketState, now int64) (float64, int64) {
 		now = s.last
 	}
 	// The explicit conversion forbids a fused multiply-add, which Redis' Lua never does.
-	level := s.level - float64(seconds(now-s.last)*c.Rate)
+	level := s.level - float64(seconds(now-s.last)*c.leak(s))
 	if level < 0 {
 		level = 0
 	}
@@ -70,8 +82,13 @@ func (c LeakyBucket) Apply(st State, now int64, req Request) Decision {
 	// caller's now, so a store never expires the key before its state is fresh.
 	lag := at - now
 	capacity := float64(c.Capacity)
+	// Until a write stamps the current Rate, the state drains at leak's rate.
+	r := c.Rate
+	if s.valid {
+		r = c.leak(s)
+	}
 	if req.N > c.Capacity || req.N <= 0 {
-		return never(c.Capacity, c.remaining(level), lag+c.untilEmpty(level))
+		return never(c.Capacity, c.remaining(level), lag+c.untilEmptyAt(level, r))
 	}
 	// bound is the highest level at which the request is granted.
 	bound := capacity - float64(req.N)
@@ -84,33 +101,48 @@ func (c LeakyBucket) Apply(st State, now int64, req Request) Decision {
 		wait = ceilMicros(level / c.Rate * 1e6)
 	}
 	if level > bound || wait > maxWait {
-		retry := ceilMicros((level - bound) / c.Rate * 1e6)
+		// Nothing is written, so it leaks at r.
+		retry := ceilMicros((level - bound) / r * 1e6)
 		if retry == 0 { // rounding put level a hair above bound
 			retry = 1
 		}
 		return Decision{Limit: c.Capacity, Remaining: c.remaining(level),
-			RetryAfter: toDuration(retry), ResetAfter: toDuration(lag + c.untilEmpty(level))}
+			RetryAfter: toDuration(retry), ResetAfter: toDuration(lag + c.untilEmptyAt(level, r))}
 	}
 	level += float64(req.N)
-	s.valid, s.level, s.last = true, level, at
+	act := at + wait
+	if s.valid && s.act > act {
+		act = s.act // never moves back, so a refund never gives back more
+	}
+	s.valid, s.level, s.last, s.act, s.rate = true, level, at, act, c.Rate
 	return Decision{Allowed: true, Limit: c.Capacity, Remaining: c.remaining(level),
 		ResetAfter: toDuration(lag + c.untilEmpty(level)), Wait: toDuration(wait), At: at + wait}
 }
 
-// Refund takes n units back out of the bucket.
-func (c LeakyBucket) Refund(st State, now int64, n int64, _ int64) {
+// Refund takes back out of the bucket what x/time/rate's Reservation.CancelAt would give
+// back for a grant of n acting at at: n minus the units queued behind it, Rate·(act - at)
+// where act is when the latest grant acts, never below zero. So cancelling a place in the
+// shaping queue that others wait behind gives nothing back: their times are promised.
+// Unlike the token bucket, act never moves back on a refund: the grant before the latest
+// acted n' /Rate before it, and n' is not kept; a later act only gives back less.
+func (c LeakyBucket) Refund(st State, now int64, n int64, at int64) {
 	s := st.(*leakyBucketState)
 	if !s.valid || n <= 0 {
 		return
 	}
-	level, at := c.drain(s, now)
-	level -= float64(n)
+	// The explicit conversion forbids a fused multiply-add, which Redis' Lua never does.
+	restore := float64(n) - float64(seconds(max(0, s.act-at))*c.Rate)
+	if !(restore > 0) {
+		return
+	}
+	level, t := c.drain(s, now)
+	level -= restore
 	if level < 0 {
 		level = 0
 	}
 	// The state is kept even when empty again: forgetting last would let a clock stepping
 	// back before it drain twice over the same span.
-	s.level, s.last = level, at
+	s.level, s.last, s.rate = level, t, c.Rate
 }
 
 // remaining is what fits in the bucket now: Capacity - level rounded down, computed as
@@ -121,6 +153,9 @@ func (c LeakyBucket) remaining(level float64) int64 {
 }
 
 // untilEmpty is the time in µs for the bucket to leak out.
-func (c LeakyBucket) untilEmpty(level float64) int64 {
-	return ceilMicros(level / c.Rate * 1e6)
+func (c LeakyBucket) untilEmpty(level float64) int64 { return c.untilEmptyAt(level, c.Rate) }
+
+// untilEmptyAt is the time in µs for the bucket to leak out at r per second.
+func (c LeakyBucket) untilEmptyAt(level, r float64) int64 {
+	return ceilMicros(level / r * 1e6)
 }

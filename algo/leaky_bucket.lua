@@ -2,7 +2,10 @@
 -- Same state, same float operations in the same order as the Go transition.
 --
 -- KEYS[1]  hash: level = units in the bucket at last (double, %.17g), last = µs of the last
---          write. No key: an empty bucket.
+--          write, act = µs at which the latest grant acts (missing in keys written before it
+--          existed: such a key gives nothing back on refund until its next grant), rate =
+--          the rate of the last write (missing in older keys: the current one). No key:
+--          an empty bucket.
 -- ARGV[5]  rate, units leaked per second (double, %.17g)
 -- ARGV[6]  capacity, the most units held and the largest N (integer ≤ 2^53)
 --
@@ -13,24 +16,30 @@
 local rate = tonumber(ARGV[5])
 local capacity = tonumber(ARGV[6])
 
-local st = redis.call('HMGET', KEYS[1], 'level', 'last')
+local st = redis.call('HMGET', KEYS[1], 'level', 'last', 'act', 'rate')
 local valid = st[1] and st[2] and true or false -- false for a missing key (or field)
 local s_level, s_last = 0, 0
 if valid then s_level, s_last = tonumber(st[1]), tonumber(st[2]) end
+local s_act = valid and st[3] and tonumber(st[3]) or nil -- nil: not known
+-- leak is the rate until the next write: the lower of rate and the rate of the last write
+-- (missing in keys of older versions: the current one), as in algo.LeakyBucket.leak.
+local leak = rate
+local s_rate = valid and st[4] and tonumber(st[4]) or nil
+if s_rate and s_rate > 0 and s_rate < rate then leak = s_rate end
 
 -- drain returns the level at t (never below 0) and the instant used, which never goes
 -- back before last.
 local function drain(t)
   if not valid then return 0, t end
   if t < s_last then t = s_last end
-  local level = s_level - seconds(t - s_last) * rate
+  local level = s_level - seconds(t - s_last) * leak
   if level < 0 then level = 0 end
   return level, t
 end
 
--- until_empty is the time in µs for the bucket to leak out.
-local function until_empty(level)
-  return ceil_micros(level / rate * 1e6)
+-- until_empty is the time in µs for the bucket to leak out at r (default: rate).
+local function until_empty(level, r)
+  return ceil_micros(level / (r or rate) * 1e6)
 end
 
 -- remaining is what fits in the bucket now: capacity − ceil(level), never below 0, so that
@@ -47,7 +56,7 @@ if op == 'apply' then
   -- caller's now, so the key never expires before its state is fresh.
   local lag = t - now
   if n > capacity or n <= 0 then
-    return {0, capacity, remaining(level), MAX_MICROS, dur(lag + until_empty(level)), 0, 0}
+    return {0, capacity, remaining(level), MAX_MICROS, dur(lag + until_empty(level, leak)), 0, 0}
   end
   -- bound is the highest level at which the request is granted.
   local bound = capacity - n
@@ -58,22 +67,30 @@ if op == 'apply' then
     wait = ceil_micros(level / rate * 1e6)
   end
   if level > bound or wait > max_wait then
-    local retry = ceil_micros((level - bound) / rate * 1e6)
+    local retry = ceil_micros((level - bound) / leak * 1e6) -- nothing is written: it leaks at leak
     if retry == 0 then retry = 1 end -- rounding put level a hair above bound
-    return {0, capacity, remaining(level), dur(retry), dur(lag + until_empty(level)), 0, 0}
+    return {0, capacity, remaining(level), dur(retry), dur(lag + until_empty(level, leak)), 0, 0}
   end
   level = level + n
-  redis.call('HSET', KEYS[1], 'level', num(level), 'last', num(t))
+  local act = t + wait
+  if s_act and s_act > act then act = s_act end -- never moves back
+  redis.call('HSET', KEYS[1], 'level', num(level), 'last', num(t), 'act', num(act), 'rate', num(rate))
   local reset = lag + until_empty(level)
   expire(reset)
   return {1, capacity, remaining(level), 0, dur(reset), dur(wait), t + wait}
 elseif op == 'refund' then
-  if not valid or not (n > 0) then return 0 end
+  -- Takes out what x/time/rate's CancelAt would give back: n minus the units queued
+  -- behind the grant (rate·(act − at)), never below zero. act never moves back.
+  if not valid or not s_act or not (n > 0) then return 0 end
+  local span = s_act - grant_at
+  if span < 0 then span = 0 end
+  local restore = n - seconds(span) * rate
+  if not (restore > 0) then return 0 end
   local level, t = drain(now)
-  level = level - n
+  level = level - restore
   if level < 0 then level = 0 end -- kept even when empty: see keep
-  if level == s_level and t == s_last then return 0 end -- nothing to write
-  redis.call('HSET', KEYS[1], 'level', num(level), 'last', num(t))
+  if level == s_level and t == s_last and s_rate == rate then return 0 end -- nothing to write
+  redis.call('HSET', KEYS[1], 'level', num(level), 'last', num(t), 'rate', num(rate))
   keep(t - now + until_empty(level)) -- counted from the caller's now, as in apply
   return 0
 end

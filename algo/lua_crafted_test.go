@@ -44,13 +44,13 @@ func TestLuaCraftedStates(t *testing.T) {
 		cases = append(cases,
 			craftedState{a: TokenBucket{Rate: rate, Burst: size}, x: (r.Float64()*3 - 2) * float64(size), last: last,
 				fields: func(x float64, l int64) []any { return []any{"tokens", ff(x), "last", l} },
-				state:  func(x float64, l int64) State { return &tokenBucketState{true, x, l} }},
+				state:  func(x float64, l int64) State { return &tokenBucketState{valid: true, tokens: x, last: l} }},
 			craftedState{a: LeakyBucket{Rate: rate, Capacity: size}, x: r.Float64() * 2 * float64(size), last: last,
 				fields: func(x float64, l int64) []any { return []any{"level", ff(x), "last", l} },
-				state:  func(x float64, l int64) State { return &leakyBucketState{true, x, l} }},
+				state:  func(x float64, l int64) State { return &leakyBucketState{valid: true, level: x, last: l} }},
 			craftedState{a: GCRA{Rate: rate, Burst: size}, x: float64(now) + (r.Float64()*2-0.5)*float64(size)*1e6/rate,
 				fields: func(x float64, _ int64) []any { return []any{"tat", ff(x)} },
-				state:  func(x float64, _ int64) State { return &gcraState{true, x} }},
+				state:  func(x float64, _ int64) State { return &gcraState{valid: true, tat: x} }},
 		)
 	}
 	// Leaky-bucket states at exactly the shaping bound q = maxWait/1e6·rate, where
@@ -64,7 +64,7 @@ func TestLuaCraftedStates(t *testing.T) {
 			lb := LeakyBucket{Rate: rate, Capacity: 2 + r.Int63n(10)} // bound = q < Capacity-1
 			cases = append(cases, craftedState{a: lb, x: q, last: now,
 				fields: func(x float64, l int64) []any { return []any{"level", ff(x), "last", l} },
-				state:  func(x float64, l int64) State { return &leakyBucketState{true, x, l} }})
+				state:  func(x float64, l int64) State { return &leakyBucketState{valid: true, level: x, last: l} }})
 			cases[len(cases)-1].last = -maxWait // marks the MaxWait to use below
 		}
 	}
@@ -72,9 +72,9 @@ func TestLuaCraftedStates(t *testing.T) {
 		t.Fatalf("seed %d: found no leaky-bucket rounding edge to test", seed)
 	}
 	tbFields := func(x float64, l int64) []any { return []any{"tokens", ff(x), "last", l} }
-	tbState := func(x float64, l int64) State { return &tokenBucketState{true, x, l} }
+	tbState := func(x float64, l int64) State { return &tokenBucketState{valid: true, tokens: x, last: l} }
 	lbFields := func(x float64, l int64) []any { return []any{"level", ff(x), "last", l} }
-	lbState := func(x float64, l int64) State { return &leakyBucketState{true, x, l} }
+	lbState := func(x float64, l int64) State { return &leakyBucketState{valid: true, level: x, last: l} }
 	// Token-bucket deficits around the 1 ns that x/time/rate resolves: a deficit that
 	// refills in f ns is waited for only when f ≥ 1.
 	tiny := 0

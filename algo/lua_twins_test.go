@@ -27,6 +27,11 @@ type rateSnap struct {
 	valid bool
 	x     uint64 // tokens, level or TAT, as float64 bits
 	last  int64
+	act   int64  // when the latest grant acts
+	iv    uint64 // GCRA: the interval, as float64 bits
+	rb    bool
+	rate  uint64 // the buckets' rate of the last write, as float64 bits
+	burst int64  // GCRA's burst of the last write
 }
 
 type logSnap struct {
@@ -103,27 +108,41 @@ func parseInts(h map[string]string, fields ...string) ([]int64, error) {
 	return out, nil
 }
 
-// parseRate parses a {<float>, last} hash.
+// parseRate parses a bucket's hash: the main float field, last (token and leaky buckets),
+// act, iv (GCRA) and rb (token bucket and GCRA). act, iv and rb may be missing, in keys
+// written by an older version (and crafted as such): they parse as 0 and false, what the Go
+// state holds for them.
 func parseRate(h map[string]string, field string, withLast bool) (rateSnap, error) {
 	if len(h) == 0 {
 		return rateSnap{}, nil
 	}
-	want := 1
-	if withLast {
-		want = 2
-	}
-	if len(h) != want {
-		return rateSnap{}, fmt.Errorf("hash %v has unexpected fields", h)
-	}
-	f, err := strconv.ParseFloat(h[field], 64)
-	if err != nil {
-		return rateSnap{}, fmt.Errorf("field %s: %w", field, err)
-	}
-	s := rateSnap{valid: true, x: math.Float64bits(f)}
-	if withLast {
-		if s.last, err = strconv.ParseInt(h["last"], 10, 64); err != nil {
-			return rateSnap{}, fmt.Errorf("field last: %w", err)
+	s := rateSnap{valid: true}
+	for f, v := range h {
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return rateSnap{}, fmt.Errorf("field %s: %w", f, err)
 		}
+		switch {
+		case f == field:
+			s.x = math.Float64bits(x)
+		case f == "last":
+			s.last = int64(x)
+		case f == "act":
+			s.act = int64(x)
+		case f == "iv" && !withLast:
+			s.iv = math.Float64bits(x)
+		case f == "rb" && field != "level":
+			s.rb = x == 1
+		case f == "burst" && !withLast:
+			s.burst = int64(x)
+		case f == "rate" && withLast:
+			s.rate = math.Float64bits(x)
+		default:
+			return rateSnap{}, fmt.Errorf("hash %v: unexpected field %s", h, f)
+		}
+	}
+	if _, ok := h[field]; !ok {
+		return rateSnap{}, fmt.Errorf("hash %v: no field %s", h, field)
 	}
 	return s, nil
 }
@@ -216,7 +235,7 @@ var luaTwins = []luaTwin{
 		scale:  func(a Scripted) int64 { c := a.(TokenBucket); return rateScale(c.Rate, c.Burst) },
 		snap: func(st State) any {
 			s := st.(*tokenBucketState)
-			return rateSnap{s.valid, math.Float64bits(s.tokens), s.last}
+			return rateSnap{valid: s.valid, x: math.Float64bits(s.tokens), last: s.last, act: s.act, rb: s.rb, rate: math.Float64bits(s.rate)}
 		},
 		stored: func(h map[string]string, _ []string) (any, error) { return parseRate(h, "tokens", true) },
 		reset: func(a Scripted, st State, now int64) int64 {
@@ -235,7 +254,7 @@ var luaTwins = []luaTwin{
 		scale:  func(a Scripted) int64 { c := a.(LeakyBucket); return rateScale(c.Rate, c.Capacity) },
 		snap: func(st State) any {
 			s := st.(*leakyBucketState)
-			return rateSnap{s.valid, math.Float64bits(s.level), s.last}
+			return rateSnap{valid: s.valid, x: math.Float64bits(s.level), last: s.last, act: s.act, rate: math.Float64bits(s.rate)}
 		},
 		stored: func(h map[string]string, _ []string) (any, error) { return parseRate(h, "level", true) },
 		reset: func(a Scripted, st State, now int64) int64 {
@@ -254,7 +273,7 @@ var luaTwins = []luaTwin{
 		scale:  func(a Scripted) int64 { c := a.(GCRA); return rateScale(c.Rate, c.Burst) },
 		snap: func(st State) any {
 			s := st.(*gcraState)
-			return rateSnap{valid: s.valid, x: math.Float64bits(s.tat)}
+			return rateSnap{valid: s.valid, x: math.Float64bits(s.tat), act: s.act, iv: math.Float64bits(s.iv), rb: s.rb, last: s.last, burst: s.burst}
 		},
 		stored: func(h map[string]string, _ []string) (any, error) { return parseRate(h, "tat", false) },
 		reset: func(_ Scripted, st State, now int64) int64 {

@@ -1,6 +1,9 @@
 package algo
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // TokenBucket holds up to Burst tokens and adds Rate tokens per second; a request for N
 // takes N tokens. A key starts full. Reservations may drive the bucket into debt (negative
@@ -11,11 +14,14 @@ type TokenBucket struct {
 	Burst int64   // bucket size and the largest N ever granted; ≥ 1
 }
 
-// tokenBucketState mirrors the Redis hash of the Lua twin: fields tokens and last.
+// tokenBucketState mirrors the Redis hash of the Lua twin: fields tokens, last and act.
 type tokenBucketState struct {
 	valid  bool    // false for a key never seen (or evicted): the bucket is full
 	tokens float64 // tokens at last; may be negative while reservations are outstanding
 	last   int64   // µs of the last grant
+	act    int64   // µs at which the latest grant acts (x/time/rate's lastEvent)
+	rb     bool    // the outstanding grants act each n/Rate after the one before: act may roll back
+	rate   float64 // the Rate of the last write; 0 (keys of older versions): the current one
 }
 
 // Name returns "token-bucket".
@@ -40,6 +46,18 @@ func (c TokenBucket) String() string {
 // NewState returns a full bucket.
 func (TokenBucket) NewState() State { return &tokenBucketState{} }
 
+// refill is the rate at which s refills until its next write: the lower of Rate and the
+// rate s was written under. A store cannot touch every key when the rate changes, so a key
+// learns of it at its next call, and the span since its last write is counted at the lower
+// rate: never more tokens than golang.org/x/time/rate, which counts it at the old rate up to
+// the change (SetLimitAt) and at the new one after.
+func (c TokenBucket) refill(s *tokenBucketState) float64 {
+	if s.rate > 0 && s.rate < c.Rate {
+		return s.rate
+	}
+	return c.Rate
+}
+
 // advance returns the tokens at now (never above Burst) and the instant used, which never
 // goes backwards.
 func (c TokenBucket) advance(s *tokenBucketState, now int64) (float64, int64) {
@@ -51,7 +69,7 @@ func (c TokenBucket) advance(s *tokenBucketState, now int64) (float64, int64) {
 		now = s.last
 	}
 	// The explicit conversion forbids a fused multiply-add, which Redis' Lua never does.
-	tokens := s.tokens + float64(seconds(now-s.last)*c.Rate)
+	tokens := s.tokens + float64(seconds(now-s.last)*c.refill(s))
 	if tokens > burst {
 		tokens = burst
 	}
@@ -65,8 +83,13 @@ func (c TokenBucket) Apply(st State, now int64, req Request) Decision {
 	// lag is how far a backwards clock is behind the state: ResetAfter counts from the
 	// caller's now, so a store never expires the key before its state is fresh.
 	lag := at - now
+	// Until a write stamps the current Rate, the state refills at refill's rate.
+	r := c.Rate
+	if s.valid {
+		r = c.refill(s)
+	}
 	if req.N > c.Burst || req.N <= 0 {
-		return never(c.Burst, floorCount(tokens), lag+c.untilFull(tokens))
+		return never(c.Burst, floorCount(tokens), lag+c.untilFullAt(tokens, r))
 	}
 	left := tokens - float64(req.N)
 	var wait int64
@@ -76,32 +99,71 @@ func (c TokenBucket) Apply(st State, now int64, req Request) Decision {
 		wait = ceilMicros(-left / c.Rate * 1e6)
 	}
 	if maxWait := req.maxWaitMicros(); wait > maxWait {
+		if r != c.Rate { // nothing is written, so the deficit refills at r
+			wait = ceilMicros(-left / r * 1e6)
+		}
 		// Nothing is written on a denial, exactly like x/time/rate.
 		return Decision{Limit: c.Burst, Remaining: floorCount(tokens),
-			RetryAfter: retryAfter(wait, maxWait), ResetAfter: toDuration(lag + c.untilFull(tokens))}
+			RetryAfter: retryAfter(wait, maxWait), ResetAfter: toDuration(lag + c.untilFullAt(tokens, r))}
 	}
-	s.valid, s.tokens, s.last = true, left, at
+	act := at + wait
+	// A refund of this grant may roll act back by its n/Rate only if the grant before it
+	// acts no later than that, and so on down the queue: not so after a refund freed part
+	// of it, until it has all acted.
+	rb := (!s.valid || s.rb || s.act <= at) && float64(act)-c.rollback(req.N) >= float64(s.act)
+	if s.valid && s.act >= act {
+		act, rb = s.act, false // never moves back, so a refund never gives back more
+	}
+	s.valid, s.tokens, s.last, s.act, s.rb, s.rate = true, left, at, act, rb, c.Rate
 	return Decision{Allowed: true, Limit: c.Burst, Remaining: floorCount(left),
 		ResetAfter: toDuration(lag + c.untilFull(left)), Wait: toDuration(wait), At: at + wait}
 }
 
-// Refund puts n tokens back, never above Burst.
-func (c TokenBucket) Refund(st State, now int64, n int64, _ int64) {
+// Refund gives back what x/time/rate's Reservation.CancelAt gives back for a grant of n
+// acting at at: n minus the tokens reserved after it, Rate·(act - at) where act is when the
+// latest grant acts, never below zero and never above Burst. Cancelling a reservation that
+// later ones queue behind thus gives back only what they have not already been promised.
+// When the refunded grant is the latest, act moves back to when the grant before it acted
+// (at - n/Rate), unless that is before now, or that grant acts later (after a refund that
+// freed part of the queue, or at the same instant): x/time/rate rolls back then too, and a
+// later CancelAt of it gives back more than its n. So act rolls back only while every
+// outstanding grant acts n/Rate after the one before it; any other refund that gives back
+// something ends that until the queue has acted.
+func (c TokenBucket) Refund(st State, now int64, n int64, at int64) {
 	s := st.(*tokenBucketState)
 	if !s.valid || n <= 0 {
 		return
 	}
-	tokens, at := c.advance(s, now)
-	tokens += float64(n)
+	// The explicit conversion forbids a fused multiply-add, which Redis' Lua never does.
+	restore := float64(n) - float64(seconds(max(0, s.act-at))*c.Rate)
+	if !(restore > 0) {
+		return
+	}
+	tokens, t := c.advance(s, now)
+	tokens += restore
 	if b := float64(c.Burst); tokens > b {
 		tokens = b
 	}
 	// The state is kept even when full again: forgetting last would let a clock stepping
 	// back before it refill twice over the same span.
-	s.tokens, s.last = tokens, at
+	s.tokens, s.last, s.rate = tokens, t, c.Rate
+	if at == s.act && s.rb {
+		if back := c.rollback(n); back <= float64(at-t) {
+			s.act = at - int64(back)
+		}
+	} else {
+		s.rb = false
+	}
 }
 
+// rollback is n/Rate in whole µs, rounded down so that an act rolled back by it is never
+// before x/time/rate's: later refunds give back no more than it would.
+func (c TokenBucket) rollback(n int64) float64 { return math.Floor(float64(n) / c.Rate * 1e6) }
+
 // untilFull is the time in µs for tokens to reach Burst.
-func (c TokenBucket) untilFull(tokens float64) int64 {
-	return ceilMicros((float64(c.Burst) - tokens) / c.Rate * 1e6)
+func (c TokenBucket) untilFull(tokens float64) int64 { return c.untilFullAt(tokens, c.Rate) }
+
+// untilFullAt is the time in µs for tokens to reach Burst, refilling at r per second.
+func (c TokenBucket) untilFullAt(tokens, r float64) int64 {
+	return ceilMicros((float64(c.Burst) - tokens) / r * 1e6)
 }

@@ -3,7 +3,12 @@
 -- the local store decide bit for bit alike.
 --
 -- KEYS[1]  hash: tokens = tokens at last (double, %.17g; negative while reservations are
---          outstanding), last = µs of the last write. No key: a full bucket.
+--          outstanding), last = µs of the last write, act = µs at which the latest grant
+--          acts (x/time/rate's lastEvent; missing in keys written before it existed: such
+--          a key gives nothing back on refund until its next grant), rb = 1 while every
+--          outstanding grant acts n/rate after the one before (act may roll back), else 0,
+--          rate = the rate of the last write (missing in older keys: the current one).
+--          No key: a full bucket.
 -- ARGV[5]  rate, tokens added per second (double, %.17g)
 -- ARGV[6]  burst, the bucket size and the largest N (integer ≤ 2^53)
 --
@@ -14,24 +19,37 @@
 local rate = tonumber(ARGV[5])
 local burst = tonumber(ARGV[6])
 
-local st = redis.call('HMGET', KEYS[1], 'tokens', 'last')
+local st = redis.call('HMGET', KEYS[1], 'tokens', 'last', 'act', 'rb', 'rate')
 local valid = st[1] and st[2] and true or false -- false for a missing key (or field)
 local s_tokens, s_last = 0, 0
 if valid then s_tokens, s_last = tonumber(st[1]), tonumber(st[2]) end
+local s_act = valid and st[3] and tonumber(st[3]) or nil -- nil: not known
+-- rb: the latest grant acts n/rate after the one before it, so its refund may roll act back
+local s_rb = st[4] == '1'
+
+-- refill is the rate until the next write: the lower of rate and the rate of the last write
+-- (missing in keys of older versions: the current one), as in algo.TokenBucket.refill.
+local refill = rate
+local s_rate = valid and st[5] and tonumber(st[5]) or nil
+if s_rate and s_rate > 0 and s_rate < rate then refill = s_rate end
+
+-- rollback is n/rate in whole µs, rounded down (never before x/time/rate's roll-back).
+local function rollback(k) return math.floor(k / rate * 1e6) end
 
 -- advance returns the tokens at t (never above burst) and the instant used, which never
 -- goes back before last.
 local function advance(t)
   if not valid then return burst, t end
   if t < s_last then t = s_last end
-  local tokens = s_tokens + seconds(t - s_last) * rate
+  local tokens = s_tokens + seconds(t - s_last) * refill
   if tokens > burst then tokens = burst end
   return tokens, t
 end
 
--- until_full is the time in µs for the bucket to hold burst tokens again.
-local function until_full(tokens)
-  return ceil_micros((burst - tokens) / rate * 1e6)
+-- until_full is the time in µs for the bucket to hold burst tokens again, refilling at r
+-- (default: rate).
+local function until_full(tokens, r)
+  return ceil_micros((burst - tokens) / (r or rate) * 1e6)
 end
 
 if op == 'apply' then
@@ -40,7 +58,7 @@ if op == 'apply' then
   -- caller's now, so the key never expires before its state is fresh.
   local lag = t - now
   if n > burst or n <= 0 then
-    return {0, burst, floor_count(tokens), MAX_MICROS, dur(lag + until_full(tokens)), 0, 0}
+    return {0, burst, floor_count(tokens), MAX_MICROS, dur(lag + until_full(tokens, refill)), 0, 0}
   end
   local left = tokens - n
   local wait = 0
@@ -48,20 +66,42 @@ if op == 'apply' then
   -- wait to whole nanoseconds, and decisions match it exactly.
   if left < 0 and -left / rate * 1e9 >= 1 then wait = ceil_micros(-left / rate * 1e6) end
   if wait > max_wait then
+    if refill ~= rate then wait = ceil_micros(-left / refill * 1e6) end -- refills at refill
     -- A denial writes nothing, like x/time/rate.
-    return {0, burst, floor_count(tokens), retry_after(wait, max_wait), dur(lag + until_full(tokens)), 0, 0}
+    return {0, burst, floor_count(tokens), retry_after(wait, max_wait), dur(lag + until_full(tokens, refill)), 0, 0}
   end
-  redis.call('HSET', KEYS[1], 'tokens', num(left), 'last', num(t))
+  local act = t + wait
+  -- rb as in the Go twin: every outstanding grant spaced by its n/rate
+  local rb = (not valid) or (not s_act) or ((s_rb or s_act <= t) and act - rollback(n) >= s_act)
+  if s_act and s_act >= act then act, rb = s_act, false end -- never moves back
+  redis.call('HSET', KEYS[1], 'tokens', num(left), 'last', num(t), 'act', num(act), 'rb', rb and '1' or '0',
+    'rate', num(rate))
   local reset = lag + until_full(left)
   expire(reset)
   return {1, burst, floor_count(left), 0, dur(reset), dur(wait), t + wait}
 elseif op == 'refund' then
-  if not valid or not (n > 0) then return 0 end
+  -- Gives back what x/time/rate's CancelAt does: n minus the tokens reserved after the
+  -- grant (rate·(act − at)), never below zero; the latest grant's refund moves act back.
+  if not valid or not s_act or not (n > 0) then return 0 end
+  local span = s_act - grant_at
+  if span < 0 then span = 0 end
+  local restore = n - seconds(span) * rate
+  if not (restore > 0) then return 0 end
   local tokens, t = advance(now)
-  tokens = tokens + n
+  tokens = tokens + restore
   if tokens > burst then tokens = burst end -- kept even when full: see keep
-  if tokens == s_tokens and t == s_last then return 0 end -- nothing to write
-  redis.call('HSET', KEYS[1], 'tokens', num(tokens), 'last', num(t))
+  local act, rb = s_act, s_rb
+  if grant_at == s_act and s_rb then
+    local back = rollback(n)
+    if back <= grant_at - t then act = grant_at - back end
+  else
+    rb = false
+  end
+  if tokens == s_tokens and t == s_last and act == s_act and rb == s_rb and s_rate == rate then
+    return 0 -- nothing to write
+  end
+  redis.call('HSET', KEYS[1], 'tokens', num(tokens), 'last', num(t), 'act', num(act), 'rb', rb and '1' or '0',
+    'rate', num(rate))
   keep(t - now + until_full(tokens)) -- counted from the caller's now, as in apply
   return 0
 end

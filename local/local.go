@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"reflect"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,14 +52,16 @@ type shard struct {
 	_         [16]byte
 }
 
-// entry is one state: a user key under one algorithm slot. Its 64 bytes fill one cache
-// line, so a lookup that misses the cache costs one line beyond the map's.
+// entry is one state: a user key under one algorithm slot. Its first 64 bytes, all a
+// lookup reads, fill one cache line, so a lookup that misses the cache costs one line
+// beyond the map's.
 type entry struct {
 	key   string
 	slot  string
 	state algo.State
-	fresh int64  // µs at which state equals a fresh one; the entry can go then
-	next  *entry // the next entry of the same hash
+	fresh int64          // µs at which state equals a fresh one under cfg; the entry can go then
+	next  *entry         // the next entry of the same hash
+	cfg   algo.Algorithm // the config of the state's last write; nil: never written
 }
 
 // find returns the entry of key under slot, or nil. h is the hash of key.
@@ -178,11 +181,56 @@ func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req alg
 			sh.mu.Unlock()
 			return fullDenial(a.Apply(a.NewState(), now, req), now, soon), nil
 		}
+	} else if e.fresh <= now {
+		revive(e, a, now)
 	}
 	d := a.Apply(e.state, now, req)
-	e.fresh = freshAt(now, d)
+	e.fresh = nextFresh(e.fresh, now, d)
+	if d.Allowed {
+		e.cfg = a
+	}
 	sh.mu.Unlock()
 	return d, nil
+}
+
+// Expiry, the rule both stores follow: a state expires at the instant it would equal a
+// fresh one, computed when it was last written, under the config of that write (Redis: the
+// PEXPIRE the script set then). From that instant on the key starts fresh under the current
+// config, even if the config changed since and the state, read under the new config, would
+// not be fresh yet. So an entry whose fresh instant has passed is absent at lookup, whether
+// or not the sweeper has removed it (see revive).
+
+// revive is called on an entry whose fresh instant has passed, before a is applied to it.
+// Under the config of its last write, its state decides like a fresh one: when a is that
+// config it is kept, since its timestamps still guard against a clock stepping back (and
+// a SmoothBursty's stored permits, which a fresh state would not have, stay as in Guava).
+// Under another config it is replaced by a fresh state, as the expired Redis key is.
+// The smooth algorithms are the exception: their state records its own config and
+// rescales across a change, as Guava's setRate does (on Redis their key lingers a minute
+// past ResetAfter, the documented SmoothBursty exception), so it is kept.
+func revive(e *entry, a algo.Algorithm, _ int64) {
+	if e.cfg != nil && !sameConfig(e.cfg, a) && !strings.HasPrefix(a.Name(), "smooth-") {
+		e.state = a.NewState()
+	}
+}
+
+// sameConfig reports whether x and y are the same config. Configs of a type that cannot
+// be compared count as different: after its fresh instant such a state starts fresh.
+func sameConfig(x, y algo.Algorithm) bool {
+	t := reflect.TypeOf(x)
+	return t == reflect.TypeOf(y) && t.Comparable() && x == y
+}
+
+// nextFresh is an entry's fresh instant after d at now, its previous one being prev. A
+// grant writes the state: its instant is d's. A denial writes nothing (Redis keeps the
+// TTL): the instant stays, or becomes d's if that is earlier, which only happens when the
+// config changed, and then the state is fresh under the current config by d's instant, so
+// forgetting it then decides alike.
+func nextFresh(prev, now int64, d algo.Decision) int64 {
+	if d.Allowed {
+		return freshAt(now, d)
+	}
+	return min(prev, freshAt(now, d))
 }
 
 // freshAt is when, in µs, a state just decided by d at now equals a fresh one: the
@@ -207,7 +255,11 @@ func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int6
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if e := sh.find(h, key, slot); e != nil {
-		a.Refund(e.state, s.now(), n, at)
+		now := s.now()
+		if e.fresh <= now {
+			revive(e, a, now) // under another config: a fresh state, nothing to give back
+		}
+		a.Refund(e.state, now, n, at)
 	}
 	return nil
 }

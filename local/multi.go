@@ -42,6 +42,9 @@ func (s *Store) ApplyAll(ctx context.Context, key string, rules []algo.Algorithm
 	for i, a := range rules {
 		slot := a.Slot()
 		if e := sh.find(h, key, slot); e != nil {
+			if e.fresh <= now {
+				revive(e, a, now)
+			}
 			entries[i] = e
 			continue
 		}
@@ -79,9 +82,10 @@ func (s *Store) ApplyAll(ctx context.Context, key string, rules []algo.Algorithm
 		case ok:
 			e.state = states[i]
 			e.fresh = freshAt(now, ds[i])
+			e.cfg = rules[i]
 		case !ds[i].Allowed && !added[i]:
-			// A denial is computed on the untouched state, so its ResetAfter is that state's.
-			e.fresh = freshAt(now, ds[i])
+			// A denial is computed on the untouched state, which keeps its expiry.
+			e.fresh = nextFresh(e.fresh, now, ds[i])
 		}
 		// A rule that granted in a denied call keeps its state and its old freshness; a new
 		// entry keeps the freshness insert gave it (now for a fresh state, for the sweeper to
@@ -109,6 +113,9 @@ func (s *Store) applyInPlace(rules []algo.Algorithm, entries []*entry, short []i
 		// The freshness of a refunded state is not known; keeping the grant's is safe
 		// (later than needed, never earlier).
 		e.fresh = max(e.fresh, freshAt(now, ds[i]))
+		if ds[i].Allowed {
+			e.cfg = a
+		}
 	}
 	return ds, ok, nil
 }

@@ -52,17 +52,22 @@ func runIndependence(t *testing.T, f Factory) {
 	t.Run("SameSlotKeepsState", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, f, epoch)
-		// A token bucket whose rate changes keeps its tokens: empty stays empty.
+		// A token bucket whose rate changes keeps its tokens: empty stays empty. Until its
+		// next write it refills at the lower of its old and new rates (10/s).
 		h.apply("tb", algo.TokenBucket{Rate: 10, Burst: 5}, algo.Request{N: 5})
 		fast := algo.TokenBucket{Rate: 1000, Burst: 5}
-		if d := h.apply("tb", fast, algo.Request{N: 1}); d.Allowed || d.RetryAfter != time.Millisecond {
-			t.Errorf("rate changed to 1000/s on an empty bucket: %s, want a denial with RetryAfter 1ms", describe(d))
+		if d := h.apply("tb", fast, algo.Request{N: 1}); d.Allowed || d.RetryAfter != 100*time.Millisecond {
+			t.Errorf("rate changed to 1000/s on an empty bucket: %s, want a denial with RetryAfter 100ms", describe(d))
 		}
 		// A larger burst does not refill it either.
 		if d := h.apply("tb", algo.TokenBucket{Rate: 10, Burst: 50}, algo.Request{N: 1}); d.Allowed {
 			t.Errorf("burst raised on an empty bucket: allowed %s", describe(d))
 		}
-		h.clk.Add(time.Millisecond)
+		h.clk.Add(100 * time.Millisecond)
+		if d := h.apply("tb", fast, algo.Request{N: 1}); !d.Allowed {
+			t.Errorf("100ms later: denied %s", describe(d))
+		}
+		h.clk.Add(time.Millisecond) // the grant wrote 1000/s
 		if d := h.apply("tb", fast, algo.Request{N: 1}); !d.Allowed {
 			t.Errorf("1ms later at 1000/s: denied %s", describe(d))
 		}

@@ -75,7 +75,7 @@ if op == 'apply' then
   local new_tat = tat + n * T
   local act = now + wait
   -- rb as in the Go twin: every outstanding grant spaced by its n·T
-  local rb = (not valid) or (not s_act) or ((s_rb or s_act <= now) and act - n * T >= s_act)
+  local rb = ((not valid) or (not s_act) or s_rb or s_act <= now) and act - n * T >= (s_act or 0)
   if s_act and s_act >= act then act, rb = s_act, false end -- never moves back
   redis.call('HSET', KEYS[1], 'tat', num(new_tat), 'act', num(act), 'iv', num(T), 'rb', rb and '1' or '0',
     'last', num(now), 'burst', num(burst))

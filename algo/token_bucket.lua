@@ -72,7 +72,7 @@ if op == 'apply' then
   end
   local act = t + wait
   -- rb as in the Go twin: every outstanding grant spaced by its n/rate
-  local rb = (not valid) or (not s_act) or ((s_rb or s_act <= t) and act - rollback(n) >= s_act)
+  local rb = ((not valid) or (not s_act) or s_rb or s_act <= t) and act - rollback(n) >= (s_act or 0)
   if s_act and s_act >= act then act, rb = s_act, false end -- never moves back
   redis.call('HSET', KEYS[1], 'tokens', num(left), 'last', num(t), 'act', num(act), 'rb', rb and '1' or '0',
     'rate', num(rate))

@@ -123,7 +123,7 @@ func (s *Store) semRun(ctx context.Context, op, name, token string, queue int64,
 	}
 	args[2] = token
 	args[3] = queue
-	reply, err := s.run(ctx, semScript, keys, cfg.AppendArgs(args))
+	reply, err, _ := s.run(ctx, semScript, keys, cfg.AppendArgs(args)) // keys and args are not recycled
 	if err != nil {
 		if isWrongType(err) {
 			return nil, fmt.Errorf("%w: distributed: semaphore %s on %s: Redis key %s (or a key beside it) "+

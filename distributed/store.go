@@ -30,6 +30,7 @@ type Store struct {
 	clock   clockx.Clock // nil: the server's TIME
 	closed  atomic.Bool
 	batch   *batcher // nil unless WithBatching
+	guard   guard    // bounds each call by its deadline whatever the client's options
 
 	// scripts maps an algorithm's Name to its *scriptEntry, created once, so the SHA-1 of
 	// a script is computed once per store rather than once per call.
@@ -82,6 +83,14 @@ var bufPool = sync.Pool{New: func() any { return &callBuf{keys: make([]string, 0
 
 func getBuf() *callBuf { return bufPool.Get().(*callBuf) }
 
+// recycle puts b back in the pool unless left says that a call given up on may still
+// be reading it (see guard.do): then the garbage collector takes it.
+func recycle(b *callBuf, left bool) {
+	if !left {
+		putBuf(b)
+	}
+}
+
 func putBuf(b *callBuf) {
 	clear(b.keys)
 	clear(b.args)
@@ -101,8 +110,9 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 		}
 	}
 	s := &Store{client: client, prefix: o.prefix, timeout: o.timeout, clock: o.clock}
+	s.guard.inline = honoursContext(client)
 	if o.batching != nil {
-		s.batch = newBatcher(client, o.timeout, *o.batching)
+		s.batch = newBatcher(client, o.timeout, *o.batching, &s.guard)
 	}
 	return s
 }
@@ -129,10 +139,10 @@ func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req alg
 		return algo.Decision{}, err
 	}
 	b := getBuf()
-	defer putBuf(b)
 	b.keys = appendStateKeys(b.keys, s.prefix, key, a.Slot(), e.def.Keys)
 	b.args = s.appendArgs(b.args, opApply, req.N, maxWaitMicros(req.MaxWait), e.config(sa, a))
-	reply, err := s.exec(ctx, e, b.keys, b.args)
+	reply, err, left := s.exec(ctx, e, b.keys, b.args)
+	defer recycle(b, left)
 	if err != nil {
 		return algo.Decision{}, s.fail("apply", key, b.keys, a, err)
 	}
@@ -158,10 +168,10 @@ func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int6
 		return err
 	}
 	b := getBuf()
-	defer putBuf(b)
 	b.keys = appendStateKeys(b.keys, s.prefix, key, a.Slot(), e.def.Keys)
 	b.args = s.appendArgs(b.args, opRefund, n, at, e.config(sa, a))
-	reply, err := s.exec(ctx, e, b.keys, b.args)
+	reply, err, left := s.exec(ctx, e, b.keys, b.args)
+	defer recycle(b, left)
 	if err != nil {
 		return s.fail("refund", key, b.keys, a, err)
 	}
@@ -233,23 +243,32 @@ func (s *Store) appendArgs(dst []any, op any, n, fourth int64, config []any) []a
 }
 
 // exec runs e's script for Apply and Refund: in the next pipeline with WithBatching,
-// otherwise on its own with run.
-func (s *Store) exec(ctx context.Context, e *scriptEntry, keys []string, args []any) (any, error) {
+// otherwise on its own with run. left is run's.
+func (s *Store) exec(ctx context.Context, e *scriptEntry, keys []string, args []any) (reply any, err error, left bool) {
 	if s.batch != nil {
-		return s.batch.do(ctx, e, keys, args)
+		reply, err = s.batch.do(ctx, e, keys, args)
+		return reply, err, false // the batcher copies keys and args into its own call
 	}
 	return s.run(ctx, e.run, keys, args)
 }
 
 // run executes the script with EVALSHA, falling back to EVAL (which also caches the script
-// on that server) when the server answers NOSCRIPT.
-func (s *Store) run(ctx context.Context, sc *redis.Script, keys []string, args []any) (any, error) {
+// on that server) when the server answers NOSCRIPT. It returns by the store's timeout (or
+// ctx's earlier deadline) whatever the client's options; left reports a call given up on
+// that still runs, still reading keys and args (see guard.do).
+func (s *Store) run(ctx context.Context, sc *redis.Script, keys []string, args []any) (reply any, err error, left bool) {
 	if s.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.timeout)
 		defer cancel()
 	}
-	return sc.Run(ctx, s.client, keys, args...).Result()
+	if s.guard.inline {
+		reply, err = sc.Run(ctx, s.client, keys, args...).Result()
+		return reply, err, false
+	}
+	return s.guard.do(ctx, func(ctx context.Context) (any, error) {
+		return sc.Run(ctx, s.client, keys, args...).Result()
+	}, nil)
 }
 
 // maxWaitMicros converts MaxWait to whole µs as the algorithms do: rounded down, ≤ 0 is 0,

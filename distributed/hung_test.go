@@ -138,11 +138,19 @@ func TestHungServerGoroutinesBounded(t *testing.T) {
 			}
 			s := newStore(t, c, opts...)
 			a := algo.TokenBucket{Rate: 1e6, Burst: 1000}
-			if _, err := s.Apply(context.Background(), "k", a, algo.Request{N: 1}); err != nil {
-				t.Fatalf("warm-up: %v", err)
+			// Warm up (a connection, the script cached); 20 ms can be short for that on a
+			// loaded machine, so a few tries are allowed.
+			for try := 1; ; try++ {
+				_, err := s.Apply(context.Background(), "k", a, algo.Request{N: 1})
+				if err == nil {
+					break
+				}
+				if try == 50 {
+					t.Fatalf("warm-up: %v", err)
+				}
 			}
 			proxy.Set(redistest.Blackhole)
-			baseline := runtime.NumGoroutine()
+			baseline := runtime.NumGoroutine() - proxy.Goroutines()
 			const workers, each = 32, 20
 			var wg sync.WaitGroup
 			peak := 0
@@ -155,7 +163,7 @@ func TestHungServerGoroutinesBounded(t *testing.T) {
 						if _, err := s.Apply(context.Background(), fmt.Sprintf("k%d", w), a, algo.Request{N: 1}); err == nil {
 							t.Error("a call to a blackholed server succeeded")
 						}
-						n := runtime.NumGoroutine()
+						n := runtime.NumGoroutine() - proxy.Goroutines()
 						mu.Lock()
 						peak = max(peak, n)
 						mu.Unlock()
@@ -163,11 +171,11 @@ func TestHungServerGoroutinesBounded(t *testing.T) {
 				}()
 			}
 			wg.Wait()
-			// Each abandoned call is a goroutine of ours, holding a connection that has a
-			// goroutine in the proxy and may have one dialling in go-redis; the workers
-			// come on top. Without the cap, every one of the calls would leave a goroutine
-			// behind for go-redis's 5 s ReadTimeout.
-			limit := baseline + workers + 4*distributed.MaxAbandonedCalls
+			// Each abandoned call is a goroutine of ours, and may have one dialling in
+			// go-redis; the workers come on top (the proxy's are left out). Without the
+			// cap, every one of the calls would leave a goroutine behind for go-redis's
+			// 5 s ReadTimeout.
+			limit := baseline + workers + 3*distributed.MaxAbandonedCalls
 			if peak > limit {
 				t.Errorf("peak of %d goroutines during %d calls to a hung server, want ≤ %d (baseline %d)",
 					peak, workers*each, limit, baseline)

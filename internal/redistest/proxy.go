@@ -1,9 +1,9 @@
 package redistest
 
 import (
-	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -14,9 +14,10 @@ const (
 	// Forward passes bytes both ways between the client and the server.
 	Forward ProxyMode = iota
 	// Blackhole keeps every connection open and accepts new ones, but forwards nothing
-	// and answers nothing: a hung server, or a network path that drops packets. What a
-	// client sends meanwhile is discarded, so each connection is ruined for good, as it
-	// is for a real client whose request never got an answer.
+	// and answers nothing: a hung server (stopped, stuck in a script), or a network path
+	// that drops packets. What a client sends meanwhile is held, not lost: switching back
+	// to Forward delivers it and its answers, as a server that resumes or a network that
+	// heals (TCP retransmits) does.
 	Blackhole
 	// Refuse closes every connection and resets new ones at once: a server that is down.
 	Refuse
@@ -30,11 +31,22 @@ type Proxy struct {
 	ln     net.Listener
 	target string
 
-	mu    sync.Mutex
-	mode  ProxyMode
-	conns map[net.Conn]struct{} // the client-side and server-side ends of open pairs
-	wg    sync.WaitGroup
+	mu     sync.Mutex
+	resume sync.Cond // signalled when mode changes, with mu
+	closed bool
+	mode   ProxyMode
+	conns  map[net.Conn]struct{} // the client-side and server-side ends of open pairs
+	wg     sync.WaitGroup
+
+	running atomic.Int64 // the goroutines wg counts
 }
+
+func (p *Proxy) add(n int) { p.running.Add(int64(n)); p.wg.Add(n) }
+func (p *Proxy) done()     { p.running.Add(-1); p.wg.Done() }
+
+// Goroutines returns how many goroutines the proxy runs now, so that tests counting
+// goroutines can leave them out.
+func (p *Proxy) Goroutines() int { return int(p.running.Load()) }
 
 // NewProxy starts a proxy that forwards to target ("host:port") until told otherwise.
 func NewProxy(tb testing.TB, target string) *Proxy {
@@ -44,7 +56,8 @@ func NewProxy(tb testing.TB, target string) *Proxy {
 		tb.Fatalf("redistest: proxy: %v", err)
 	}
 	p := &Proxy{ln: ln, target: target, conns: make(map[net.Conn]struct{})}
-	p.wg.Add(1)
+	p.resume.L = &p.mu
+	p.add(1)
 	go p.accept()
 	tb.Cleanup(p.close)
 	return p
@@ -55,11 +68,12 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
 // Set switches the proxy to m. Switching to Refuse closes every open connection;
 // switching to Blackhole stops forwarding on the open ones at once; switching back to
-// Forward lets new connections through (connections blackholed before stay silent).
+// Forward resumes forwarding, held bytes first.
 func (p *Proxy) Set(m ProxyMode) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.mode = m
+	p.resume.Broadcast()
 	if m == Refuse {
 		for c := range p.conns {
 			reset(c)
@@ -69,7 +83,7 @@ func (p *Proxy) Set(m ProxyMode) {
 }
 
 func (p *Proxy) accept() {
-	defer p.wg.Done()
+	defer p.done()
 	for {
 		c, err := p.ln.Accept()
 		if err != nil {
@@ -78,23 +92,19 @@ func (p *Proxy) accept() {
 		p.mu.Lock()
 		mode := p.mode
 		p.mu.Unlock()
-		switch mode {
-		case Refuse:
+		if mode == Refuse {
 			reset(c)
-		case Blackhole:
-			p.track(c)
-			p.wg.Add(1)
-			go p.discard(c, nil)
-		default:
-			p.wg.Add(1)
-			go p.pair(c)
+			continue
 		}
+		p.add(1)
+		go p.pair(c) // in Blackhole, its copies hold everything until Forward
+
 	}
 }
 
 // pair dials the target for client c and copies both ways while the mode is Forward.
 func (p *Proxy) pair(c net.Conn) {
-	defer p.wg.Done()
+	defer p.done()
 	s, err := net.Dial("tcp", p.target)
 	if err != nil {
 		reset(c)
@@ -105,7 +115,7 @@ func (p *Proxy) pair(c net.Conn) {
 		reset(s)
 		return
 	}
-	p.wg.Add(2)
+	p.add(2)
 	go p.copy(s, c)
 	go p.copy(c, s)
 }
@@ -121,19 +131,23 @@ func (p *Proxy) track(c net.Conn) bool {
 	return true
 }
 
-// copy forwards from src to dst chunk by chunk, checking the mode before each write: once
-// blackholed, it reads and drops everything until src closes.
+// copy forwards from src to dst chunk by chunk, checking the mode before each write:
+// while blackholed, it holds the chunk it has read (and the kernel buffers the rest).
 func (p *Proxy) copy(dst, src net.Conn) {
-	defer p.wg.Done()
+	defer p.done()
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
 			p.mu.Lock()
-			mode := p.mode
+			for p.mode == Blackhole && !p.closed {
+				p.resume.Wait()
+			}
+			stop := p.mode == Refuse || p.closed
 			p.mu.Unlock()
-			if mode != Forward {
-				p.discard(src, dst)
+			if stop {
+				_ = src.Close()
+				_ = dst.Close()
 				return
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
@@ -148,19 +162,6 @@ func (p *Proxy) copy(dst, src net.Conn) {
 	}
 }
 
-// discard reads c until it closes and throws the bytes away; then it closes other too.
-// A blackholed connection ends this way, when the client gives up on it.
-func (p *Proxy) discard(c, other net.Conn) {
-	if other == nil {
-		defer p.wg.Done()
-	}
-	_, _ = io.Copy(io.Discard, c)
-	_ = c.Close()
-	if other != nil {
-		_ = other.Close()
-	}
-}
-
 // reset closes c with an RST rather than a FIN where it can, as a refusing host does.
 func reset(c net.Conn) {
 	if tc, ok := c.(*net.TCPConn); ok {
@@ -172,6 +173,8 @@ func reset(c net.Conn) {
 func (p *Proxy) close() {
 	_ = p.ln.Close()
 	p.mu.Lock()
+	p.closed = true
+	p.resume.Broadcast()
 	for c := range p.conns {
 		_ = c.Close()
 	}

@@ -17,18 +17,18 @@ import (
 	"github.com/ratekit/limiter/store"
 )
 
-// hungTimeout is the store timeout of the hung-server tests, and hungSlack what a call may
-// take beyond it on a loaded machine: far below go-redis's own 5 s ReadTimeout, which is
-// what a call took before the store bounded calls itself.
+// hungTimeout is the store timeout of the hung-server tests, the default, and hungSlack
+// what a call may take beyond it on a loaded machine: far below go-redis's own 5 s
+// ReadTimeout, which is what a call took before the store bounded calls itself.
 const (
-	hungTimeout = 100 * time.Millisecond
+	hungTimeout = distributed.DefaultTimeout
 	hungSlack   = 250 * time.Millisecond
 )
 
 // TestHungOrRefusedServerBoundedCalls puts a proxy between the store and Redis, makes it
 // blackhole (a server that accepts but never answers) or refuse connections, and checks
 // that every call, from several goroutines, fails with store.ErrUnavailable within the
-// store's timeout plus slack: with go-redis's default options (which ignore context
+// store's default timeout plus slack: with go-redis's default options (which ignore context
 // deadlines on sockets) and with ContextTimeoutEnabled, with and without batching, for
 // Apply, Refund, ApplyAll and the semaphore's calls.
 func TestHungOrRefusedServerBoundedCalls(t *testing.T) {
@@ -41,7 +41,7 @@ func TestHungOrRefusedServerBoundedCalls(t *testing.T) {
 					proxy := redistest.NewProxy(t, srv.Addr())
 					c := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ContextTimeoutEnabled: cte})
 					t.Cleanup(func() { _ = c.Close() })
-					opts := []distributed.Option{distributed.WithTimeout(hungTimeout)}
+					var opts []distributed.Option // the default timeout
 					if batched {
 						opts = append(opts, distributed.WithBatching(distributed.Batching{}))
 					}

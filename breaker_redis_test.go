@@ -130,4 +130,3 @@ func checkBreakerOnHungRedis(t *testing.T, l *limiter.Limiter, proxy *redistest.
 	}
 	t.Logf("recovered %v after Redis came back (cool-down %v)", time.Since(restored), limiter.DefaultBreakerCoolDown)
 }
-

@@ -11,12 +11,12 @@ const (
 	// DefaultPrefix starts every Redis key the store writes.
 	DefaultPrefix = "limiter:"
 	// DefaultTimeout bounds each call to Redis. A healthy Redis answers a limiter script
-	// in about a millisecond even at high percentiles, so 100 ms leaves ample room for a
-	// loaded server or network while keeping what a hung one costs a request small: a
-	// limiter sits on the request path, where seconds are not an option. With the
-	// limiter facade's circuit breaker (on by default), only the first few calls after
-	// Redis stops answering pay it.
-	DefaultTimeout = 100 * time.Millisecond
+	// in about a millisecond, and its latency spikes (a fork for persistence, a slow
+	// command, a loaded client host) reach tens of milliseconds; 200 ms stays clear of
+	// those while keeping what a hung server costs a request small: a limiter sits on the
+	// request path, where seconds are not an option. With the limiter facade's circuit
+	// breaker (on by default), only the first few calls after Redis stops answering pay it.
+	DefaultTimeout = 200 * time.Millisecond
 )
 
 // Option configures a Store.
@@ -47,7 +47,7 @@ func WithPrefix(p string) Option {
 // WithTimeout bounds every call to Redis (Apply, Refund, ApplyAll and the semaphore
 // operations, with or without batching): the call returns by this deadline, or by the
 // caller's context's earlier one, with an error wrapping store.ErrUnavailable and
-// context.DeadlineExceeded. The default is DefaultTimeout (100 ms); d ≤ 0 leaves the
+// context.DeadlineExceeded. The default is DefaultTimeout (200 ms); d ≤ 0 leaves the
 // caller's context alone.
 //
 // The bound holds whatever the client's options. go-redis honours context deadlines on

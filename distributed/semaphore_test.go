@@ -19,7 +19,8 @@ import (
 // semFactory makes semaphore stores on one shared client, isolated by a fresh prefix each.
 func semFactory(c redis.UniversalClient) storetest.SemaphoreFactory {
 	return func(t *testing.T, clk *clockx.Fake) store.SemaphoreStore {
-		return distributed.New(c, distributed.WithPrefix(freshPrefix()), distributed.WithClock(clk))
+		return distributed.New(c, distributed.WithPrefix(freshPrefix()), distributed.WithClock(clk),
+			distributed.WithTimeout(testTimeout))
 	}
 }
 

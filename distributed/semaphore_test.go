@@ -53,7 +53,7 @@ func TestSemaphoreKeysAndTTL(t *testing.T) {
 	ctx := ctxTimeout(t, 30*time.Second)
 	clk := fakeClock()
 	prefix := freshPrefix()
-	s := distributed.New(c, distributed.WithPrefix(prefix), distributed.WithClock(clk))
+	s := distributed.New(c, distributed.WithTimeout(testTimeout), distributed.WithPrefix(prefix), distributed.WithClock(clk))
 	cfg := algo.Semaphore{Permits: 2, LeaseTTL: 20 * time.Second, Fair: true}
 	h, q, qe, n := semKeys(prefix, "jobs{1}")
 

@@ -45,7 +45,9 @@ func TestHungOrRefusedServerBoundedCalls(t *testing.T) {
 					if batched {
 						opts = append(opts, distributed.WithBatching(distributed.Batching{}))
 					}
-					s := newStore(t, c, opts...)
+					// Not newStore, whose generous test timeout would replace the default.
+					s := distributed.New(c, append(opts, distributed.WithPrefix(freshPrefix()))...)
+					t.Cleanup(func() { _ = s.Close() })
 					checkBounded(t, s, proxy, mode)
 				})
 			}

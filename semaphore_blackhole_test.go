@@ -22,11 +22,13 @@ import (
 // Deadline must come before the other process got the permit: two holders of one permit
 // must never both believe they hold it. Before, the holder was told after about 5.3 s
 // (go-redis's ReadTimeout plus the time already spent), 4 s after the other got it.
+//
+// It does not call t.Parallel: how soon the holder hears is a matter of scheduling, which
+// the package's parallel tests (under -race) can delay by most of a second.
 func TestSemaphoreKeepAliveBlackholedRedis(t *testing.T) {
-	t.Parallel()
 	const (
 		ttl   = 1500 * time.Millisecond
-		slack = 250 * time.Millisecond // a loaded 2-core machine
+		slack = 500 * time.Millisecond // a loaded 2-core machine; the old delay was 4 s
 	)
 	srv := redistest.Start(t)
 	proxy := redistest.NewProxy(t, srv.Addr())

@@ -50,9 +50,10 @@
 // [FailurePolicy] ([WithFailurePolicy]): [FailClosed] (the default) denies and returns the
 // error; [FailOpen] allows and reports the error (Allow returns an allowed Decision with a
 // non-nil error, so look at the Decision); [Fallback] decides with another Limiter, usually
-// an in-memory one at a reduced rate. [WithTimeout] bounds each store call, and
-// [WithCircuitBreaker] stops calling a store that keeps failing for a cool-down, so a dead
-// Redis does not add its timeout to every request. [WithErrorHandler] sees every failure.
+// an in-memory one at a reduced rate. [WithTimeout] bounds each store call, and a circuit
+// breaker, on by default ([WithCircuitBreaker] tunes it, [WithoutCircuitBreaker] removes
+// it), stops calling a store that keeps failing for a cool-down, so a dead Redis does not
+// add its timeout to every request. [WithErrorHandler] sees every failure.
 // Invalid requests and configurations are errors under every policy ([ErrInvalidRequest],
 // [ErrInvalidConfig], [ErrInvalidKey]); a store failure wraps [ErrUnavailable], a closed
 // store returns [ErrClosed] (the same values as package store's, so errors.Is matches

@@ -28,8 +28,8 @@ type Limiter struct {
 	clock   clockx.Clock
 	policy  FailurePolicy
 	timeout time.Duration
-	breaker *breaker // nil when WithCircuitBreaker is not used
-	direct  bool     // no breaker and no timeout: AllowN goes straight to the store
+	breaker *breaker // nil with WithoutCircuitBreaker
+	direct  bool     // no timeout: AllowN goes straight to the store while the breaker is clean
 	onError func(key string, err error)
 	keyFn   func(key string) string // WithKeyFunc; nil: the key as given
 
@@ -75,10 +75,10 @@ func New(s store.Store, a algo.Algorithm, opts ...Option) (*Limiter, error) {
 		onError: o.errorHandler,
 		keyFn:   o.keyFn,
 	}
-	if o.breakerSet {
+	if !o.breakerOff {
 		l.breaker = newBreaker(o.failures, o.coolDown, o.clock)
 	}
-	l.direct = l.breaker == nil && l.timeout <= 0
+	l.direct = l.timeout <= 0
 	l.alg.Store(&algoBox{a: a})
 	return l, nil
 }
@@ -173,9 +173,11 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Decision, er
 		failed bool
 		err    error
 	)
-	if l.direct {
+	if l.direct && (l.breaker == nil || l.breaker.clean()) {
 		// Straight to the store: Allow is the hottest call of all, and the call frame this
-		// saves (with the Decision it copies) measured about 5 % of it.
+		// saves (with the Decision it copies) measured about 5 % of it. A clean breaker
+		// (closed, no failure counted) has nothing to record on success, and a failure
+		// goes through l.failure, which counts it.
 		if d, err = l.store.Apply(ctx, key, a, req); err != nil {
 			d = Decision{}
 			err, failed = l.failure(ctx, key, err, false)

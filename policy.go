@@ -101,6 +101,10 @@ func newBreaker(threshold int, coolDown time.Duration, c clockx.Clock) *breaker 
 	return &breaker{threshold: threshold, coolDown: coolDown, clock: c}
 }
 
+// clean reports that the breaker is closed with no failure counted: a call may go to the
+// store, and its success needs no recording. It is one atomic load.
+func (b *breaker) clean() bool { return !b.dirty.Load() }
+
 // allow reports whether a call may go to the store, and whether that call is the half-open
 // probe (whose outcome the caller must report with success, failure or release).
 func (b *breaker) allow() (ok, probe bool) {

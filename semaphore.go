@@ -26,6 +26,9 @@ var ErrLeaseExpired = errors.New("limiter: semaphore lease expired")
 const DefaultSemaphorePoll = 100 * time.Millisecond
 
 const (
+	// minLeaseMargin is the least safety margin of a lease's Deadline (see leaseMargin).
+	minLeaseMargin = 5 * time.Millisecond
+
 	firstPoll      = time.Millisecond // the first wait of a blocked Acquire; it doubles from there
 	minQueueTTL    = 2 * time.Second  // the least time a fair waiter's place outlives its last attempt
 	cleanupTimeout = time.Second      // bounds the calls that leave a queue after a failure
@@ -209,6 +212,15 @@ func (s *Semaphore) newLease(name, token string, at time.Time) *Lease {
 	return &Lease{sem: s, name: name, token: token, renewed: at}
 }
 
+// leaseMargin is how long before LeaseTTL runs out, counted from when the last confirmed
+// grant or renewal was sent, a holder must consider its lease lost: LeaseTTL/10, at least
+// 5 ms, at most LeaseTTL/2. It absorbs the drift between the holder's clock and the
+// store's and the time it takes to tell the holder; the store cannot expire the lease
+// sooner, since it applied the renewal no earlier than it was sent.
+func leaseMargin(ttl time.Duration) time.Duration {
+	return min(max(ttl/10, minLeaseMargin), ttl/2)
+}
+
 // newToken returns 128 random bits in hex. crypto/rand.Read never fails: since Go 1.24 it
 // aborts the program rather than return an error.
 func newToken() string {
@@ -228,18 +240,11 @@ type Lease struct {
 	op       sync.Mutex // serialises the store calls of Release and Renew
 	released bool       // Release reached the store; under op
 	relErr   error      // what Release returned then; under op
-	renewed  time.Time  // on the semaphore's clock, when last granted or renewed; under op
 
-	mu      sync.Mutex // guards closing and keep
+	mu      sync.Mutex // guards renewed, closing and keep; never held across a store call
+	renewed time.Time  // on the semaphore's clock, when the last confirmed grant or renewal was sent
 	closing bool       // Release has begun: KeepAlive starts nothing more
 	keep    *keeper
-}
-
-// keeper is the state of one KeepAlive goroutine.
-type keeper struct {
-	cancel context.CancelFunc
-	done   chan struct{} // closed when the goroutine has returned
-	ch     chan error    // the reason it stopped, then closed
 }
 
 // Name returns the name of the semaphore the lease belongs to.
@@ -247,6 +252,32 @@ func (l *Lease) Name() string { return l.name }
 
 // Token returns the lease's owner token, for logs.
 func (l *Lease) Token() string { return l.token }
+
+// Deadline returns the instant, on the semaphore's clock, until which the lease is
+// certainly held: the moment the last grant or renewal the store confirmed was sent, plus
+// LeaseTTL, minus a safety margin of LeaseTTL/10 (at least 5 ms, at most LeaseTTL/2).
+// Counting from when the request was sent, not from when its reply arrived, keeps the
+// deadline safe: the store applied it at some moment in between, so its lease lasts at
+// least that long; the margin covers clock drift between holder and store and the time it
+// takes to act. Past the deadline another holder may have the permit, so work that must
+// not overlap should stop by then; KeepAlive reports the lease lost at the deadline at
+// the latest. Release does not change it.
+func (l *Lease) Deadline() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.deadlineLocked()
+}
+
+// deadlineLocked is Deadline with l.mu held.
+func (l *Lease) deadlineLocked() time.Time {
+	ttl := l.sem.cfg.LeaseTTL
+	return l.renewed.Add(ttl - leaseMargin(ttl))
+}
+
+// timeLeft returns how long until Deadline, on the semaphore's clock (≤ 0 once past).
+func (l *Lease) timeLeft() time.Duration {
+	return l.Deadline().Sub(l.sem.clock.Now())
+}
 
 // Release gives the permit back, stopping KeepAlive first. It is idempotent: once it has
 // reached the store, later calls return the same result without calling it again. When
@@ -274,12 +305,18 @@ func (l *Lease) Release(ctx context.Context) error {
 	return l.relErr
 }
 
-// Renew extends the lease to LeaseTTL from now (on the store's clock). It fails with an
-// error wrapping ErrLeaseExpired when the lease is no longer held: once a lease has
-// expired it is never renewed, even if nobody took the permit in between, because the
-// store cannot tell whether another holder came and went, so the holder should assume
-// that more than Permits may have worked at once and stop. It also fails so after
-// Release. A store error is returned as is; the lease may still be valid.
+// Renew extends the lease to LeaseTTL from now (on the store's clock), and on success
+// moves Deadline to LeaseTTL minus the margin after the moment the request was sent. It
+// fails with an error wrapping ErrLeaseExpired when the lease is no longer held: once a
+// lease has expired it is never renewed, even if nobody took the permit in between,
+// because the store cannot tell whether another holder came and went, so the holder
+// should assume that more than Permits may have worked at once and stop. It also fails
+// so after Release. A store error is returned as is; the lease may still be valid.
+//
+// Before Deadline, the store call is bounded by the time left until it (on top of ctx
+// and the store's own timeout): an answer that comes later could no longer be trusted
+// to have arrived in time. Past Deadline it is bounded by ctx and the store alone, whose
+// answer then tells whether the lease is still held.
 func (l *Lease) Renew(ctx context.Context) error {
 	l.op.Lock()
 	defer l.op.Unlock()
@@ -287,6 +324,11 @@ func (l *Lease) Renew(ctx context.Context) error {
 		return fmt.Errorf("%w: semaphore %q: the lease was released", ErrLeaseExpired, l.name)
 	}
 	start := l.sem.clock.Now()
+	if left := l.Deadline().Sub(start); left > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, left) // in real time: the clocks agree outside tests
+		defer cancel()
+	}
 	ok, err := l.sem.st.Renew(ctx, l.name, l.sem.cfg, l.token)
 	if err != nil {
 		return err
@@ -294,90 +336,10 @@ func (l *Lease) Renew(ctx context.Context) error {
 	if !ok {
 		return fmt.Errorf("%w: semaphore %q: the lease expired before Renew", ErrLeaseExpired, l.name)
 	}
-	l.renewed = start
-	return nil
-}
-
-// KeepAlive renews the lease every LeaseTTL/3, on the semaphore's clock, in a goroutine
-// that runs until Release, until ctx ends, or until the lease is lost. The returned
-// channel receives one value, why it stopped, and is then closed: nil after Release,
-// ctx.Err() when ctx ended, or an error wrapping ErrLeaseExpired when a renewal found the
-// lease gone, or when store failures kept it from renewing for a whole LeaseTTL (the
-// holder should then stop its work). A failed renewal is retried at the next interval.
-//
-// At most one keep-alive runs per lease: while one runs, later calls return its channel;
-// once it has stopped (ctx ended, lease lost), a new call starts another. After Release
-// has begun, KeepAlive starts nothing and returns a channel holding nil.
-func (l *Lease) KeepAlive(ctx context.Context) <-chan error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.keep != nil {
-		select {
-		case <-l.keep.done: // stopped: start another
-		default:
-			return l.keep.ch
-		}
+	if start.After(l.renewed) {
+		l.renewed = start
 	}
-	if l.closing {
-		ch := make(chan error, 1)
-		ch <- nil
-		close(ch)
-		return ch
-	}
-	kctx, cancel := context.WithCancel(ctx)
-	k := &keeper{cancel: cancel, done: make(chan struct{}), ch: make(chan error, 1)}
-	l.keep = k
-	go l.keepAlive(ctx, kctx, k)
-	return k.ch
-}
-
-// keepAlive is the KeepAlive goroutine; ctx is the caller's context, kctx its own, which
-// Release cancels. It marks itself done before it sends its outcome, so a caller that has
-// received from the channel and calls KeepAlive again always starts a new keep-alive.
-func (l *Lease) keepAlive(ctx, kctx context.Context, k *keeper) {
-	err := l.renewUntilStopped(ctx, kctx)
-	k.cancel()
-	close(k.done)
-	k.ch <- err // buffered: never blocks
-	close(k.ch)
-}
-
-// renewUntilStopped renews the lease every LeaseTTL/3 until kctx ends or the lease is
-// lost, and returns what KeepAlive's channel reports.
-func (l *Lease) renewUntilStopped(ctx, kctx context.Context) error {
-	ttl := l.sem.cfg.LeaseTTL
-	for {
-		err := l.sem.clock.Sleep(kctx, ttl/3)
-		if err == nil {
-			if err = l.Renew(kctx); err == nil {
-				continue
-			}
-			if errors.Is(err, ErrLeaseExpired) && kctx.Err() == nil {
-				return err
-			}
-		}
-		if kctx.Err() != nil {
-			return ctx.Err() // nil when Release stopped it
-		}
-		// The store failed: the lease may still be valid, unless it has gone a whole
-		// LeaseTTL without a renewal.
-		l.op.Lock()
-		since := l.sem.clock.Now().Sub(l.renewed)
-		l.op.Unlock()
-		if since >= ttl {
-			return fmt.Errorf("%w: semaphore %q: not renewed for %v: %w", ErrLeaseExpired, l.name, since, err)
-		}
-	}
-}
-
-// stopKeepAlive stops the KeepAlive goroutine, if any, and waits until it has returned.
-func (l *Lease) stopKeepAlive() {
-	l.mu.Lock()
-	l.closing = true
-	k := l.keep
 	l.mu.Unlock()
-	if k != nil {
-		k.cancel()
-		<-k.done
-	}
+	return nil
 }

@@ -103,6 +103,7 @@ func putCall(c *call) {
 type batcher struct {
 	client      redis.UniversalClient
 	timeout     time.Duration
+	guard       *guard // the store's: bounds each pipeline by its deadline
 	maxBatch    int
 	maxInFlight int
 	pipes       sync.Pool // redis.Pipeliner for the calls sent from their own goroutine
@@ -117,9 +118,9 @@ type batcher struct {
 }
 
 // newBatcher starts the flushers of cfg.
-func newBatcher(client redis.UniversalClient, timeout time.Duration, cfg Batching) *batcher {
+func newBatcher(client redis.UniversalClient, timeout time.Duration, cfg Batching, g *guard) *batcher {
 	cfg = cfg.normalized()
-	b := &batcher{client: client, timeout: timeout, maxBatch: cfg.MaxBatch, maxInFlight: cfg.MaxInFlight}
+	b := &batcher{client: client, timeout: timeout, guard: g, maxBatch: cfg.MaxBatch, maxInFlight: cfg.MaxInFlight}
 	b.pipes.New = func() any { return client.Pipeline() }
 	b.cond.L = &b.mu
 	b.wg.Add(cfg.MaxInFlight)
@@ -136,6 +137,13 @@ func newBatcher(client redis.UniversalClient, timeout time.Duration, cfg Batchin
 func (b *batcher) do(ctx context.Context, e *scriptEntry, keys []string, args []any) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if b.timeout > 0 {
+		// One deadline for the whole call, sent alone or queued: a caller never waits
+		// longer than the timeout, even for a flusher stuck on a server that hangs.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, b.timeout)
+		defer cancel()
 	}
 	c := callPool.Get().(*call)
 	c.e = e
@@ -155,11 +163,14 @@ func (b *batcher) do(ctx context.Context, e *scriptEntry, keys []string, args []
 		// Idle: no one to share a round trip with, so no hand-off to a flusher either.
 		b.busy++
 		b.mu.Unlock()
-		b.sendAlone(ctx, c)
+		left := b.sendAlone(ctx, c)
 		b.mu.Lock()
 		b.busy--
 		b.wake()
 		b.mu.Unlock()
+		if left {
+			return nil, ctx.Err() // c belongs to the call still running
+		}
 		reply, err := c.reply, c.err
 		putCall(c)
 		return reply, err
@@ -228,25 +239,37 @@ func (b *batcher) flusher() {
 		b.queue = b.queue[:rest]
 		b.mu.Unlock()
 
-		b.flush(pipe, batch)
+		pipe = b.flush(pipe, batch)
 		clear(batch)
 		b.mu.Lock()
 		b.busy--
 	}
 }
 
-// sendAlone sends c on its own under the caller's context, bounded by the store's timeout
-// as a plain call is.
-func (b *batcher) sendAlone(ctx context.Context, c *call) {
-	if b.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, b.timeout)
-		defer cancel()
-	}
+// sendAlone sends c on its own under the caller's context, which carries the store's
+// timeout, as a plain call does. left reports that ctx ended first while the client
+// ignores deadlines (see guard): the call runs on and owns c, which it puts back in the
+// pool once done.
+func (b *batcher) sendAlone(ctx context.Context, c *call) (left bool) {
 	pipe := b.pipes.Get().(redis.Pipeliner)
-	one := [1]*call{c}
-	send(ctx, pipe, one[:])
+	if b.guard.inline {
+		one := [1]*call{c}
+		send(ctx, pipe, one[:])
+		b.pipes.Put(pipe)
+		return false
+	}
+	_, err, left := b.guard.do(ctx, func(ctx context.Context) (any, error) {
+		send(ctx, pipe, []*call{c})
+		return nil, nil
+	}, func() { b.pipes.Put(pipe); putCall(c) })
+	if left {
+		return true
+	}
 	b.pipes.Put(pipe)
+	if err != nil {
+		c.err = err // not sent: too many calls given up on, or ctx already done
+	}
+	return false
 }
 
 // flush sends a batch taken from the queue and answers every call.
@@ -255,7 +278,12 @@ func (b *batcher) sendAlone(ctx context.Context, c *call) {
 // queued, so the timeout bounds a call's wait in the queue and on the wire together, as it
 // bounds a plain call's wait for a connection and its round trip; a call that has already
 // waited that long fails without being sent. A call whose caller has left is not sent.
-func (b *batcher) flush(pipe redis.Pipeliner, batch []*call) {
+//
+// When the client ignores deadlines (see guard), the pipeline runs on a goroutine of its
+// own and the flusher moves on at the deadline, leaving that goroutine to answer the
+// calls (whose callers have left by then, their own deadline being no later) with a
+// pipeline of its own; flush returns the pipeline the flusher uses next.
+func (b *batcher) flush(pipe redis.Pipeliner, batch []*call) redis.Pipeliner {
 	ctx := context.Background()
 	live := batch[:0]
 	var oldest time.Time
@@ -275,15 +303,39 @@ func (b *batcher) flush(pipe redis.Pipeliner, batch []*call) {
 		live = append(live, c)
 	}
 	if len(live) == 0 {
-		return
+		return pipe
 	}
 	if b.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, oldest.Add(b.timeout))
 		defer cancel()
 	}
-	send(ctx, pipe, live)
-	for _, c := range live {
+	if b.guard.inline {
+		send(ctx, pipe, live)
+		answerAll(live, nil)
+		return pipe
+	}
+	own := slices.Clone(live) // batch's array is the flusher's, reused at once
+	_, err, left := b.guard.do(ctx, func(ctx context.Context) (any, error) {
+		send(ctx, pipe, own)
+		answerAll(own, nil)
+		return nil, nil
+	}, nil)
+	switch {
+	case left:
+		return b.client.Pipeline()
+	case err != nil: // not sent
+		answerAll(own, err)
+	}
+	return pipe
+}
+
+// answerAll answers every call, with err when it is not nil.
+func answerAll(calls []*call, err error) {
+	for _, c := range calls {
+		if err != nil {
+			c.err = err
+		}
 		answer(c)
 	}
 }

@@ -166,7 +166,7 @@ func testBatchedWrongType(t *testing.T, srv *redistest.Server) {
 	prefix := freshPrefix()
 	s, g, ctx := heldStore(t, srv, distributed.WithPrefix(prefix))
 	c := srv.Client(t)
-	plainStore := distributed.New(c, distributed.WithPrefix(prefix), distributed.WithClock(fakeClock()))
+	plainStore := distributed.New(c, distributed.WithTimeout(testTimeout), distributed.WithPrefix(prefix), distributed.WithClock(fakeClock()))
 	a := counter{Limit: 3}
 	if err := c.HSet(ctx, prefix+"{user 1}:ctr", "f", "v").Err(); err != nil {
 		t.Fatal(err)

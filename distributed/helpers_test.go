@@ -23,10 +23,17 @@ var prefixes atomic.Int64
 
 func freshPrefix() string { return fmt.Sprintf("t%d:", prefixes.Add(1)) }
 
-// newStore returns a store on client with a fresh prefix, closed when t ends.
+// testTimeout is the store timeout of tests that are not about timeouts: generous, since
+// a loaded machine running -race (and a Cluster's redirections) can take longer than the
+// production default.
+const testTimeout = 10 * time.Second
+
+// newStore returns a store on client with a fresh prefix and testTimeout (unless opts set
+// another), closed when t ends.
 func newStore(t testing.TB, client redis.UniversalClient, opts ...distributed.Option) *distributed.Store {
 	t.Helper()
-	s := distributed.New(client, append([]distributed.Option{distributed.WithPrefix(freshPrefix())}, opts...)...)
+	s := distributed.New(client, append([]distributed.Option{distributed.WithPrefix(freshPrefix()),
+		distributed.WithTimeout(testTimeout)}, opts...)...)
 	t.Cleanup(func() { _ = s.Close() })
 	return s
 }

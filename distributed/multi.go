@@ -69,7 +69,7 @@ func (s *Store) ApplyAll(ctx context.Context, key string, rules []algo.Algorithm
 		args[at] = len(args) - at - 1
 	}
 	sc := multiScriptFor(defs)
-	reply, err := s.run(ctx, sc, keys, args)
+	reply, err, _ := s.run(ctx, sc, keys, args) // keys and args are not recycled
 	if err != nil {
 		return nil, false, s.failAll(ctx, key, keys, rules, err)
 	}

@@ -253,7 +253,7 @@ func TestApplyAllErrors(t *testing.T) {
 	c := redistest.WithoutExpiry(redistest.Start(t).Client(t))
 	ctx := ctxTimeout(t, 30*time.Second)
 	prefix := freshPrefix()
-	s := distributed.New(c, distributed.WithPrefix(prefix), distributed.WithClock(fakeClock()))
+	s := distributed.New(c, distributed.WithTimeout(testTimeout), distributed.WithPrefix(prefix), distributed.WithClock(fakeClock()))
 	tb := algo.TokenBucket{Rate: 1, Burst: 5}
 	fw := algo.FixedWindow{Limit: 5, Window: time.Second}
 	for _, tc := range []struct {

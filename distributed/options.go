@@ -10,8 +10,13 @@ import (
 const (
 	// DefaultPrefix starts every Redis key the store writes.
 	DefaultPrefix = "limiter:"
-	// DefaultTimeout bounds each call to Redis.
-	DefaultTimeout = 500 * time.Millisecond
+	// DefaultTimeout bounds each call to Redis. A healthy Redis answers a limiter script
+	// in about a millisecond, and its latency spikes (a fork for persistence, a slow
+	// command, a loaded client host) reach tens of milliseconds; 200 ms stays clear of
+	// those while keeping what a hung server costs a request small: a limiter sits on the
+	// request path, where seconds are not an option. With the limiter facade's circuit
+	// breaker (on by default), only the first few calls after Redis stops answering pay it.
+	DefaultTimeout = 200 * time.Millisecond
 )
 
 // Option configures a Store.
@@ -40,13 +45,21 @@ func WithPrefix(p string) Option {
 	return optionFunc(func(o *options) { o.prefix = escape(p) })
 }
 
-// WithTimeout bounds every call to Redis: the context passed to Apply and Refund gets this
-// deadline (an earlier deadline of the caller's context still wins). The default is 500 ms;
-// d ≤ 0 leaves the caller's context alone.
+// WithTimeout bounds every call to Redis (Apply, Refund, ApplyAll and the semaphore
+// operations, with or without batching): the call returns by this deadline, or by the
+// caller's context's earlier one, with an error wrapping store.ErrUnavailable and
+// context.DeadlineExceeded. The default is DefaultTimeout (200 ms); d ≤ 0 leaves the
+// caller's context alone.
 //
-// go-redis honours context deadlines on sockets only when the client was created with
-// ContextTimeoutEnabled: true (otherwise its ReadTimeout and WriteTimeout, 3 s by default,
-// bound a call to a server that hangs). Set it, or set those timeouts to a similar bound.
+// The bound holds whatever the client's options. go-redis honours context deadlines on
+// sockets only when the client was created with ContextTimeoutEnabled: true; otherwise a
+// call to a server that hangs waits for go-redis's ReadTimeout (5 s by default), and its
+// retries. With such a client the store runs each call on a goroutine of its own and
+// returns at the deadline, leaving the call to finish (or time out in go-redis) behind
+// it; at most MaxAbandonedCalls (64) calls may be left so at once, beyond which calls
+// fail at once with store.ErrUnavailable, so a hung server cannot make goroutines pile
+// up. ContextTimeoutEnabled: true is still the better setting: calls run inline, and a
+// timed-out call frees its connection at the deadline.
 func WithTimeout(d time.Duration) Option {
 	return optionFunc(func(o *options) { o.timeout = d })
 }

@@ -130,7 +130,7 @@ func (s *Store) semRun(ctx context.Context, op, name, token string, queue int64,
 	}
 	args[2] = token
 	args[3] = queue
-	reply, err := s.run(ctx, semScript, keys, cfg.AppendArgs(args))
+	reply, err, _ := s.run(ctx, semScript, keys, cfg.AppendArgs(args)) // keys and args are not recycled
 	if err != nil {
 		if cerr := store.CheckContext(ctx); cerr != nil {
 			return nil, fmt.Errorf("distributed: semaphore %s on %s: %w", op, quoteKey(name), cerr)

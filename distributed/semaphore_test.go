@@ -19,7 +19,8 @@ import (
 // semFactory makes semaphore stores on one shared client, isolated by a fresh prefix each.
 func semFactory(c redis.UniversalClient) storetest.SemaphoreFactory {
 	return func(t *testing.T, clk *clockx.Fake) store.SemaphoreStore {
-		return distributed.New(c, distributed.WithPrefix(freshPrefix()), distributed.WithClock(clk))
+		return distributed.New(c, distributed.WithPrefix(freshPrefix()), distributed.WithClock(clk),
+			distributed.WithTimeout(testTimeout))
 	}
 }
 
@@ -52,7 +53,7 @@ func TestSemaphoreKeysAndTTL(t *testing.T) {
 	ctx := ctxTimeout(t, 30*time.Second)
 	clk := fakeClock()
 	prefix := freshPrefix()
-	s := distributed.New(c, distributed.WithPrefix(prefix), distributed.WithClock(clk))
+	s := distributed.New(c, distributed.WithTimeout(testTimeout), distributed.WithPrefix(prefix), distributed.WithClock(clk))
 	cfg := algo.Semaphore{Permits: 2, LeaseTTL: 20 * time.Second, Fair: true}
 	h, q, qe, n := semKeys(prefix, "jobs{1}")
 

@@ -31,6 +31,7 @@ type Store struct {
 	closed  atomic.Bool
 	batch   *batcher // nil unless WithBatching (and not WithReplicaAck)
 	ack     *replicaAck
+	guard   guard // bounds each call by its deadline whatever the client's options
 
 	// scripts maps an algorithm's Name to its *scriptEntry, created once, so the SHA-1 of
 	// a script is computed once per store rather than once per call.
@@ -83,6 +84,14 @@ var bufPool = sync.Pool{New: func() any { return &callBuf{keys: make([]string, 0
 
 func getBuf() *callBuf { return bufPool.Get().(*callBuf) }
 
+// recycle puts b back in the pool unless left says that a call given up on may still
+// be reading it (see guard.do): then the garbage collector takes it.
+func recycle(b *callBuf, left bool) {
+	if !left {
+		putBuf(b)
+	}
+}
+
 func putBuf(b *callBuf) {
 	clear(b.keys)
 	clear(b.args)
@@ -102,8 +111,9 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 		}
 	}
 	s := &Store{client: client, prefix: o.prefix, timeout: o.timeout, clock: o.clock, ack: o.ack}
+	s.guard.inline = honoursContext(client)
 	if o.batching != nil && o.ack == nil {
-		s.batch = newBatcher(client, o.timeout, *o.batching)
+		s.batch = newBatcher(client, o.timeout, *o.batching, &s.guard)
 	}
 	return s
 }
@@ -135,10 +145,10 @@ func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req alg
 		return algo.Decision{}, err
 	}
 	b := getBuf()
-	defer putBuf(b)
 	b.keys = appendStateKeys(b.keys, s.prefix, key, a.Slot(), e.def.Keys)
 	b.args = s.appendArgs(b.args, opApply, req.N, maxWaitMicros(req.MaxWait), e.config(sa, a))
-	reply, err := s.exec(ctx, e, b.keys, b.args)
+	reply, err, left := s.exec(ctx, e, b.keys, b.args)
+	defer recycle(b, left)
 	if err != nil {
 		return algo.Decision{}, s.fail(ctx, "apply", key, b.keys, a, err)
 	}
@@ -167,10 +177,10 @@ func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int6
 		return err
 	}
 	b := getBuf()
-	defer putBuf(b)
 	b.keys = appendStateKeys(b.keys, s.prefix, key, a.Slot(), e.def.Keys)
 	b.args = s.appendArgs(b.args, opRefund, n, at, e.config(sa, a))
-	reply, err := s.exec(ctx, e, b.keys, b.args)
+	reply, err, left := s.exec(ctx, e, b.keys, b.args)
+	defer recycle(b, left)
 	if err != nil {
 		return s.fail(ctx, "refund", key, b.keys, a, err)
 	}
@@ -245,22 +255,36 @@ func (s *Store) appendArgs(dst []any, op any, n, fourth int64, config []any) []a
 }
 
 // exec runs e's script for Apply and Refund: in the next pipeline with WithBatching,
-// otherwise on its own with run.
-func (s *Store) exec(ctx context.Context, e *scriptEntry, keys []string, args []any) (any, error) {
+// otherwise on its own with run. left is run's.
+func (s *Store) exec(ctx context.Context, e *scriptEntry, keys []string, args []any) (reply any, err error, left bool) {
 	if s.batch != nil {
-		return s.batch.do(ctx, e, keys, args)
+		reply, err = s.batch.do(ctx, e, keys, args)
+		return reply, err, false // the batcher copies keys and args into its own call
 	}
 	return s.run(ctx, e.run, keys, args)
 }
 
 // run executes the script with EVALSHA, falling back to EVAL (which also caches the script
-// on that server) when the server answers NOSCRIPT.
-func (s *Store) run(ctx context.Context, sc *redis.Script, keys []string, args []any) (any, error) {
+// on that server) when the server answers NOSCRIPT. It returns by the store's timeout (or
+// ctx's earlier deadline) whatever the client's options; left reports a call given up on
+// that still runs, still reading keys and args (see guard.do).
+func (s *Store) run(ctx context.Context, sc *redis.Script, keys []string, args []any) (reply any, err error, left bool) {
 	if s.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.timeout)
 		defer cancel()
 	}
+	if s.guard.inline {
+		reply, err = s.call(ctx, sc, keys, args)
+		return reply, err, false
+	}
+	return s.guard.do(ctx, func(ctx context.Context) (any, error) {
+		return s.call(ctx, sc, keys, args)
+	}, nil)
+}
+
+// call sends the script, with its WAIT under WithReplicaAck.
+func (s *Store) call(ctx context.Context, sc *redis.Script, keys []string, args []any) (any, error) {
 	if s.ack != nil {
 		return s.runAcked(ctx, sc, keys, args)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -39,7 +40,7 @@ var prefixes atomic.Int64
 // prefix of its own.
 func redisStoreOption(t *testing.T, c redis.UniversalClient, clk clockx.Clock) smooth.Option {
 	t.Helper()
-	s := distributed.New(c, distributed.WithClock(clk),
+	s := distributed.New(c, distributed.WithClock(clk), distributed.WithTimeout(10*time.Second),
 		distributed.WithPrefix(fmt.Sprintf("smooth-test-%d:", prefixes.Add(1))))
 	t.Cleanup(func() { _ = s.Close() })
 	return smooth.WithStore(s, "key")

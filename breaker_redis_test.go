@@ -1,0 +1,132 @@
+package limiter_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/limiter"
+	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/distributed"
+	"github.com/ratekit/limiter/internal/redistest"
+)
+
+// callCounter is a go-redis hook counting the commands and pipelines sent: the calls that
+// reached the store's client.
+type callCounter struct{ n atomic.Int64 }
+
+func (c *callCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *callCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (c *callCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// TestDefaultsHungOrRefusedRedis runs a Limiter with the default options (circuit breaker
+// on, the store's default timeout) on a Redis behind a proxy that blackholes or refuses,
+// with a default go-redis client (which ignores context deadlines on sockets), with and
+// without batching. The first calls fail within the store's timeout plus slack; once the
+// breaker has opened, calls no longer reach Redis except one probe per cool-down; once
+// the proxy forwards again, calls succeed again within about a cool-down.
+func TestDefaultsHungOrRefusedRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, mode := range []redistest.ProxyMode{redistest.Blackhole, redistest.Refuse} {
+		for _, batched := range []bool{false, true} {
+			name := fmt.Sprintf("%s/batching=%v", map[redistest.ProxyMode]string{
+				redistest.Blackhole: "blackhole", redistest.Refuse: "refused"}[mode], batched)
+			t.Run(name, func(t *testing.T) {
+				proxy := redistest.NewProxy(t, srv.Addr())
+				c := redis.NewClient(&redis.Options{Addr: proxy.Addr()}) // go-redis defaults
+				t.Cleanup(func() { _ = c.Close() })
+				count := &callCounter{}
+				c.AddHook(count)
+				opts := []distributed.Option{distributed.WithPrefix(semPrefix())}
+				if batched {
+					opts = append(opts, distributed.WithBatching(distributed.Batching{}))
+				}
+				st := distributed.New(c, opts...)
+				t.Cleanup(func() { _ = st.Close() })
+				l, err := limiter.New(st, algo.TokenBucket{Rate: 1e6, Burst: 1e6})
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkBreakerOnHungRedis(t, l, proxy, mode, count)
+			})
+		}
+	}
+}
+
+func checkBreakerOnHungRedis(t *testing.T, l *limiter.Limiter, proxy *redistest.Proxy, mode redistest.ProxyMode, count *callCounter) {
+	ctx := context.Background()
+	const slack = 250 * time.Millisecond // a loaded 2-core machine; far below go-redis's 5 s
+	if _, err := l.Allow(ctx, "k"); err != nil {
+		t.Fatalf("warm-up: %v", err)
+	}
+	proxy.Set(mode)
+
+	// Until the breaker opens, each call fails within the store's timeout.
+	opened := false
+	for i := 0; i < 2*limiter.DefaultBreakerFailures && !opened; i++ {
+		start := time.Now()
+		_, err := l.Allow(ctx, "k")
+		took := time.Since(start)
+		if err == nil {
+			t.Fatal("a call to an unavailable Redis succeeded")
+		}
+		opened = errors.Is(err, limiter.ErrCircuitOpen)
+		if took > distributed.DefaultTimeout+slack {
+			t.Errorf("call %d took %v, want ≤ %v + %v", i, took, distributed.DefaultTimeout, slack)
+		}
+	}
+	if !opened {
+		t.Fatalf("the breaker did not open after %d failed calls", 2*limiter.DefaultBreakerFailures)
+	}
+
+	// Open: calls are answered without Redis, but for one probe per cool-down.
+	const calls = 2000
+	before := count.n.Load()
+	start := time.Now()
+	for i := 0; i < calls; i++ {
+		if _, err := l.Allow(ctx, "k"); err == nil {
+			t.Fatal("a call to an unavailable Redis succeeded")
+		}
+	}
+	elapsed := time.Since(start)
+	sent := count.n.Load() - before
+	// A probe reaches go-redis once per cool-down; a refused one may be retried by go-redis,
+	// which counts once in the hook all the same.
+	if probes := int64(elapsed/limiter.DefaultBreakerCoolDown) + 1; sent > probes {
+		t.Errorf("%d of %d calls reached Redis in %v with the breaker open, want ≤ %d probes", sent, calls, elapsed, probes)
+	}
+	t.Logf("breaker open: %d calls in %v (%v per call), %d reached Redis", calls, elapsed, elapsed/calls, sent)
+
+	// Recovery: noticed at the first probe after the proxy forwards again.
+	proxy.Set(redistest.Forward)
+	restored := time.Now()
+	limit := limiter.DefaultBreakerCoolDown + distributed.DefaultTimeout + 3*time.Second
+	for {
+		_, err := l.Allow(ctx, "k")
+		if err == nil {
+			break
+		}
+		if time.Since(restored) > limit {
+			t.Fatalf("still failing %v after Redis came back: %v", limit, err)
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition, bounded by limit
+	}
+	t.Logf("recovered %v after Redis came back (cool-down %v)", time.Since(restored), limiter.DefaultBreakerCoolDown)
+}

@@ -1,0 +1,188 @@
+package distributed_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/distributed"
+	"github.com/ratekit/limiter/internal/redistest"
+	"github.com/ratekit/limiter/store"
+)
+
+// hungTimeout is the store timeout of the hung-server tests, the default, and hungSlack
+// what a call may take beyond it on a loaded machine: far below go-redis's own 5 s
+// ReadTimeout, which is what a call took before the store bounded calls itself.
+const (
+	hungTimeout = distributed.DefaultTimeout
+	hungSlack   = 250 * time.Millisecond
+)
+
+// TestHungOrRefusedServerBoundedCalls puts a proxy between the store and Redis, makes it
+// blackhole (a server that accepts but never answers) or refuse connections, and checks
+// that every call, from several goroutines, fails with store.ErrUnavailable within the
+// store's default timeout plus slack: with go-redis's default options (which ignore context
+// deadlines on sockets) and with ContextTimeoutEnabled, with and without batching, for
+// Apply, Refund, ApplyAll and the semaphore's calls.
+func TestHungOrRefusedServerBoundedCalls(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, mode := range []redistest.ProxyMode{redistest.Blackhole, redistest.Refuse} {
+		for _, cte := range []bool{false, true} {
+			for _, batched := range []bool{false, true} {
+				name := fmt.Sprintf("%s/ContextTimeoutEnabled=%v/batching=%v", modeName(mode), cte, batched)
+				t.Run(name, func(t *testing.T) {
+					proxy := redistest.NewProxy(t, srv.Addr())
+					c := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ContextTimeoutEnabled: cte})
+					t.Cleanup(func() { _ = c.Close() })
+					var opts []distributed.Option // the default timeout
+					if batched {
+						opts = append(opts, distributed.WithBatching(distributed.Batching{}))
+					}
+					// Not newStore, whose generous test timeout would replace the default.
+					s := distributed.New(c, append(opts, distributed.WithPrefix(freshPrefix()))...)
+					t.Cleanup(func() { _ = s.Close() })
+					checkBounded(t, s, proxy, mode)
+				})
+			}
+		}
+	}
+}
+
+func modeName(m redistest.ProxyMode) string {
+	if m == redistest.Blackhole {
+		return "blackhole"
+	}
+	return "refused"
+}
+
+// checkBounded warms s up through proxy, switches proxy to mode and times calls.
+func checkBounded(t *testing.T, s *distributed.Store, proxy *redistest.Proxy, mode redistest.ProxyMode) {
+	t.Helper()
+	ctx := context.Background()
+	a := algo.TokenBucket{Rate: 1e6, Burst: 1000}
+	sem := algo.Semaphore{Permits: 2, LeaseTTL: time.Second}
+	const workers = 4
+	for w := 0; w < workers; w++ { // a connection per worker in the pool, all then blackholed
+		if _, err := s.Apply(ctx, fmt.Sprintf("w%d", w), a, algo.Request{N: 1}); err != nil {
+			t.Fatalf("warm-up: %v", err)
+		}
+	}
+	proxy.Set(mode)
+
+	calls := []struct {
+		name string
+		f    func(key string) error
+	}{
+		{"Apply", func(k string) error { _, err := s.Apply(ctx, k, a, algo.Request{N: 1}); return err }},
+		{"Refund", func(k string) error { return s.Refund(ctx, k, a, 1, 1) }},
+		{"ApplyAll", func(k string) error {
+			_, _, err := s.ApplyAll(ctx, k, []algo.Algorithm{a, algo.FixedWindow{Limit: 5, Window: time.Second}}, algo.Request{N: 1})
+			return err
+		}},
+		{"Acquire", func(k string) error { _, err := s.Acquire(ctx, k, sem, "tok", 0); return err }},
+		{"Renew", func(k string) error { _, err := s.Renew(ctx, k, sem, "tok"); return err }},
+	}
+	var (
+		mu      sync.Mutex
+		slowest time.Duration
+		wg      sync.WaitGroup
+	)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for round := 0; round < 2; round++ {
+				for _, c := range calls {
+					start := time.Now()
+					err := c.f(fmt.Sprintf("w%d", w))
+					took := time.Since(start)
+					mu.Lock()
+					slowest = max(slowest, took)
+					mu.Unlock()
+					if !errors.Is(err, store.ErrUnavailable) {
+						t.Errorf("%s: error %v, want one wrapping store.ErrUnavailable", c.name, err)
+					}
+					if took > hungTimeout+hungSlack {
+						t.Errorf("%s took %v, want ≤ %v + %v", c.name, took, hungTimeout, hungSlack)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("slowest call: %v (timeout %v)", slowest, hungTimeout)
+}
+
+// TestHungServerGoroutinesBounded sends many concurrent calls to a blackholed server with
+// a client that ignores context deadlines: the calls given up on keep running until
+// go-redis's own timeouts end them, but no more than distributed.MaxAbandonedCalls at
+// once, so the number of goroutines stays bounded however many calls are made.
+//
+// It does not call t.Parallel: it counts goroutines.
+func TestHungServerGoroutinesBounded(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, batched := range []bool{false, true} {
+		t.Run(fmt.Sprintf("batching=%v", batched), func(t *testing.T) {
+			proxy := redistest.NewProxy(t, srv.Addr())
+			// A large pool, so that go-redis's own pool bound does not hide the store's.
+			c := redis.NewClient(&redis.Options{Addr: proxy.Addr(), PoolSize: 1000})
+			t.Cleanup(func() { _ = c.Close() })
+			opts := []distributed.Option{distributed.WithTimeout(20 * time.Millisecond)}
+			if batched {
+				opts = append(opts, distributed.WithBatching(distributed.Batching{MaxBatch: 1}))
+			}
+			s := newStore(t, c, opts...)
+			a := algo.TokenBucket{Rate: 1e6, Burst: 1000}
+			// Warm up (a connection, the script cached); 20 ms can be short for that on a
+			// loaded machine, so a few tries are allowed.
+			for try := 1; ; try++ {
+				_, err := s.Apply(context.Background(), "k", a, algo.Request{N: 1})
+				if err == nil {
+					break
+				}
+				if try == 50 {
+					t.Fatalf("warm-up: %v", err)
+				}
+			}
+			proxy.Set(redistest.Blackhole)
+			baseline := runtime.NumGoroutine() - proxy.Goroutines()
+			const workers, each = 32, 20
+			var wg sync.WaitGroup
+			peak := 0
+			var mu sync.Mutex
+			for w := 0; w < workers; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; i < each; i++ {
+						if _, err := s.Apply(context.Background(), fmt.Sprintf("k%d", w), a, algo.Request{N: 1}); err == nil {
+							t.Error("a call to a blackholed server succeeded")
+						}
+						n := runtime.NumGoroutine() - proxy.Goroutines()
+						mu.Lock()
+						peak = max(peak, n)
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Wait()
+			// Each abandoned call is a goroutine of ours, and may have one dialling in
+			// go-redis; the workers come on top (the proxy's are left out). Without the
+			// cap, every one of the calls would leave a goroutine behind for go-redis's
+			// 5 s ReadTimeout.
+			limit := baseline + workers + 3*distributed.MaxAbandonedCalls
+			if peak > limit {
+				t.Errorf("peak of %d goroutines during %d calls to a hung server, want ≤ %d (baseline %d)",
+					peak, workers*each, limit, baseline)
+			}
+			t.Logf("baseline %d goroutines, peak %d during %d calls", baseline, peak, workers*each)
+		})
+	}
+}

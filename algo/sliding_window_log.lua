@@ -96,37 +96,32 @@ if op == 'apply' then
   -- The log holds at most 2^53 permits, so that total stays exact in doubles: a request
   -- that would exceed it waits, unreserved, until enough entries have left the window.
   -- "sum > MAX_EXACT - n" cannot round: both sides are integers in [0, 2^53].
-  if live_total > MAX_EXACT - n then
-    local sum, until_t, i = live_total, now, head
-    while sum > MAX_EXACT - n and i < len do
+  -- until_room drops the oldest live entries until the rest sum to at most bound, and
+  -- returns the later of t and the instant the last dropped entry leaves the window.
+  local function until_room(bound, t)
+    local sum, i = live_total, head
+    while sum > bound and i < len do
       local chunk = redis.call('LRANGE', LOG, i, i + CHUNK - 1)
-      if #chunk == 0 then break end
+      if #chunk == 0 then break end -- total disagrees with the log: never loop forever
       for j = 1, #chunk do
-        if not (sum > MAX_EXACT - n) then break end
+        if not (sum > bound) then break end
         local et, ek = parse(chunk[j])
         sum = sum - ek
-        if et + w > until_t then until_t = et + w end
+        if et + w > t then t = et + w end
       end
       i = i + #chunk
     end
+    return t
+  end
+  if live_total > MAX_EXACT - n then
+    local until_t = until_room(MAX_EXACT - n, now)
     return {0, limit, remaining(live_last_t, live_total), dur(until_t - now), dur(reset(last_t)), 0, 0}
   end
   local t = now
   if live_last_t and live_last_t > t then t = live_last_t end
   -- Drop the oldest live entries until the rest leaves room for N; the grant can happen
   -- once the last dropped entry has left the window.
-  local sum, i = live_total, head
-  while sum > limit - n and i < len do
-    local chunk = redis.call('LRANGE', LOG, i, i + CHUNK - 1)
-    if #chunk == 0 then break end -- total disagrees with the log: never loop forever
-    for j = 1, #chunk do
-      if not (sum > limit - n) then break end
-      local et, ek = parse(chunk[j])
-      sum = sum - ek
-      if et + w > t then t = et + w end
-    end
-    i = i + #chunk
-  end
+  t = until_room(limit - n, t)
   local wait = t - now
   if wait > max_wait then
     return {0, limit, remaining(live_last_t, live_total), retry_after(wait, max_wait),

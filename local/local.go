@@ -259,9 +259,28 @@ func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int6
 		if e.fresh <= now {
 			revive(e, a, now) // under another config: a fresh state, nothing to give back
 		}
+		before := algo.CloneState(e.state)
 		a.Refund(e.state, now, n, at)
+		if before != nil && !reflect.DeepEqual(before, e.state) {
+			refreshed(e, a, now)
+		}
 	}
 	return nil
+}
+
+// refreshed moves the fresh instant of e, whose state a refund at now just wrote under a,
+// to when that state is fresh, as the Lua refund sets the key's TTL: the refund may have
+// moved the state's timestamps to now, past the instant of its last grant, and forgetting
+// it earlier would let a clock stepping back admit again (Redis keeps it). The instant is
+// the ResetAfter of a request that can never be granted, which writes nothing; it is read
+// from a copy, so no algorithm's probe can touch the state.
+func refreshed(e *entry, a algo.Algorithm, now int64) {
+	probe := algo.CloneState(e.state)
+	if probe == nil {
+		return
+	}
+	d := a.Apply(probe, now, algo.Request{N: math.MaxInt64})
+	e.fresh, e.cfg = freshAt(now, d), a
 }
 
 // evictSample is how many held entries a new key examines for idle ones when its shard is

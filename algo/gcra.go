@@ -120,13 +120,13 @@ func (c GCRA) Apply(st State, now int64, req Request) Decision {
 	tat := c.tat(s, now)
 	ahead := tat - float64(now) // ≥ 0, and exact: how far the TAT is ahead of now
 	if req.N > c.Burst || req.N <= 0 {
-		return never(c.Burst, c.remaining(ahead), ceilMicros(ahead))
+		return never(c.Burst, c.remaining(ahead), c.untilFresh(s, now, ahead))
 	}
 	// N fits once ahead has come down to (Burst-N)·T. All of these are whole µs.
 	wait := ceilMicros(ahead - float64(c.Burst-req.N)*t)
 	if maxWait := req.maxWaitMicros(); wait > maxWait {
 		return Decision{Limit: c.Burst, Remaining: c.remaining(ahead),
-			RetryAfter: retryAfter(wait, maxWait), ResetAfter: toDuration(ceilMicros(ahead))}
+			RetryAfter: retryAfter(wait, maxWait), ResetAfter: toDuration(c.untilFresh(s, now, ahead))}
 	}
 	act := now + wait
 	// As in TokenBucket.Apply.
@@ -138,6 +138,18 @@ func (c GCRA) Apply(st State, now int64, req Request) Decision {
 	ahead = s.tat - float64(now)
 	return Decision{Allowed: true, Limit: c.Burst, Remaining: c.remaining(ahead),
 		ResetAfter: toDuration(ceilMicros(ahead)), Wait: toDuration(wait), At: now + wait}
+}
+
+// untilFresh is the ResetAfter of a decision that writes nothing: how long s takes to be
+// fresh, ahead being how far its TAT is ahead of now. While a raised rate is not yet
+// written, tat rescales what is held from now, so ahead shrinks at the old rate and the
+// state is fresh only when its stored TAT has passed: ahead would understate that, and a
+// store would forget a state that still decides (Redis keeps the TTL of the last write).
+func (c GCRA) untilFresh(s *gcraState, now int64, ahead float64) int64 {
+	if s.valid && s.iv != 0 && c.interval() < s.iv && s.tat-float64(now) > ahead {
+		return ceilMicros(s.tat - float64(now))
+	}
+	return ceilMicros(ahead)
 }
 
 // remaining is how many single permits fit while the TAT is ahead µs ahead of now:

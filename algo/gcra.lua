@@ -61,16 +61,24 @@ local function remaining(ahead)
   return floor_count((burst * T - ahead) / T)
 end
 
+-- until_fresh is the ResetAfter of a decision that writes nothing, as algo.GCRA.untilFresh:
+-- while a raised rate is not yet written, ahead shrinks at the old rate, and the state is
+-- fresh only once its stored TAT has passed.
+local function until_fresh(ahead)
+  if valid and T < s_iv and s_tat - now > ahead then return ceil_micros(s_tat - now) end
+  return ceil_micros(ahead)
+end
+
 if op == 'apply' then
   local tat = tat_at(now)
   local ahead = tat - now -- ≥ 0, and exact
   if n > burst or n <= 0 then
-    return {0, burst, remaining(ahead), MAX_MICROS, dur(ceil_micros(ahead)), 0, 0}
+    return {0, burst, remaining(ahead), MAX_MICROS, dur(until_fresh(ahead)), 0, 0}
   end
   -- N fits once ahead has come down to (burst - N)·T.
   local wait = ceil_micros(ahead - (burst - n) * T)
   if wait > max_wait then
-    return {0, burst, remaining(ahead), retry_after(wait, max_wait), dur(ceil_micros(ahead)), 0, 0}
+    return {0, burst, remaining(ahead), retry_after(wait, max_wait), dur(until_fresh(ahead)), 0, 0}
   end
   local new_tat = tat + n * T
   local act = now + wait

@@ -36,6 +36,9 @@ const modelMaxKeys = 4
 type modelStore struct {
 	name string
 	make func(p modelPlan, clk clockx.Clock) store.Store
+	// redis, prefix: the Redis world's client and key prefix, for its emulated TTLs.
+	redis  redis.UniversalClient
+	prefix string
 	// stricter: the store may deny what the others grant, by design, so only its bound is
 	// checked, not its answers. A bounded local store is (WithMaxKeys): a new key that finds
 	// its full shard without an idle entry is decided by the shard's shared overflow state
@@ -57,7 +60,7 @@ func localModelStore(bounded bool) modelStore {
 			opts = append(opts, local.WithMaxKeys(modelMaxKeys))
 		}
 		return local.New(opts...)
-	}, bounded}
+	}, nil, "", bounded}
 }
 
 // modelStores are the stores a plan runs on: the local one, with a bounded twin when the
@@ -78,7 +81,7 @@ func redisModelStore(c redis.UniversalClient, prefix string) modelStore {
 		// A generous timeout: a loaded machine must not turn a slow round trip into a failure.
 		return distributed.New(c, distributed.WithClock(clk), distributed.WithPrefix(prefix),
 			distributed.WithTimeout(30*time.Second))
-	}, false}
+	}, c, prefix, false}
 }
 
 // runModel runs plan p on every store and returns "" or the first failure, with the
@@ -91,6 +94,9 @@ func runModel(p modelPlan, stores []modelStore) string {
 			return fmt.Sprintf("setup %s: %v", s.name, err)
 		}
 		defer w.rec.Store.Close()
+		if s.redis != nil {
+			w.rec.ttl = newModelTTL(s.redis, s.prefix, w.clk.Fake)
+		}
 		worlds[i] = w
 	}
 	var tail []string // the last steps, as the first store saw them

@@ -42,10 +42,19 @@ type modelRecorder struct {
 	tracked map[string]*modelHistory
 	step    int
 	trace   []string
+	ttl     *modelTTL // the Redis world's TTLs on the tracked keys; nil for the local store
 }
 
 func (r *modelRecorder) Apply(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
+	if r.ttl != nil && r.tracked[key] != nil {
+		if err := r.ttl.expire(ctx, key, a); err != nil {
+			return algo.Decision{}, fmt.Errorf("model TTL: %w", err)
+		}
+	}
 	d, err := r.Store.Apply(ctx, key, a, req)
+	if r.ttl != nil && r.tracked[key] != nil && err == nil && d.Allowed {
+		r.ttl.granted(key, a, d)
+	}
 	if h := r.tracked[key]; h != nil {
 		r.trace = append(r.trace, fmt.Sprintf("Apply(%s n=%d maxWait=%v)=%s%s", key, req.N, req.MaxWait, fmtDecision(d), errSuffix(err)))
 		if err == nil && d.Allowed {
@@ -56,7 +65,28 @@ func (r *modelRecorder) Apply(ctx context.Context, key string, a algo.Algorithm,
 }
 
 func (r *modelRecorder) Refund(ctx context.Context, key string, a algo.Algorithm, n, at int64) error {
+	var before string
+	if r.ttl != nil && r.tracked[key] != nil {
+		var err error
+		if err = r.ttl.expire(ctx, key, a); err == nil {
+			before, err = r.ttl.snapshot(ctx, key)
+		}
+		if err != nil {
+			return fmt.Errorf("model TTL: %w", err)
+		}
+	}
 	err := r.Store.Refund(ctx, key, a, n, at)
+	if r.ttl != nil && r.tracked[key] != nil && err == nil {
+		after, serr := r.ttl.snapshot(ctx, key)
+		if serr == nil && after != before {
+			serr = r.ttl.refunded(ctx, func(req algo.Request) (algo.Decision, error) {
+				return r.Store.Apply(ctx, key, a, req)
+			}, key, a)
+		}
+		if serr != nil {
+			return fmt.Errorf("model TTL: %w", serr)
+		}
+	}
 	if h := r.tracked[key]; h != nil {
 		r.trace = append(r.trace, fmt.Sprintf("Refund(%s n=%d at=%d)%s", key, n, at, errSuffix(err)))
 		if err == nil {

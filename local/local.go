@@ -222,15 +222,16 @@ func sameConfig(x, y algo.Algorithm) bool {
 }
 
 // nextFresh is an entry's fresh instant after d at now, its previous one being prev. A
-// grant writes the state: its instant is d's. A denial writes nothing (Redis keeps the
-// TTL): the instant stays, or becomes d's if that is earlier, which only happens when the
-// config changed, and then the state is fresh under the current config by d's instant, so
-// forgetting it then decides alike.
+// grant writes the state: its instant is d's. A denial writes nothing and the instant
+// stays, as Redis keeps the TTL. (Taking d's when earlier, which happens after a config
+// change, forgot states too early: the state may be fresh under the current config by then,
+// but not under the next one, and a later config change made the entry start fresh where
+// Redis still held its state.)
 func nextFresh(prev, now int64, d algo.Decision) int64 {
 	if d.Allowed {
 		return freshAt(now, d)
 	}
-	return min(prev, freshAt(now, d))
+	return prev
 }
 
 // freshAt is when, in µs, a state just decided by d at now equals a fresh one: the

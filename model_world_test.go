@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -43,9 +44,33 @@ type modelRecorder struct {
 	step    int
 	trace   []string
 	ttl     *modelTTL // the Redis world's TTLs on the tracked keys; nil for the local store
+	// expiry: the instant and config of each tracked key's last grant, from the decisions
+	// (the same in every world), and floor, the world's: a call under another config past
+	// that instant may find the state expired, an expiry like kIdle's, which moves the
+	// floor that kBack never steps back over.
+	expiry map[string]modelTTLKey
+	clk    *clockx.Fake
+	floor  *time.Time
+}
+
+// expiring moves the floor to now when a call under a on key may find its state expired
+// (see expiry), and records a grant's instant.
+func (r *modelRecorder) expiring(key string, a algo.Algorithm, d *algo.Decision) {
+	if r.tracked[key] == nil {
+		return
+	}
+	now := r.clk.Now()
+	if d != nil {
+		r.expiry[key] = modelTTLKey{fresh: now.UnixMicro() + int64(d.ResetAfter/time.Microsecond), cfg: a}
+		return
+	}
+	if k, ok := r.expiry[key]; ok && k.fresh <= now.UnixMicro() && !reflect.DeepEqual(k.cfg, a) && now.After(*r.floor) {
+		*r.floor = now
+	}
 }
 
 func (r *modelRecorder) Apply(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
+	r.expiring(key, a, nil)
 	if r.ttl != nil && r.tracked[key] != nil {
 		if err := r.ttl.expire(ctx, key, a); err != nil {
 			return algo.Decision{}, fmt.Errorf("model TTL: %w", err)
@@ -54,6 +79,9 @@ func (r *modelRecorder) Apply(ctx context.Context, key string, a algo.Algorithm,
 	d, err := r.Store.Apply(ctx, key, a, req)
 	if r.ttl != nil && r.tracked[key] != nil && err == nil && d.Allowed {
 		r.ttl.granted(key, a, d)
+	}
+	if err == nil && d.Allowed {
+		r.expiring(key, a, &d)
 	}
 	if h := r.tracked[key]; h != nil {
 		r.trace = append(r.trace, fmt.Sprintf("Apply(%s n=%d maxWait=%v)=%s%s", key, req.N, req.MaxWait, fmtDecision(d), errSuffix(err)))
@@ -65,6 +93,7 @@ func (r *modelRecorder) Apply(ctx context.Context, key string, a algo.Algorithm,
 }
 
 func (r *modelRecorder) Refund(ctx context.Context, key string, a algo.Algorithm, n, at int64) error {
+	r.expiring(key, a, nil)
 	var before string
 	if r.ttl != nil && r.tracked[key] != nil {
 		var err error
@@ -170,6 +199,7 @@ func newModelWorld(name string, p modelPlan, mk func(clockx.Clock) store.Store) 
 	}
 	w := &modelWorld{name: name, fam: p.fam, clk: clk, start: modelStart, floor: modelStart,
 		rec: rec, lim: lim, comp: comp, floodLim: floodLim}
+	rec.expiry, rec.clk, rec.floor = map[string]modelTTLKey{}, clk.Fake, &w.floor
 	w.ceil.add(a)
 	w.gCeil.add(g)
 	w.configs = []string{fmt.Sprint(a)}

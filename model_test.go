@@ -99,11 +99,12 @@ func runModel(p modelPlan, stores []modelStore) string {
 		}
 		worlds[i] = w
 	}
-	var tail []string // the last steps, as the first store saw them
+	tails := make([][]string, len(worlds)) // the last steps, as each store saw them
+	shown := 0                             // whose tail a failure shows
 	fail := func(step int, format string, args ...any) string {
 		return fmt.Sprintf("%s (evict=%v, configs: %s): step %d %v: %s\nlast steps (%s):\n  %s",
 			p.fam.name, p.evict, strings.Join(worlds[0].configs, ", "), step, p.ops[step],
-			fmt.Sprintf(format, args...), stores[0].name, strings.Join(tail, "\n  "))
+			fmt.Sprintf(format, args...), stores[shown].name, strings.Join(tails[shown], "\n  "))
 	}
 	obs := make([]string, len(worlds))
 	for step, o := range p.ops {
@@ -113,15 +114,18 @@ func runModel(p modelPlan, stores []modelStore) string {
 				return fail(step, "%s: %v", w.name, err)
 			}
 		}
-		line := fmt.Sprintf("%3d %v → %s", step, o, obs[0])
-		if len(line) > 1500 {
-			line = line[:1500] + " …"
+		for i := range worlds {
+			line := fmt.Sprintf("%3d %v → %s", step, o, obs[i])
+			if len(line) > 1500 {
+				line = line[:1500] + " …"
+			}
+			if tails[i] = append(tails[i], line); len(tails[i]) > 20 {
+				tails[i] = tails[i][1:]
+			}
 		}
-		if tail = append(tail, line); len(tail) > 20 {
-			tail = tail[1:]
-		}
-		for _, w := range worlds {
+		for i, w := range worlds {
 			if msg := w.checkBound(); msg != "" {
+				shown = i
 				return fail(step, "%s store: %s", w.name, msg)
 			}
 		}

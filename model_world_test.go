@@ -47,8 +47,10 @@ type modelRecorder struct {
 	// expiry: the instant and config of each tracked key's last grant, from the decisions
 	// (the same in every world), and floor, the world's: a call under another config past
 	// that instant may find the state expired, an expiry like kIdle's, which moves the
-	// floor that kBack never steps back over.
+	// floor that kBack never steps back over. In a plan that evicts, so may a call under
+	// the same config: the bounded store drops an idle overflow state or entry at any call.
 	expiry map[string]modelTTLKey
+	evict  bool
 	clk    *clockx.Fake
 	floor  *time.Time
 }
@@ -64,7 +66,7 @@ func (r *modelRecorder) expiring(key string, a algo.Algorithm, d *algo.Decision)
 		r.expiry[key] = modelTTLKey{fresh: now.UnixMicro() + int64(d.ResetAfter/time.Microsecond), cfg: a}
 		return
 	}
-	if k, ok := r.expiry[key]; ok && k.fresh <= now.UnixMicro() && !reflect.DeepEqual(k.cfg, a) && now.After(*r.floor) {
+	if k, ok := r.expiry[key]; ok && k.fresh <= now.UnixMicro() && (r.evict || !reflect.DeepEqual(k.cfg, a)) && now.After(*r.floor) {
 		*r.floor = now
 	}
 }
@@ -199,7 +201,7 @@ func newModelWorld(name string, p modelPlan, mk func(clockx.Clock) store.Store) 
 	}
 	w := &modelWorld{name: name, fam: p.fam, clk: clk, start: modelStart, floor: modelStart,
 		rec: rec, lim: lim, comp: comp, floodLim: floodLim}
-	rec.expiry, rec.clk, rec.floor = map[string]modelTTLKey{}, clk.Fake, &w.floor
+	rec.expiry, rec.evict, rec.clk, rec.floor = map[string]modelTTLKey{}, p.evict, clk.Fake, &w.floor
 	w.ceil.add(a)
 	w.gCeil.add(g)
 	w.configs = []string{fmt.Sprint(a)}
@@ -300,8 +302,8 @@ func (w *modelWorld) do(step int, o modelOp) (string, error) {
 		w.clk.Add(-min(o.d, w.clk.Now().Sub(w.floor)))
 	case kFlood:
 		// Enough new keys to fill the bounded local store twice over. Inserting into a full
-		// store sweeps it: an expiry, as in kSweep.
-		w.floor = w.clk.Now()
+		// store sweeps it: an expiry, as in kSweep, at any instant of the flood, so the floor
+		// is its end (the bounded local store evicts a key that went idle during it).
 		for range 2*modelMaxKeys + int(o.b%8) {
 			// 1 µs apart, on a bucket that refills in days, so that no two keys become
 			// fresh at once: the store evicts the key nearest to fresh, and breaks a tie by
@@ -313,6 +315,7 @@ func (w *modelWorld) do(step int, o modelOp) (string, error) {
 				return "", fmt.Errorf("Allow(flood): %w", err)
 			}
 		}
+		w.floor = w.clk.Now()
 	}
 	return fmt.Sprintf("%s; now=+%v; %s", res, w.clk.Now().Sub(w.start), strings.Join(w.rec.trace, "; ")), nil
 }

@@ -214,6 +214,7 @@ func (w *modelWorld) do(step int, o modelOp) (string, error) {
 	ctx := context.Background()
 	key := modelKeys[o.key]
 	w.rec.step, w.rec.trace = step, w.rec.trace[:0]
+	w.observe()
 	lim := w.lim
 	if o.all {
 		lim = w.comp
@@ -281,7 +282,8 @@ func (w *modelWorld) do(step int, o modelOp) (string, error) {
 		if err := w.lim.SetAlgorithm(a); err != nil {
 			return "", fmt.Errorf("SetAlgorithm(%v): %w", a, err)
 		}
-		w.ceil.add(a)
+		w.ceil.changed(a, step)
+		w.observe()
 		w.configs = append(w.configs, fmt.Sprintf("%v from step %d", a, step))
 		res = fmt.Sprint(a)
 	case kForward:
@@ -333,14 +335,21 @@ func errClass(err error) string {
 	return ""
 }
 
+// observe gives the ceiling the clock reading for its raises (modelCeiling.observe).
+func (w *modelWorld) observe() {
+	for _, k := range modelKeys {
+		w.ceil.observe(k, w.rec.tracked[k], w.clk.Now().UnixMicro())
+	}
+}
+
 // checkBound returns "" or the first tracked key whose used grants break the bound.
 func (w *modelWorld) checkBound() string {
 	for _, k := range modelKeys {
-		if msg := w.ceil.check(w.rec.tracked[k]); msg != "" {
+		if msg := w.ceil.check(k, w.rec.tracked[k]); msg != "" {
 			return fmt.Sprintf("key %q: %s", k, msg)
 		}
 	}
-	if msg := w.gCeil.check(w.rec.tracked[modelGlobal]); msg != "" {
+	if msg := w.gCeil.check(modelGlobal, w.rec.tracked[modelGlobal]); msg != "" {
 		return fmt.Sprintf("key %q (the composite's global rule): %s", modelGlobal, msg)
 	}
 	return ""

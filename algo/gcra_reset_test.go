@@ -34,3 +34,21 @@ func TestGCRAResetAfterRaisedRate(t *testing.T) {
 		t.Errorf("at 19.999 ms: granted %+v, want a denial (not yet fresh)", d)
 	}
 }
+
+// TestGCRABackwardsAfterChange: a refund under the old config moves the state's last write
+// to 20.313 ms; the config then has half the rate and a Burst of 2, and the clock steps back
+// to 9.844 ms. The rescaled TAT, extrapolated back from the write at the new spacing, let a
+// permit act at 9.844 ms, 9 in 9.844 ms where the looser config allows 8 + 100/s·9.844 ms.
+// The decision is now made at the write's instant (found by FuzzModel).
+func TestGCRABackwardsAfterChange(t *testing.T) {
+	t.Parallel()
+	a, b := algo.GCRA{Rate: 100, Burst: 8}, algo.GCRA{Rate: 50, Burst: 2}
+	st := a.NewState()
+	a.Apply(st, 0, algo.Request{N: 8, MaxWait: 400 * time.Millisecond})
+	d := a.Apply(st, 0, algo.Request{N: 8, MaxWait: 400 * time.Millisecond})
+	a.Refund(st, 20_313, 8, d.At)
+	got := b.Apply(st, 9_844, algo.Request{N: 1, MaxWait: 400 * time.Millisecond})
+	if !got.Allowed || got.At < 20_313 {
+		t.Errorf("after the step back: %+v, want a grant acting at or after the last write (20.313 ms)", got)
+	}
+}

@@ -8,6 +8,12 @@ package limiter_test
 // respect the algorithm's bound (model_bound_test.go) and the two stores must have
 // answered identically. Plans come from seeds (TestModel) or fuzzer bytes (FuzzModel).
 //
+// Differences by design are modelled, not skipped: a plan that evicts runs a bounded local
+// store beside an unbounded one and checks only its bound (eviction may be stricter than
+// Redis); the Redis world expires keys whose config changed since their last write on the
+// fake clock (model_ttl_test.go); an expiry moves the floor a clock step back stops at; a
+// raised Rate applies from a key's first grant after it (modelCeiling.queued).
+//
 // LIMITER_MODEL_SEEDS=n runs seeds 1..n per algorithm (default 16) besides the regression
 // seeds, LIMITER_MODEL_SEED=s only seed s, LIMITER_MODEL_STEPS=k steps per run (default 150);
 // LIMITER_MODEL_FUZZ_REDIS=1 makes FuzzModel compare with Redis too.

@@ -54,6 +54,66 @@ type modelCeiling struct {
 	limit  int64   // largest Limit, Burst or Capacity
 	rate   float64 // largest Rate, per second
 	window int64   // window length in µs (the same for every config of a window family)
+	cur    float64 // the Rate of the current config (buckets)
+	raises []modelRaise
+}
+
+// modelRaise is a SetAlgorithm that raised the Rate, at step. It takes effect for a key at
+// the key's first grant after it, on the state's timeline: at is, per key, the lowest clock
+// reading from the change to that grant (a clock stepping back after the change moves it).
+type modelRaise struct {
+	step    int
+	at      map[string]int64
+	granted map[string]bool
+}
+
+// changed records that a replaces the current config at step.
+func (c *modelCeiling) changed(a algo.Algorithm, step int) {
+	old := c.cur
+	c.add(a)
+	if c.cur > old {
+		c.raises = append(c.raises, modelRaise{step: step, at: map[string]int64{}, granted: map[string]bool{}})
+	}
+}
+
+// observe lowers the raises' instants for key to the clock reading now (µs), until key's
+// first grant after each, which h records.
+func (c *modelCeiling) observe(key string, h *modelHistory, now int64) {
+	for _, r := range c.raises {
+		if n := len(h.grants); r.granted[key] || n > 0 && h.grants[n-1].step >= r.step {
+			r.granted[key] = true
+			continue
+		}
+		if at, ok := r.at[key]; !ok || now < at {
+			r.at[key] = now
+		}
+	}
+}
+
+// queued is the slack a raised Rate earns the bucket bound: the most permits granted
+// before one raise whose act time comes after it. Their act times were set at the lower
+// rate, later than the higher one would have set them, while the debt still unpaid at the
+// key's first grant after the raise is repaid at the higher rate (as x/time/rate's SetLimit
+// repays it): so a grant after the raise may act sooner after them than the higher rate
+// alone allows, by at most their permits. Grants acting by the raise are not queued, so a
+// raise that re-credits the past (or lets a fresh burst on top of a spent one) still breaks
+// the bound.
+func (c *modelCeiling) queued(key string, used []modelGrant) float64 {
+	var most int64
+	for _, r := range c.raises {
+		at, ok := r.at[key]
+		if !ok {
+			continue
+		}
+		var q int64
+		for _, g := range used {
+			if g.step < r.step && g.at > at {
+				q += g.n
+			}
+		}
+		most = max(most, q)
+	}
+	return float64(most)
 }
 
 // add widens the ceiling to a.
@@ -67,11 +127,11 @@ func (c *modelCeiling) add(a algo.Algorithm) {
 	case algo.SlidingWindowCounter:
 		c.limit, c.window = max(c.limit, a.Limit), int64(a.Window/time.Microsecond)
 	case algo.TokenBucket:
-		c.limit, c.rate = max(c.limit, a.Burst), max(c.rate, a.Rate)
+		c.limit, c.rate, c.cur = max(c.limit, a.Burst), max(c.rate, a.Rate), a.Rate
 	case algo.GCRA:
-		c.limit, c.rate = max(c.limit, a.Burst), max(c.rate, a.Rate)
+		c.limit, c.rate, c.cur = max(c.limit, a.Burst), max(c.rate, a.Rate), a.Rate
 	case algo.LeakyBucket:
-		c.limit, c.rate = max(c.limit, a.Capacity), max(c.rate, a.Rate)
+		c.limit, c.rate, c.cur = max(c.limit, a.Capacity), max(c.rate, a.Rate), a.Rate
 	}
 }
 
@@ -86,7 +146,7 @@ func (c *modelCeiling) add(a algo.Algorithm) {
 //     Burst + Rate·(t2−t1) (Capacity for the leaky bucket, as a meter or a queue).
 //   - smooth-*: Guava lets one request of any size through and makes the next ones pay, so
 //     there is no simple bound: only the cross-store comparison applies.
-func (c *modelCeiling) check(h *modelHistory) string {
+func (c *modelCeiling) check(key string, h *modelHistory) string {
 	used := h.used()
 	if len(used) == 0 {
 		return ""
@@ -97,7 +157,7 @@ func (c *modelCeiling) check(h *modelHistory) string {
 	case "sliding-log":
 		return c.checkSliding(used)
 	case "token-bucket", "gcra", "leaky-bucket":
-		return c.checkBucket(used)
+		return c.checkBucket(used, c.queued(key, used))
 	}
 	return ""
 }
@@ -141,7 +201,7 @@ func (c *modelCeiling) checkSliding(used []modelGrant) string {
 // Rate·(t_j − t_i) in one pass: excess = (S_j − R·t_j) − (S_{i−1} − R·t_i), S the prefix sums.
 // Act times are whole µs rounded up from the instant the permits become available, so two
 // of them may be up to 1 µs closer than those instants: the bound allows Rate·1µs more.
-func (c *modelCeiling) checkBucket(used []modelGrant) string {
+func (c *modelCeiling) checkBucket(used []modelGrant, queued float64) string {
 	base := used[0].at
 	r := c.rate / 1e6 // per µs
 	var (
@@ -163,7 +223,7 @@ func (c *modelCeiling) checkBucket(used []modelGrant) string {
 	}
 	// float64 slack: token sums and x/time/rate's "a deficit under 1 ns is none".
 	eps := 1e-6*(1+float64(c.limit)) + 1e-9*c.rate*float64(len(used)) + r
-	if worst <= float64(c.limit)+eps {
+	if worst <= float64(c.limit)+eps+queued {
 		return ""
 	}
 	t1, t2 := used[wi].at, used[wj].at
@@ -171,9 +231,9 @@ func (c *modelCeiling) checkBucket(used []modelGrant) string {
 	for _, g := range used[wi : wj+1] {
 		n += g.n
 	}
-	return fmt.Sprintf("%s bound: %d permits act in [%d, %d] µs (%v) > Burst %d + Rate %g/s × (%v + 1µs) = %.4f; grants in it: %s",
+	return fmt.Sprintf("%s bound: %d permits act in [%d, %d] µs (%v) > Burst %d + Rate %g/s × (%v + 1µs) + queued across a raise %g = %.4f; grants in it: %s",
 		c.name, n, t1, t2, time.Duration(t2-t1)*time.Microsecond, c.limit, c.rate,
-		time.Duration(t2-t1)*time.Microsecond, float64(c.limit)+c.rate*float64(t2-t1+1)/1e6, grantsIn(used, t1, t2+1))
+		time.Duration(t2-t1)*time.Microsecond, queued, float64(c.limit)+c.rate*float64(t2-t1+1)/1e6+queued, grantsIn(used, t1, t2+1))
 }
 
 // grantsIn lists the used grants acting in [from, to) as n@at(step), at most 12.

@@ -8,6 +8,12 @@ package limiter_test
 // respect the algorithm's bound (model_bound_test.go) and the two stores must have
 // answered identically. Plans come from seeds (TestModel) or fuzzer bytes (FuzzModel).
 //
+// Differences by design are modelled, not skipped: a plan that evicts runs a bounded local
+// store beside an unbounded one and checks only its bound (eviction may be stricter than
+// Redis); the Redis world expires keys whose config changed since their last write on the
+// fake clock (model_ttl_test.go); an expiry moves the floor a clock step back stops at; a
+// raised Rate applies from a key's first grant after it (modelCeiling.queued).
+//
 // LIMITER_MODEL_SEEDS=n runs seeds 1..n per algorithm (default 16) besides the regression
 // seeds, LIMITER_MODEL_SEED=s only seed s, LIMITER_MODEL_STEPS=k steps per run (default 150);
 // LIMITER_MODEL_FUZZ_REDIS=1 makes FuzzModel compare with Redis too.
@@ -36,16 +42,41 @@ const modelMaxKeys = 4
 type modelStore struct {
 	name string
 	make func(p modelPlan, clk clockx.Clock) store.Store
+	// redis, prefix: the Redis world's client and key prefix, for its emulated TTLs.
+	redis  redis.UniversalClient
+	prefix string
+	// stricter: the store may deny what the others grant, by design, so only its bound is
+	// checked, not its answers. A bounded local store is (WithMaxKeys): a new key that finds
+	// its full shard without an idle entry is decided by the shard's shared overflow state
+	// or denied, where Redis, which has no key limit, decides it on its own state. Once it
+	// has denied more, its later answers differ too, so no step-wise order is checked.
+	stricter bool
 }
 
-func localModelStore() modelStore {
-	return modelStore{"local", func(p modelPlan, clk clockx.Clock) store.Store {
+// localModelStore is the local store; bounded to modelMaxKeys when the plan evicts and
+// bounded is set.
+func localModelStore(bounded bool) modelStore {
+	name := "local"
+	if bounded {
+		name = "local-bounded"
+	}
+	return modelStore{name, func(p modelPlan, clk clockx.Clock) store.Store {
 		opts := []local.Option{local.WithClock(clk), local.WithSweepInterval(0), local.WithShards(1)}
-		if p.evict {
+		if bounded && p.evict {
 			opts = append(opts, local.WithMaxKeys(modelMaxKeys))
 		}
 		return local.New(opts...)
-	}}
+	}, nil, "", bounded}
+}
+
+// modelStores are the stores a plan runs on: the local one, with a bounded twin when the
+// plan evicts (checked on its bound only), and the others.
+func modelStores(p modelPlan, others ...modelStore) []modelStore {
+	s := []modelStore{localModelStore(false)}
+	if p.evict {
+		s = append(s, localModelStore(true))
+	}
+	return append(s, others...)
 }
 
 // redisModelStore uses c, which must not expire keys in real time (redistest.WithoutExpiry):
@@ -56,7 +87,7 @@ func redisModelStore(c redis.UniversalClient, prefix string) modelStore {
 		// A generous timeout: a loaded machine must not turn a slow round trip into a failure.
 		return distributed.New(c, distributed.WithClock(clk), distributed.WithPrefix(prefix),
 			distributed.WithTimeout(30*time.Second))
-	}}
+	}, c, prefix, false}
 }
 
 // runModel runs plan p on every store and returns "" or the first failure, with the
@@ -69,13 +100,17 @@ func runModel(p modelPlan, stores []modelStore) string {
 			return fmt.Sprintf("setup %s: %v", s.name, err)
 		}
 		defer w.rec.Store.Close()
+		if s.redis != nil {
+			w.rec.ttl = newModelTTL(s.redis, s.prefix, w.clk.Fake)
+		}
 		worlds[i] = w
 	}
-	var tail []string // the last steps, as the first store saw them
+	tails := make([][]string, len(worlds)) // the last steps, as each store saw them
+	shown := 0                             // whose tail a failure shows
 	fail := func(step int, format string, args ...any) string {
 		return fmt.Sprintf("%s (evict=%v, configs: %s): step %d %v: %s\nlast steps (%s):\n  %s",
 			p.fam.name, p.evict, strings.Join(worlds[0].configs, ", "), step, p.ops[step],
-			fmt.Sprintf(format, args...), stores[0].name, strings.Join(tail, "\n  "))
+			fmt.Sprintf(format, args...), stores[shown].name, strings.Join(tails[shown], "\n  "))
 	}
 	obs := make([]string, len(worlds))
 	for step, o := range p.ops {
@@ -85,20 +120,23 @@ func runModel(p modelPlan, stores []modelStore) string {
 				return fail(step, "%s: %v", w.name, err)
 			}
 		}
-		line := fmt.Sprintf("%3d %v → %s", step, o, obs[0])
-		if len(line) > 1500 {
-			line = line[:1500] + " …"
+		for i := range worlds {
+			line := fmt.Sprintf("%3d %v → %s", step, o, obs[i])
+			if len(line) > 1500 {
+				line = line[:1500] + " …"
+			}
+			if tails[i] = append(tails[i], line); len(tails[i]) > 20 {
+				tails[i] = tails[i][1:]
+			}
 		}
-		if tail = append(tail, line); len(tail) > 20 {
-			tail = tail[1:]
-		}
-		for _, w := range worlds {
+		for i, w := range worlds {
 			if msg := w.checkBound(); msg != "" {
+				shown = i
 				return fail(step, "%s store: %s", w.name, msg)
 			}
 		}
 		for i := 1; i < len(worlds); i++ {
-			if obs[i] != obs[0] {
+			if !stores[i].stricter && obs[i] != obs[0] {
 				return fail(step, "stores disagree:\n    %s: %s\n    %s: %s", worlds[0].name, obs[0], worlds[i].name, obs[i])
 			}
 		}
@@ -174,8 +212,7 @@ func TestModel(t *testing.T) {
 			var failed []string
 			for _, seed := range seeds {
 				p := seededPlan(uint64(seed), fi, steps)
-				stores := []modelStore{localModelStore(),
-					redisModelStore(c, fmt.Sprintf("model:%s:%d:", fam.name, seed))}
+				stores := modelStores(p, redisModelStore(c, fmt.Sprintf("model:%s:%d:", fam.name, seed)))
 				msg := runModel(p, stores)
 				if msg == "" {
 					continue
@@ -209,11 +246,12 @@ func FuzzModel(f *testing.F) {
 	runs := 0
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p := decodePlan(data, -1)
-		stores := []modelStore{localModelStore()}
+		var others []modelStore
 		if c != nil {
 			runs++ // one worker runs inputs one at a time
-			stores = append(stores, redisModelStore(c, fmt.Sprintf("fuzz:%d:%d:", os.Getpid(), runs)))
+			others = append(others, redisModelStore(c, fmt.Sprintf("fuzz:%d:%d:", os.Getpid(), runs)))
 		}
+		stores := modelStores(p, others...)
 		if msg := runModel(p, stores); msg != "" {
 			t.Fatal(msg)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -42,10 +43,48 @@ type modelRecorder struct {
 	tracked map[string]*modelHistory
 	step    int
 	trace   []string
+	ttl     *modelTTL // the Redis world's TTLs on the tracked keys; nil for the local store
+	// expiry: the instant and config of each tracked key's last grant, from the decisions
+	// (the same in every world), and floor, the world's: a call under another config past
+	// that instant may find the state expired, an expiry like kIdle's, which moves the
+	// floor that kBack never steps back over. In a plan that evicts, so may a call under
+	// the same config: the bounded store drops an idle overflow state or entry at any call.
+	expiry map[string]modelTTLKey
+	evict  bool
+	clk    *clockx.Fake
+	floor  *time.Time
+}
+
+// expiring moves the floor to now when a call under a on key may find its state expired
+// (see expiry), and records a grant's instant.
+func (r *modelRecorder) expiring(key string, a algo.Algorithm, d *algo.Decision) {
+	if r.tracked[key] == nil {
+		return
+	}
+	now := r.clk.Now()
+	if d != nil {
+		r.expiry[key] = modelTTLKey{fresh: now.UnixMicro() + int64(d.ResetAfter/time.Microsecond), cfg: a}
+		return
+	}
+	if k, ok := r.expiry[key]; ok && k.fresh <= now.UnixMicro() && (r.evict || !reflect.DeepEqual(k.cfg, a)) && now.After(*r.floor) {
+		*r.floor = now
+	}
 }
 
 func (r *modelRecorder) Apply(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
+	r.expiring(key, a, nil)
+	if r.ttl != nil && r.tracked[key] != nil {
+		if err := r.ttl.expire(ctx, key, a); err != nil {
+			return algo.Decision{}, fmt.Errorf("model TTL: %w", err)
+		}
+	}
 	d, err := r.Store.Apply(ctx, key, a, req)
+	if r.ttl != nil && r.tracked[key] != nil && err == nil && d.Allowed {
+		r.ttl.granted(key, a, d)
+	}
+	if err == nil && d.Allowed {
+		r.expiring(key, a, &d)
+	}
 	if h := r.tracked[key]; h != nil {
 		r.trace = append(r.trace, fmt.Sprintf("Apply(%s n=%d maxWait=%v)=%s%s", key, req.N, req.MaxWait, fmtDecision(d), errSuffix(err)))
 		if err == nil && d.Allowed {
@@ -56,7 +95,29 @@ func (r *modelRecorder) Apply(ctx context.Context, key string, a algo.Algorithm,
 }
 
 func (r *modelRecorder) Refund(ctx context.Context, key string, a algo.Algorithm, n, at int64) error {
+	r.expiring(key, a, nil)
+	var before string
+	if r.ttl != nil && r.tracked[key] != nil {
+		var err error
+		if err = r.ttl.expire(ctx, key, a); err == nil {
+			before, err = r.ttl.snapshot(ctx, key)
+		}
+		if err != nil {
+			return fmt.Errorf("model TTL: %w", err)
+		}
+	}
 	err := r.Store.Refund(ctx, key, a, n, at)
+	if r.ttl != nil && r.tracked[key] != nil && err == nil {
+		after, serr := r.ttl.snapshot(ctx, key)
+		if serr == nil && after != before {
+			serr = r.ttl.refunded(ctx, func(req algo.Request) (algo.Decision, error) {
+				return r.Store.Apply(ctx, key, a, req)
+			}, key, a)
+		}
+		if serr != nil {
+			return fmt.Errorf("model TTL: %w", serr)
+		}
+	}
 	if h := r.tracked[key]; h != nil {
 		r.trace = append(r.trace, fmt.Sprintf("Refund(%s n=%d at=%d)%s", key, n, at, errSuffix(err)))
 		if err == nil {
@@ -140,6 +201,7 @@ func newModelWorld(name string, p modelPlan, mk func(clockx.Clock) store.Store) 
 	}
 	w := &modelWorld{name: name, fam: p.fam, clk: clk, start: modelStart, floor: modelStart,
 		rec: rec, lim: lim, comp: comp, floodLim: floodLim}
+	rec.expiry, rec.evict, rec.clk, rec.floor = map[string]modelTTLKey{}, p.evict, clk.Fake, &w.floor
 	w.ceil.add(a)
 	w.gCeil.add(g)
 	w.configs = []string{fmt.Sprint(a)}
@@ -152,6 +214,7 @@ func (w *modelWorld) do(step int, o modelOp) (string, error) {
 	ctx := context.Background()
 	key := modelKeys[o.key]
 	w.rec.step, w.rec.trace = step, w.rec.trace[:0]
+	w.observe()
 	lim := w.lim
 	if o.all {
 		lim = w.comp
@@ -219,7 +282,8 @@ func (w *modelWorld) do(step int, o modelOp) (string, error) {
 		if err := w.lim.SetAlgorithm(a); err != nil {
 			return "", fmt.Errorf("SetAlgorithm(%v): %w", a, err)
 		}
-		w.ceil.add(a)
+		w.ceil.changed(a, step)
+		w.observe()
 		w.configs = append(w.configs, fmt.Sprintf("%v from step %d", a, step))
 		res = fmt.Sprint(a)
 	case kForward:
@@ -240,8 +304,8 @@ func (w *modelWorld) do(step int, o modelOp) (string, error) {
 		w.clk.Add(-min(o.d, w.clk.Now().Sub(w.floor)))
 	case kFlood:
 		// Enough new keys to fill the bounded local store twice over. Inserting into a full
-		// store sweeps it: an expiry, as in kSweep.
-		w.floor = w.clk.Now()
+		// store sweeps it: an expiry, as in kSweep, at any instant of the flood, so the floor
+		// is its end (the bounded local store evicts a key that went idle during it).
 		for range 2*modelMaxKeys + int(o.b%8) {
 			// 1 µs apart, on a bucket that refills in days, so that no two keys become
 			// fresh at once: the store evicts the key nearest to fresh, and breaks a tie by
@@ -253,6 +317,7 @@ func (w *modelWorld) do(step int, o modelOp) (string, error) {
 				return "", fmt.Errorf("Allow(flood): %w", err)
 			}
 		}
+		w.floor = w.clk.Now()
 	}
 	return fmt.Sprintf("%s; now=+%v; %s", res, w.clk.Now().Sub(w.start), strings.Join(w.rec.trace, "; ")), nil
 }
@@ -270,14 +335,21 @@ func errClass(err error) string {
 	return ""
 }
 
+// observe gives the ceiling the clock reading for its raises (modelCeiling.observe).
+func (w *modelWorld) observe() {
+	for _, k := range modelKeys {
+		w.ceil.observe(k, w.rec.tracked[k], w.clk.Now().UnixMicro())
+	}
+}
+
 // checkBound returns "" or the first tracked key whose used grants break the bound.
 func (w *modelWorld) checkBound() string {
 	for _, k := range modelKeys {
-		if msg := w.ceil.check(w.rec.tracked[k]); msg != "" {
+		if msg := w.ceil.check(k, w.rec.tracked[k]); msg != "" {
 			return fmt.Sprintf("key %q: %s", k, msg)
 		}
 	}
-	if msg := w.gCeil.check(w.rec.tracked[modelGlobal]); msg != "" {
+	if msg := w.gCeil.check(modelGlobal, w.rec.tracked[modelGlobal]); msg != "" {
 		return fmt.Sprintf("key %q (the composite's global rule): %s", modelGlobal, msg)
 	}
 	return ""

@@ -117,16 +117,28 @@ func (c GCRA) tat(s *gcraState, now int64) float64 {
 func (c GCRA) Apply(st State, now int64, req Request) Decision {
 	s := st.(*gcraState)
 	t := c.interval()
+	// Behind a clock that stepped back before the last write, a TAT rescaled to another
+	// interval or Burst would extrapolate the permits held at that write backwards at the
+	// new spacing, looser than the old one: the decision is made at the write's instant, as
+	// the buckets make theirs, and lag (how far that is ahead) counts into the durations.
+	var lag int64
+	if s.valid && now < s.last && (s.iv != 0 && s.iv != t || s.burst != 0 && s.burst != c.Burst) {
+		lag, now = s.last-now, s.last
+	}
 	tat := c.tat(s, now)
 	ahead := tat - float64(now) // ≥ 0, and exact: how far the TAT is ahead of now
 	if req.N > c.Burst || req.N <= 0 {
-		return never(c.Burst, c.remaining(ahead), ceilMicros(ahead))
+		return never(c.Burst, c.remaining(ahead), lag+c.untilFresh(s, now, ahead))
 	}
 	// N fits once ahead has come down to (Burst-N)·T. All of these are whole µs.
 	wait := ceilMicros(ahead - float64(c.Burst-req.N)*t)
-	if maxWait := req.maxWaitMicros(); wait > maxWait {
+	delay := wait // from the caller's now, as in TokenBucket.Apply
+	if wait > 0 {
+		delay += lag
+	}
+	if maxWait := req.maxWaitMicros(); delay > maxWait {
 		return Decision{Limit: c.Burst, Remaining: c.remaining(ahead),
-			RetryAfter: retryAfter(wait, maxWait), ResetAfter: toDuration(ceilMicros(ahead))}
+			RetryAfter: retryAfter(lag+wait, maxWait), ResetAfter: toDuration(lag + c.untilFresh(s, now, ahead))}
 	}
 	act := now + wait
 	// As in TokenBucket.Apply.
@@ -137,7 +149,19 @@ func (c GCRA) Apply(st State, now int64, req Request) Decision {
 	s.valid, s.tat, s.act, s.iv, s.rb, s.last, s.burst = true, tat+float64(req.N)*t, act, t, rb, now, c.Burst
 	ahead = s.tat - float64(now)
 	return Decision{Allowed: true, Limit: c.Burst, Remaining: c.remaining(ahead),
-		ResetAfter: toDuration(ceilMicros(ahead)), Wait: toDuration(wait), At: now + wait}
+		ResetAfter: toDuration(lag + ceilMicros(ahead)), Wait: toDuration(delay), At: now + wait}
+}
+
+// untilFresh is the ResetAfter of a decision that writes nothing: how long s takes to be
+// fresh, ahead being how far its TAT is ahead of now. While a raised rate is not yet
+// written, tat rescales what is held from now, so ahead shrinks at the old rate and the
+// state is fresh only when its stored TAT has passed: ahead would understate that, and a
+// store would forget a state that still decides (Redis keeps the TTL of the last write).
+func (c GCRA) untilFresh(s *gcraState, now int64, ahead float64) int64 {
+	if s.valid && s.iv != 0 && c.interval() < s.iv && s.tat-float64(now) > ahead {
+		return ceilMicros(s.tat - float64(now))
+	}
+	return ceilMicros(ahead)
 }
 
 // remaining is how many single permits fit while the TAT is ahead µs ahead of now:

@@ -61,16 +61,33 @@ local function remaining(ahead)
   return floor_count((burst * T - ahead) / T)
 end
 
+-- until_fresh is the ResetAfter of a decision that writes nothing, as algo.GCRA.untilFresh:
+-- while a raised rate is not yet written, ahead shrinks at the old rate, and the state is
+-- fresh only once its stored TAT has passed.
+local function until_fresh(ahead)
+  if valid and T < s_iv and s_tat - now > ahead then return ceil_micros(s_tat - now) end
+  return ceil_micros(ahead)
+end
+
 if op == 'apply' then
+  -- Behind a clock that stepped back before the last write, under another interval or
+  -- burst, the decision is made at the write's instant, lag ahead (as algo.GCRA.Apply).
+  local lag = 0
+  if valid and now < s_last and (s_iv ~= T or s_burst ~= burst) then
+    lag = s_last - now
+    now = s_last
+  end
   local tat = tat_at(now)
   local ahead = tat - now -- ≥ 0, and exact
   if n > burst or n <= 0 then
-    return {0, burst, remaining(ahead), MAX_MICROS, dur(ceil_micros(ahead)), 0, 0}
+    return {0, burst, remaining(ahead), MAX_MICROS, dur(lag + until_fresh(ahead)), 0, 0}
   end
   -- N fits once ahead has come down to (burst - N)·T.
   local wait = ceil_micros(ahead - (burst - n) * T)
-  if wait > max_wait then
-    return {0, burst, remaining(ahead), retry_after(wait, max_wait), dur(ceil_micros(ahead)), 0, 0}
+  local delay = wait -- from the caller's now
+  if wait > 0 then delay = lag + wait end
+  if delay > max_wait then
+    return {0, burst, remaining(ahead), retry_after(lag + wait, max_wait), dur(lag + until_fresh(ahead)), 0, 0}
   end
   local new_tat = tat + n * T
   local act = now + wait
@@ -80,9 +97,9 @@ if op == 'apply' then
   redis.call('HSET', KEYS[1], 'tat', num(new_tat), 'act', num(act), 'iv', num(T), 'rb', rb and '1' or '0',
     'last', num(now), 'burst', num(burst))
   ahead = new_tat - now
-  local reset = ceil_micros(ahead)
+  local reset = lag + ceil_micros(ahead)
   expire(reset)
-  return {1, burst, remaining(ahead), 0, dur(reset), dur(wait), now + wait}
+  return {1, burst, remaining(ahead), 0, dur(reset), dur(delay), now + wait}
 elseif op == 'refund' then
   -- Gives back what x/time/rate's CancelAt does: n·T minus the span reserved after the
   -- grant (act − at), never below zero; the latest grant's refund moves act back.

@@ -100,9 +100,16 @@ func (c LeakyBucket) Apply(st State, now int64, req Request) Decision {
 		}
 		wait = ceilMicros(level / c.Rate * 1e6)
 	}
-	if level > bound || wait > maxWait {
+	// delay is the wait counted from the caller's now: behind a backwards clock the level is
+	// the state's, lag later, so a queued grant leaves lag + wait from now and a denial is
+	// retried lag later too. A grant with no wait fits now.
+	delay := wait
+	if wait > 0 {
+		delay += lag
+	}
+	if level > bound || delay > maxWait {
 		// Nothing is written, so it leaks at r.
-		retry := ceilMicros((level - bound) / r * 1e6)
+		retry := ceilMicros((level-bound)/r*1e6) + lag
 		if retry == 0 { // rounding put level a hair above bound
 			retry = 1
 		}
@@ -116,7 +123,7 @@ func (c LeakyBucket) Apply(st State, now int64, req Request) Decision {
 	}
 	s.valid, s.level, s.last, s.act, s.rate = true, level, at, act, c.Rate
 	return Decision{Allowed: true, Limit: c.Capacity, Remaining: c.remaining(level),
-		ResetAfter: toDuration(lag + c.untilEmpty(level)), Wait: toDuration(wait), At: at + wait}
+		ResetAfter: toDuration(lag + c.untilEmpty(level)), Wait: toDuration(delay), At: at + wait}
 }
 
 // Refund takes back out of the bucket what x/time/rate's Reservation.CancelAt would give

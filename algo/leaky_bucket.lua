@@ -66,8 +66,12 @@ if op == 'apply' then
     if q < bound then bound = q end
     wait = ceil_micros(level / rate * 1e6)
   end
-  if level > bound or wait > max_wait then
-    local retry = ceil_micros((level - bound) / leak * 1e6) -- nothing is written: it leaks at leak
+  -- delay: the wait counted from the caller's now (lag later behind a backwards clock), as
+  -- in the Go twin; a grant with no wait fits now. A denial is retried lag later too.
+  local delay = wait
+  if wait > 0 then delay = lag + wait end
+  if level > bound or delay > max_wait then
+    local retry = ceil_micros((level - bound) / leak * 1e6) + lag -- nothing is written: it leaks at leak
     if retry == 0 then retry = 1 end -- rounding put level a hair above bound
     return {0, capacity, remaining(level), dur(retry), dur(lag + until_empty(level, leak)), 0, 0}
   end
@@ -77,7 +81,7 @@ if op == 'apply' then
   redis.call('HSET', KEYS[1], 'level', num(level), 'last', num(t), 'act', num(act), 'rate', num(rate))
   local reset = lag + until_empty(level)
   expire(reset)
-  return {1, capacity, remaining(level), 0, dur(reset), dur(wait), t + wait}
+  return {1, capacity, remaining(level), 0, dur(reset), dur(delay), t + wait}
 elseif op == 'refund' then
   -- Takes out what x/time/rate's CancelAt would give back: n minus the units queued
   -- behind the grant (rate·(act − at)), never below zero. act never moves back.

@@ -63,8 +63,9 @@ func TestLeakyBucket(t *testing.T) {
 		}},
 		{"time going backwards creates no permits", lb, []step{
 			{now: 40 * sec, n: 4, want: algo.Decision{Allowed: true, Remaining: 0, ResetAfter: time.Second}},
-			// Treated as 40s, the latest instant seen; ResetAfter counts from the caller's now.
-			{now: 39 * sec, n: 1, want: algo.Decision{RetryAfter: 250 * ms, ResetAfter: 2 * time.Second}},
+			// Treated as 40s, the latest instant seen; RetryAfter and ResetAfter count from
+			// the caller's now (a retry 250ms later would still be before 40s).
+			{now: 39 * sec, n: 1, want: algo.Decision{RetryAfter: 1250 * ms, ResetAfter: 2 * time.Second}},
 			{now: 40*sec + 250*msec, n: 1, want: algo.Decision{Allowed: true, Remaining: 0, ResetAfter: time.Second}},
 		}},
 		{"rate 1e9", algo.LeakyBucket{Rate: 1e9, Capacity: 1000}, []step{

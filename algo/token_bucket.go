@@ -98,13 +98,20 @@ func (c TokenBucket) Apply(st State, now int64, req Request) Decision {
 	if left < 0 && -left/c.Rate*1e9 >= 1 {
 		wait = ceilMicros(-left / c.Rate * 1e6)
 	}
-	if maxWait := req.maxWaitMicros(); wait > maxWait {
+	// delay is the wait counted from the caller's now: behind a backwards clock the tokens
+	// are counted at the state's instant, lag later, so a queued grant acts lag + wait from
+	// now and a denial is retried then. A grant with no wait is taken now, as x/time/rate does.
+	delay := wait
+	if wait > 0 {
+		delay += lag
+	}
+	if maxWait := req.maxWaitMicros(); delay > maxWait {
 		if r != c.Rate { // nothing is written, so the deficit refills at r
 			wait = ceilMicros(-left / r * 1e6)
 		}
 		// Nothing is written on a denial, exactly like x/time/rate.
 		return Decision{Limit: c.Burst, Remaining: floorCount(tokens),
-			RetryAfter: retryAfter(wait, maxWait), ResetAfter: toDuration(lag + c.untilFullAt(tokens, r))}
+			RetryAfter: retryAfter(lag+wait, maxWait), ResetAfter: toDuration(lag + c.untilFullAt(tokens, r))}
 	}
 	act := at + wait
 	// A refund of this grant may roll act back by its n/Rate only if the grant before it
@@ -116,7 +123,7 @@ func (c TokenBucket) Apply(st State, now int64, req Request) Decision {
 	}
 	s.valid, s.tokens, s.last, s.act, s.rb, s.rate = true, left, at, act, rb, c.Rate
 	return Decision{Allowed: true, Limit: c.Burst, Remaining: floorCount(left),
-		ResetAfter: toDuration(lag + c.untilFull(left)), Wait: toDuration(wait), At: at + wait}
+		ResetAfter: toDuration(lag + c.untilFull(left)), Wait: toDuration(delay), At: at + wait}
 }
 
 // Refund gives back what x/time/rate's Reservation.CancelAt gives back for a grant of n

@@ -65,10 +65,14 @@ if op == 'apply' then
   -- A deficit that refills in under a nanosecond is no deficit: x/time/rate truncates its
   -- wait to whole nanoseconds, and decisions match it exactly.
   if left < 0 and -left / rate * 1e9 >= 1 then wait = ceil_micros(-left / rate * 1e6) end
-  if wait > max_wait then
+  -- delay: the wait counted from the caller's now (lag later behind a backwards clock), as
+  -- in the Go twin; a grant with no wait is taken now.
+  local delay = wait
+  if wait > 0 then delay = lag + wait end
+  if delay > max_wait then
     if refill ~= rate then wait = ceil_micros(-left / refill * 1e6) end -- refills at refill
     -- A denial writes nothing, like x/time/rate.
-    return {0, burst, floor_count(tokens), retry_after(wait, max_wait), dur(lag + until_full(tokens, refill)), 0, 0}
+    return {0, burst, floor_count(tokens), retry_after(lag + wait, max_wait), dur(lag + until_full(tokens, refill)), 0, 0}
   end
   local act = t + wait
   -- rb as in the Go twin: every outstanding grant spaced by its n/rate
@@ -78,7 +82,7 @@ if op == 'apply' then
     'rate', num(rate))
   local reset = lag + until_full(left)
   expire(reset)
-  return {1, burst, floor_count(left), 0, dur(reset), dur(wait), t + wait}
+  return {1, burst, floor_count(left), 0, dur(reset), dur(delay), t + wait}
 elseif op == 'refund' then
   -- Gives back what x/time/rate's CancelAt does: n minus the tokens reserved after the
   -- grant (rate·(act − at)), never below zero; the latest grant's refund moves act back.

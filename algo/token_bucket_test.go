@@ -59,11 +59,13 @@ func TestTokenBucket(t *testing.T) {
 		}},
 		{"time going backwards creates no permits", tb, []step{
 			{now: 20 * sec, n: 4, want: algo.Decision{Allowed: true, Remaining: 0, ResetAfter: time.Second}},
-			// Treated as 20s, the latest instant seen: waits count from there, but ResetAfter
-			// counts from the caller's now, so a store never expires the key early.
-			{now: 19 * sec, n: 1, want: algo.Decision{RetryAfter: 250 * ms, ResetAfter: 2 * time.Second}},
-			{now: 19 * sec, n: 1, maxWait: 250 * ms, want: algo.Decision{Allowed: true,
-				Remaining: 0, ResetAfter: 2250 * ms, Wait: 250 * ms, At: 20*sec + 250*msec}},
+			// Treated as 20s, the latest instant seen, but RetryAfter, Wait and ResetAfter
+			// count from the caller's now: a retry or a sleep of 250ms would still be before
+			// 20s, and a store never expires the key early.
+			{now: 19 * sec, n: 1, want: algo.Decision{RetryAfter: 1250 * ms, ResetAfter: 2 * time.Second}},
+			{now: 19 * sec, n: 1, maxWait: 250 * ms, want: algo.Decision{RetryAfter: time.Second, ResetAfter: 2 * time.Second}},
+			{now: 19 * sec, n: 1, maxWait: 1250 * ms, want: algo.Decision{Allowed: true,
+				Remaining: 0, ResetAfter: 2250 * ms, Wait: 1250 * ms, At: 20*sec + 250*msec}},
 			{now: 20*sec + 250*msec, n: 1, want: algo.Decision{RetryAfter: 250 * ms, ResetAfter: time.Second}},
 		}},
 		{"rate 1e9", algo.TokenBucket{Rate: 1e9, Burst: 1000}, []step{

@@ -222,15 +222,16 @@ func sameConfig(x, y algo.Algorithm) bool {
 }
 
 // nextFresh is an entry's fresh instant after d at now, its previous one being prev. A
-// grant writes the state: its instant is d's. A denial writes nothing (Redis keeps the
-// TTL): the instant stays, or becomes d's if that is earlier, which only happens when the
-// config changed, and then the state is fresh under the current config by d's instant, so
-// forgetting it then decides alike.
+// grant writes the state: its instant is d's. A denial writes nothing and the instant
+// stays, as Redis keeps the TTL. (Taking d's when earlier, which happens after a config
+// change, forgot states too early: the state may be fresh under the current config by then,
+// but not under the next one, and a later config change made the entry start fresh where
+// Redis still held its state.)
 func nextFresh(prev, now int64, d algo.Decision) int64 {
 	if d.Allowed {
 		return freshAt(now, d)
 	}
-	return min(prev, freshAt(now, d))
+	return prev
 }
 
 // freshAt is when, in µs, a state just decided by d at now equals a fresh one: the
@@ -259,9 +260,28 @@ func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int6
 		if e.fresh <= now {
 			revive(e, a, now) // under another config: a fresh state, nothing to give back
 		}
+		before := algo.CloneState(e.state)
 		a.Refund(e.state, now, n, at)
+		if before != nil && !reflect.DeepEqual(before, e.state) {
+			refreshed(e, a, now)
+		}
 	}
 	return nil
+}
+
+// refreshed moves the fresh instant of e, whose state a refund at now just wrote under a,
+// to when that state is fresh, as the Lua refund sets the key's TTL: the refund may have
+// moved the state's timestamps to now, past the instant of its last grant, and forgetting
+// it earlier would let a clock stepping back admit again (Redis keeps it). The instant is
+// the ResetAfter of a request that can never be granted, which writes nothing; it is read
+// from a copy, so no algorithm's probe can touch the state.
+func refreshed(e *entry, a algo.Algorithm, now int64) {
+	probe := algo.CloneState(e.state)
+	if probe == nil {
+		return
+	}
+	d := a.Apply(probe, now, algo.Request{N: math.MaxInt64})
+	e.fresh, e.cfg = freshAt(now, d), a
 }
 
 // evictSample is how many held entries a new key examines for idle ones when its shard is

@@ -122,20 +122,16 @@ func (r *Reservation) Wait(ctx context.Context) error {
 // at the instant they become usable (Delay 0) and after, they count as used and Cancel
 // does nothing (x/time/rate still gives them back at exactly that instant). The same holds
 // when WaitN or TryAcquire give permits back because their context ended while they slept.
-// Cancel is idempotent: only
-// the first call gives anything back. It does nothing for a reservation that is not OK or
-// that FailOpen granted. It returns the store's error, if the refund failed. A done ctx
-// does not stop it: the refund still goes to the store (bounded by the timeouts), so that
-// the usual "if err := r.Wait(ctx); err != nil { r.Cancel(ctx) }" gives the permits back.
+// Cancel is idempotent: only the first call gives anything back. It does nothing for a
+// reservation that is not OK or that FailOpen granted. It returns the store's error, if
+// the refund failed. A done ctx does not stop it: the refund still goes to the store
+// (bounded by the timeouts), so that the usual
+// "if err := r.Wait(ctx); err != nil { r.Cancel(ctx) }" gives the permits back.
 func (r *Reservation) Cancel(ctx context.Context) error {
 	if r.lim == nil || !r.clock.Now().Before(r.readyAt) || r.done.Swap(true) {
 		return nil
 	}
-	ctx = cleanupCtx(ctx)
-	if r.parts != nil {
-		return refundGrants(ctx, r.parts)
-	}
-	return r.lim.refund(ctx, r.key, r.alg, r.n, r.d.At)
+	return r.giveBack(cleanupCtx(ctx), r.lim.timeout)
 }
 
 // abandon gives the permits back for a caller that gave up waiting for them and gets an
@@ -145,8 +141,14 @@ func (r *Reservation) abandon(ctx context.Context) error {
 	if r.lim == nil || r.done.Swap(true) {
 		return nil
 	}
+	return r.giveBack(context.WithoutCancel(ctx), detachedWithin(r.lim.timeout))
+}
+
+// giveBack refunds what the reservation holds: a single grant within timeout, a
+// composite's grants each within its own limiter's bound (refundGrants).
+func (r *Reservation) giveBack(ctx context.Context, timeout time.Duration) error {
 	if r.parts != nil {
 		return refundGrants(ctx, r.parts)
 	}
-	return r.lim.refundWithin(context.WithoutCancel(ctx), r.key, r.alg, r.n, r.d.At, detachedWithin(r.lim.timeout))
+	return r.lim.refundWithin(ctx, r.key, r.alg, r.n, r.d.At, timeout)
 }

@@ -85,13 +85,13 @@ func (c *composite) decide(ctx context.Context, key string, req algo.Request) ou
 		}
 		ok, err := t.group(sctx, g, req)
 		if err != nil {
-			// Failures of the refunds reach each rule's error handler. The rollback must
-			// reach the stores even when the error is ctx ending (see store.Store).
-			_ = refundGrants(context.WithoutCancel(ctx), t.held)
+			// Failures of the refunds reach each rule's error handler. refundGrants
+			// detaches from ctx: the rollback reaches the stores even when ctx has ended.
+			_ = refundGrants(ctx, t.held)
 			return outcome{hard: err}
 		}
 		if !ok {
-			_ = refundGrants(context.WithoutCancel(ctx), t.held)
+			_ = refundGrants(ctx, t.held)
 			return outcome{d: combine(t.answers, false), soft: errors.Join(t.soft...)}
 		}
 	}

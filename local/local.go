@@ -398,23 +398,21 @@ func (e *entry) overflow() bool { return e.key == "" }
 // A growing count means WithMaxKeys is too small for the keys in use, or a flood of new
 // keys.
 func (s *Store) Overflows() uint64 {
-	var n uint64
-	for i := range s.shards {
-		sh := &s.shards[i]
-		sh.mu.Lock()
-		n += sh.overflows
-		sh.mu.Unlock()
-	}
-	return n
+	return s.sumShards(func(sh *shard) uint64 { return sh.overflows })
 }
 
 // Len returns the number of keys held (a key under two algorithm slots counts twice).
 func (s *Store) Len() int {
-	n := 0
+	return int(s.sumShards(func(sh *shard) uint64 { return uint64(sh.n) }))
+}
+
+// sumShards adds up f over the shards, reading each under its lock.
+func (s *Store) sumShards(f func(sh *shard) uint64) uint64 {
+	var n uint64
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		n += sh.n
+		n += f(sh)
 		sh.mu.Unlock()
 	}
 	return n

@@ -54,7 +54,7 @@ func TestDefaultsHungOrRefusedRedis(t *testing.T) {
 				t.Cleanup(func() { _ = c.Close() })
 				count := &callCounter{}
 				c.AddHook(count)
-				opts := []distributed.Option{distributed.WithPrefix(semPrefix())}
+				opts := []distributed.Option{distributed.WithPrefix("breaker:" + name + ":")} // one prefix per subtest
 				if batched {
 					opts = append(opts, distributed.WithBatching(distributed.Batching{}))
 				}

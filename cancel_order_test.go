@@ -42,7 +42,7 @@ func cancelStores(t *testing.T) map[string]func(clk *clockx.Fake) store.Store {
 	}
 	c := redistest.WithoutExpiry(redistest.Start(t).Client(t))
 	stores["redis"] = func(clk *clockx.Fake) store.Store {
-		s := distributed.New(c, distributed.WithClock(clk), distributed.WithTimeout(10*time.Second),
+		s := distributed.New(c, distributed.WithClientClock(clk), distributed.WithTimeout(10*time.Second),
 			distributed.WithPrefix(fmt.Sprintf("cancel-%d:", cancelPrefixes.Add(1))))
 		t.Cleanup(func() { _ = s.Close() })
 		return s

@@ -3,7 +3,7 @@ package limiter
 import (
 	"context"
 
-	"github.com/ratekit/limiter/store"
+	"github.com/ratekit/limiter/internal/ctxutil"
 )
 
 // A call whose context is already done does nothing and returns the context's error
@@ -15,15 +15,9 @@ import (
 // store, when the breaker is open.
 //
 // Cleanup is the exception: giving permits back (Reservation.Cancel, the rollback of a
-// composite, a Wait that gives up) and releasing a semaphore lease still reach the store
+// composite, a Wait that gives up) and releasing a lease (package semaphore) still reach the store
 // when the caller's context is done, so that a cancelled caller does not leak what it held.
 
-// cleanupCtx returns ctx, or when ctx is done a context with ctx's values that is not, so
-// that a refund or a release made after the caller gave up still reaches the store. The
-// store's and the limiter's timeouts still bound the call.
-func cleanupCtx(ctx context.Context) context.Context {
-	if ctx != nil && store.CheckContext(ctx) != nil {
-		return context.WithoutCancel(ctx)
-	}
-	return ctx
-}
+// cleanupCtx is ctxutil.Cleanup: a done ctx becomes one that is not, with its values, so
+// that a refund made after the caller gave up still reaches the store.
+func cleanupCtx(ctx context.Context) context.Context { return ctxutil.Cleanup(ctx) }

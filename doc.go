@@ -40,9 +40,10 @@
 // A store.Store holds the state and owns "now": package local keeps it in memory for one
 // process; package distributed keeps it in Redis (one atomic Lua script per decision, Redis
 // server time), so every process sharing the Redis sees one limit. Both compute the same
-// decisions, with the same arithmetic. The Limiter's own clock ([WithClock]) is only used
-// to sleep and to time reservations; tests use clockx.Fake for both the store and the
-// Limiter, so a minute of traffic runs in microseconds without a single real sleep.
+// decisions, with the same arithmetic. The Limiter sleeps (and times reservations) on the
+// store's clock when the store reports one (store.Clocked: both stores do), else on real
+// time; [WithClock] overrides it. Tests give the store a clockx.Fake, so a minute of
+// traffic runs in microseconds without a single real sleep.
 //
 // # When the store fails
 //
@@ -65,8 +66,8 @@
 // context.Canceled or context.DeadlineExceeded) and a denied, zero Decision, and takes
 // nothing. It is the caller's error, not the store's: it never wraps [ErrUnavailable],
 // never goes through the failure policy, the error handler or the circuit breaker, on
-// either store. Giving back is the exception: [Reservation.Cancel] and [Lease.Release]
-// still reach the store after the context is done, so a cancelled caller leaks nothing.
+// either store. Giving back is the exception: [Reservation.Cancel] (and a semaphore's
+// Lease.Release) still reach the store after the context is done, so a cancelled caller leaks nothing.
 // [ErrWouldExceedDeadline] also matches context.DeadlineExceeded.
 //
 // # Composite limits
@@ -88,10 +89,10 @@
 //
 // # Concurrency limits
 //
-// Not every limit is a rate: "at most 5 exports at once" is a [Semaphore]
-// ([NewSemaphore] with an algo.Semaphore). Acquire returns a [Lease] that the holder
-// releases (or renews, or keeps alive); a holder that dies without releasing loses its
-// permit when the lease expires. On Redis the semaphore is shared by the fleet.
+// Not every limit is a rate: "at most 5 exports at once" is a semaphore, in package
+// semaphore (semaphore.New with an algo.Semaphore). Acquire returns a lease that the
+// holder releases (or renews, or keeps alive); a holder that dies without releasing loses
+// its permit when the lease expires. On Redis the semaphore is shared by the fleet.
 //
 // # Guava-style pacing
 //

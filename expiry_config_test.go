@@ -95,7 +95,7 @@ func TestConfigChangeAfterExpiry(t *testing.T) {
 			stores["redis"] = func(clk *clockx.Fake) store.Store {
 				expiryPrefixes++
 				p := fmt.Sprintf("expiry-%d:", expiryPrefixes)
-				return &expiringRedis{Store: distributed.New(rc, distributed.WithClock(clk), distributed.WithPrefix(p)),
+				return &expiringRedis{Store: distributed.New(rc, distributed.WithClientClock(clk), distributed.WithPrefix(p)),
 					c: rc, clk: clk, prefix: p}
 			}
 		}

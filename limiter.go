@@ -9,6 +9,7 @@ import (
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/internal/storeclock"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -59,6 +60,7 @@ func New(s store.Store, a algo.Algorithm, opts ...Option) (*Limiter, error) {
 		return nil, err
 	}
 	o := defaultOptions()
+	o.clock = storeclock.Of(s) // sleep on the store's time unless WithClock says otherwise
 	for _, opt := range opts {
 		if opt != nil {
 			opt.apply(&o)

@@ -85,7 +85,7 @@ func modelStores(p modelPlan, others ...modelStore) []modelStore {
 func redisModelStore(c redis.UniversalClient, prefix string) modelStore {
 	return modelStore{"redis", func(_ modelPlan, clk clockx.Clock) store.Store {
 		// A generous timeout: a loaded machine must not turn a slow round trip into a failure.
-		return distributed.New(c, distributed.WithClock(clk), distributed.WithPrefix(prefix),
+		return distributed.New(c, distributed.WithClientClock(clk), distributed.WithPrefix(prefix),
 			distributed.WithTimeout(30*time.Second))
 	}, c, prefix, false}
 }

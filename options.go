@@ -55,9 +55,11 @@ func (f optionFunc) apply(o *options) { f(o) }
 
 // WithClock sets the clock the Limiter sleeps on in Wait, WaitN, TryAcquire and
 // Reservation.Wait, and reads to time reservations (Reservation.Delay, Reservation.Cancel)
-// and the circuit breaker's cool-down. It does not decide what "now" is for the algorithm:
-// the store does (see local.WithClock). The default is clockx.Real(); a nil clock keeps the
-// default. Tests pass a clockx.Fake, whose Sleep returns at once after moving the clock.
+// and the circuit breaker's cool-down, overriding the default: the store's clock when the
+// store reports one (store.Clocked; local.WithClock, distributed.WithClientClock), else
+// clockx.Real(). It does not decide what "now" is for the algorithm: the store does. A nil
+// clock keeps the default. Set it only when the Limiter must sleep on another time than
+// its store decides on.
 func WithClock(c clockx.Clock) Option {
 	return optionFunc(func(o *options) {
 		if c != nil {

@@ -35,7 +35,7 @@ func heldStore(t *testing.T, srv *redistest.Server, opts ...distributed.Option) 
 	t.Helper()
 	c := srv.Client(t)
 	g := newGate(c)
-	opts = append([]distributed.Option{distributed.WithClock(fakeClock()),
+	opts = append([]distributed.Option{distributed.WithClientClock(fakeClock()),
 		distributed.WithBatching(distributed.Batching{MaxInFlight: 1})}, opts...)
 	s := newStore(t, c, opts...)
 	ctx := ctxTimeout(t, 30*time.Second)
@@ -166,7 +166,7 @@ func testBatchedWrongType(t *testing.T, srv *redistest.Server) {
 	prefix := freshPrefix()
 	s, g, ctx := heldStore(t, srv, distributed.WithPrefix(prefix))
 	c := srv.Client(t)
-	plainStore := distributed.New(c, distributed.WithTimeout(testTimeout), distributed.WithPrefix(prefix), distributed.WithClock(fakeClock()))
+	plainStore := distributed.New(c, distributed.WithTimeout(testTimeout), distributed.WithPrefix(prefix), distributed.WithClientClock(fakeClock()))
 	a := counter{Limit: 3}
 	if err := c.HSet(ctx, prefix+"{user 1}:ctr", "f", "v").Err(); err != nil {
 		t.Fatal(err)

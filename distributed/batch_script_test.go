@@ -111,7 +111,7 @@ func TestBatchingScriptFlush(t *testing.T) {
 func testBatchedFlushCluster(t *testing.T, cl *redistest.Cluster) {
 	cc := cl.Client(t)
 	g := newGate(cc)
-	s := newStore(t, cc, distributed.WithClock(fakeClock()),
+	s := newStore(t, cc, distributed.WithClientClock(fakeClock()),
 		distributed.WithBatching(distributed.Batching{MaxInFlight: 1}))
 	ctx := ctxTimeout(t, 30*time.Second)
 	a := counter{Limit: 1 << 40}

@@ -100,7 +100,7 @@ func testBatchedExact(t *testing.T, c redis.UniversalClient) {
 		algo.SlidingWindowLog{Limit: limit, Window: time.Hour},
 	} {
 		t.Run(a.Name(), func(t *testing.T) {
-			s := newStore(t, c, distributed.WithClock(fakeClock()),
+			s := newStore(t, c, distributed.WithClientClock(fakeClock()),
 				distributed.WithBatching(distributed.Batching{MaxBatch: 16}))
 			ctx := ctxTimeout(t, 30*time.Second)
 			var (
@@ -158,7 +158,7 @@ func TestBatchingCoalesces(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	g := newGate(c)
-	s := newStore(t, c, distributed.WithClock(fakeClock()),
+	s := newStore(t, c, distributed.WithClientClock(fakeClock()),
 		distributed.WithBatching(distributed.Batching{MaxBatch: 8, MaxInFlight: 1}))
 	ctx := ctxTimeout(t, 30*time.Second)
 	a := counter{Limit: 1 << 40}
@@ -290,7 +290,7 @@ func testBatchedMoved(t *testing.T, cl *redistest.Cluster) {
 	t.Cleanup(func() { _ = cc.Close() })
 	cc.OnNewNode(func(n *redis.Client) { n.AddHook(&moved) })
 	prefix := freshPrefix()
-	s := distributed.New(cc, distributed.WithTimeout(testTimeout), distributed.WithPrefix(prefix), distributed.WithClock(fakeClock()),
+	s := distributed.New(cc, distributed.WithTimeout(testTimeout), distributed.WithPrefix(prefix), distributed.WithClientClock(fakeClock()),
 		distributed.WithBatching(distributed.Batching{}))
 	t.Cleanup(func() { _ = s.Close() })
 	a := counter{Limit: 10}

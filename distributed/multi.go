@@ -25,7 +25,7 @@ var _ store.MultiApplier = (*Store)(nil)
 // on a snapshot-and-restore basis: before any rule runs, every key of every rule is saved
 // with DUMP and PTTL; if a rule denies, each is put back (RESTORE ... REPLACE with its
 // remaining TTL, or DEL if it did not exist), so nothing is consumed. The rules all see one
-// instant: the server's TIME read once, or the WithClock time. A rule whose script fails
+// instant: the server's TIME read once, or the WithClientClock time. A rule whose script fails
 // (a key holding other data, a Lua error) rolls the others back too, and the call returns
 // an error wrapping store.ErrUnavailable.
 //

@@ -56,7 +56,7 @@ func TestAllOnRedis(t *testing.T) {
 	hook := &countCmds{n: map[string]int{}}
 	c.AddHook(hook)
 	clk := fakeClock()
-	s := newStore(t, c, distributed.WithClock(clk))
+	s := newStore(t, c, distributed.WithClientClock(clk))
 	long := algo.FixedWindow{Limit: 10, Window: time.Second}
 	short := algo.FixedWindow{Limit: 3, Window: 100 * time.Millisecond}
 	all := newAll(t, newRule(t, s, clk, long), newRule(t, s, clk, short))
@@ -124,7 +124,7 @@ func TestAllOnRedisRefund(t *testing.T) {
 	t.Parallel()
 	c := redistest.WithoutExpiry(redistest.Start(t).Client(t))
 	clk := fakeClock()
-	s := newStore(t, c, distributed.WithClock(clk))
+	s := newStore(t, c, distributed.WithClientClock(clk))
 	userOf := func(k string) string { u, _, _ := strings.Cut(k, "|"); return "user:" + u }
 	itemOf := func(k string) string { _, i, _ := strings.Cut(k, "|"); return "item:" + i }
 	perUser := newRule(t, s, clk, algo.SlidingWindowLog{Limit: 4, Window: time.Second}, limiter.WithKeyFunc(userOf))
@@ -159,7 +159,7 @@ func TestAllOnRedisConcurrent(t *testing.T) {
 	t.Parallel()
 	c := redistest.WithoutExpiry(redistest.Start(t).Client(t))
 	clk := fakeClock()
-	s := newStore(t, c, distributed.WithClock(clk))
+	s := newStore(t, c, distributed.WithClientClock(clk))
 	loose := newRule(t, s, clk, algo.TokenBucket{Rate: 1, Burst: 60})
 	all := newAll(t, loose,
 		newRule(t, s, clk, algo.Named(algo.TokenBucket{Rate: 1, Burst: 37}, "tight")),

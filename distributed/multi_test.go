@@ -96,7 +96,7 @@ func TestApplyAllMatchesLocal(t *testing.T) {
 			const seed = 20260106
 			ctx := ctxTimeout(t, time.Minute)
 			rclk, lclk := fakeClock(), fakeClock()
-			rs := newStore(t, c, distributed.WithClock(rclk))
+			rs := newStore(t, c, distributed.WithClientClock(rclk))
 			ls := local.New(local.WithClock(lclk), local.WithSweepInterval(0))
 			t.Cleanup(func() { _ = ls.Close() })
 			granted := 0
@@ -133,7 +133,7 @@ func TestApplyAllWindowsNeverExceed(t *testing.T) {
 	t.Parallel()
 	c := redistest.WithoutExpiry(redistest.Start(t).Client(t))
 	clk := fakeClock()
-	s := newStore(t, c, distributed.WithClock(clk))
+	s := newStore(t, c, distributed.WithClientClock(clk))
 	ctx := ctxTimeout(t, time.Minute)
 	rules := []algo.Algorithm{
 		algo.FixedWindow{Limit: 10, Window: 10 * time.Millisecond},
@@ -180,7 +180,7 @@ func TestApplyAllOneRoundTrip(t *testing.T) {
 	hook := &countCmds{n: map[string]int{}}
 	c.AddHook(hook)
 	ctx := ctxTimeout(t, 30*time.Second)
-	s := newStore(t, c, distributed.WithClock(fakeClock()))
+	s := newStore(t, c, distributed.WithClientClock(fakeClock()))
 	rules := multiRuleSets()["mixed"]
 	for i := 0; i < 20; i++ {
 		if _, _, err := s.ApplyAll(ctx, "k", rules, algo.Request{N: 1}); err != nil {
@@ -208,7 +208,7 @@ func TestApplyAllConcurrent(t *testing.T) {
 	t.Parallel()
 	c := redistest.WithoutExpiry(redistest.Start(t).Client(t))
 	ctx := ctxTimeout(t, time.Minute)
-	s := newStore(t, c, distributed.WithClock(fakeClock()))
+	s := newStore(t, c, distributed.WithClientClock(fakeClock()))
 	rules := []algo.Algorithm{
 		algo.FixedWindow{Limit: 100, Window: time.Second},
 		algo.Named(algo.TokenBucket{Rate: 1, Burst: 37}, "b"),
@@ -253,7 +253,7 @@ func TestApplyAllErrors(t *testing.T) {
 	c := redistest.WithoutExpiry(redistest.Start(t).Client(t))
 	ctx := ctxTimeout(t, 30*time.Second)
 	prefix := freshPrefix()
-	s := distributed.New(c, distributed.WithTimeout(testTimeout), distributed.WithPrefix(prefix), distributed.WithClock(fakeClock()))
+	s := distributed.New(c, distributed.WithTimeout(testTimeout), distributed.WithPrefix(prefix), distributed.WithClientClock(fakeClock()))
 	tb := algo.TokenBucket{Rate: 1, Burst: 5}
 	fw := algo.FixedWindow{Limit: 5, Window: time.Second}
 	for _, tc := range []struct {
@@ -340,7 +340,7 @@ func TestApplyAllCluster(t *testing.T) {
 	ctx := ctxTimeout(t, time.Minute)
 	rules := multiRuleSets()["mixed"]
 	rclk, lclk := fakeClock(), fakeClock()
-	rs := newStore(t, c, distributed.WithClock(rclk))
+	rs := newStore(t, c, distributed.WithClientClock(rclk))
 	ls := local.New(local.WithClock(lclk), local.WithSweepInterval(0))
 	t.Cleanup(func() { _ = ls.Close() })
 	for i, st := range multiTimeline(9, 300) {

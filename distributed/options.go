@@ -4,7 +4,10 @@ import (
 	"time"
 
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/store"
 )
+
+var _ store.Clocked = (*Store)(nil)
 
 // Defaults of the options.
 const (
@@ -64,12 +67,14 @@ func WithTimeout(d time.Duration) Option {
 	return optionFunc(func(o *options) { o.timeout = d })
 }
 
-// WithClock makes the store send c's time with every call, as ARGV[2] of the scripts,
-// instead of letting each script read the server's TIME. The default (and a nil c) is the
-// server's time, which every client shares, so a client whose clock is skewed cannot admit
-// more than the limit; WithClock exists for tests and simulations that drive time with a
-// clockx.Fake, and for deployments that trust their clocks more than the server's.
-func WithClock(c clockx.Clock) Option {
+// WithClientClock makes the store send c's time with every call, as ARGV[2] of the
+// scripts, instead of letting each script read the server's TIME: client time instead of
+// server time. The default (and a nil c) is the server's time, which every client shares,
+// so a client whose clock is skewed cannot admit more than the limit; WithClientClock
+// exists for tests and simulations that drive time with a clockx.Fake, and for
+// deployments that trust their clocks more than the server's. Store.Clock reports c, so
+// the limiter, smooth and semaphore packages sleep on it by default.
+func WithClientClock(c clockx.Clock) Option {
 	return optionFunc(func(o *options) { o.clock = c })
 }
 
@@ -101,4 +106,14 @@ func WithClock(c clockx.Clock) Option {
 // operations are not batched.
 func WithBatching(b Batching) Option {
 	return optionFunc(func(o *options) { o.batching = &b })
+}
+
+// Clock returns the clock the store decides on: the client clock set with
+// WithClientClock, or clockx.Real() when the scripts read the server's TIME (the server's
+// clock is real time, give or take its skew). It implements store.Clocked.
+func (s *Store) Clock() clockx.Clock {
+	if s.clock != nil {
+		return s.clock
+	}
+	return clockx.Real()
 }

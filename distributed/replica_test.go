@@ -27,7 +27,7 @@ func TestReplicaAck(t *testing.T) {
 	replica := redistest.StartReplica(t, master)
 	ctx := context.Background()
 	alg := algo.FixedWindow{Limit: 100, Window: time.Hour}
-	s := newStore(t, master.Client(t), distributed.WithClock(fakeClock()),
+	s := newStore(t, master.Client(t), distributed.WithClientClock(fakeClock()),
 		distributed.WithReplicaAck(1, 200*time.Millisecond))
 
 	for i := 0; i < 3; i++ {
@@ -135,7 +135,7 @@ func TestReplicaAckFailover(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := redistest.StartFailover(t, 500*time.Millisecond)
 			client, prefix, clock := f.Client(t), freshPrefix(), fakeClock()
-			opts := []distributed.Option{distributed.WithPrefix(prefix), distributed.WithClock(clock)}
+			opts := []distributed.Option{distributed.WithPrefix(prefix), distributed.WithClientClock(clock)}
 			// reader counts on the new master without waiting for a replica it may not have yet.
 			reader := newStore(t, client, opts...)
 			if tc.ack {

@@ -34,7 +34,7 @@ func TestNoScriptIsReloaded(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := ctxTimeout(t, 30*time.Second)
-	s := newStore(t, c, distributed.WithClock(fakeClock()))
+	s := newStore(t, c, distributed.WithClientClock(fakeClock()))
 	a := counter{Limit: 5}
 
 	for i := 0; i < 3; i++ {
@@ -62,7 +62,7 @@ func TestRestartResumesDecisions(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := ctxTimeout(t, 30*time.Second)
-	s := newStore(t, c, distributed.WithClock(fakeClock()))
+	s := newStore(t, c, distributed.WithClientClock(fakeClock()))
 	a := counter{Limit: 3}
 
 	for i := 0; i < 3; i++ {
@@ -93,7 +93,7 @@ func TestWrongType(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := ctxTimeout(t, 30*time.Second)
-	s := distributed.New(c, distributed.WithTimeout(testTimeout), distributed.WithPrefix("wt:"), distributed.WithClock(fakeClock()))
+	s := distributed.New(c, distributed.WithTimeout(testTimeout), distributed.WithPrefix("wt:"), distributed.WithClientClock(fakeClock()))
 	a := counter{Limit: 3}
 	// Another application stored a hash where the counter keeps its count: the script's
 	// GET fails with WRONGTYPE.
@@ -214,7 +214,7 @@ func TestCloseLeavesClientOpen(t *testing.T) {
 func TestServerTime(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	s := newStore(t, srv.Client(t)) // no WithClock: the script reads TIME
+	s := newStore(t, srv.Client(t)) // no WithClientClock: the script reads TIME
 	before := time.Now().Truncate(time.Microsecond)
 	d, err := s.Apply(ctxTimeout(t, 10*time.Second), "k", counter{Limit: 1}, algo.Request{N: 1})
 	after := time.Now()
@@ -267,7 +267,7 @@ func TestOneRoundTrip(t *testing.T) {
 	hook := &countCmds{n: map[string]int{}}
 	c.AddHook(hook)
 	ctx := ctxTimeout(t, 30*time.Second)
-	s := newStore(t, c, distributed.WithClock(fakeClock()))
+	s := newStore(t, c, distributed.WithClientClock(fakeClock()))
 	a := algo.SlidingWindowLog{Limit: 10, Window: time.Second}
 
 	check := func(what string, calls int, want map[string]int) {

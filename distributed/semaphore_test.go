@@ -19,7 +19,7 @@ import (
 // semFactory makes semaphore stores on one shared client, isolated by a fresh prefix each.
 func semFactory(c redis.UniversalClient) storetest.SemaphoreFactory {
 	return func(t *testing.T, clk *clockx.Fake) store.SemaphoreStore {
-		return distributed.New(c, distributed.WithPrefix(freshPrefix()), distributed.WithClock(clk),
+		return distributed.New(c, distributed.WithPrefix(freshPrefix()), distributed.WithClientClock(clk),
 			distributed.WithTimeout(testTimeout))
 	}
 }
@@ -53,7 +53,7 @@ func TestSemaphoreKeysAndTTL(t *testing.T) {
 	ctx := ctxTimeout(t, 30*time.Second)
 	clk := fakeClock()
 	prefix := freshPrefix()
-	s := distributed.New(c, distributed.WithTimeout(testTimeout), distributed.WithPrefix(prefix), distributed.WithClock(clk))
+	s := distributed.New(c, distributed.WithTimeout(testTimeout), distributed.WithPrefix(prefix), distributed.WithClientClock(clk))
 	cfg := algo.Semaphore{Permits: 2, LeaseTTL: 20 * time.Second, Fair: true}
 	h, q, qe, n := semKeys(prefix, "jobs{1}")
 
@@ -132,7 +132,7 @@ func TestSemaphoreKeysAndTTL(t *testing.T) {
 	gone(q, qe, n)
 }
 
-// TestSemaphoreServerTime checks that without WithClock the leases are stamped with the
+// TestSemaphoreServerTime checks that without WithClientClock the leases are stamped with the
 // server's TIME, whatever the client's clock says.
 func TestSemaphoreServerTime(t *testing.T) {
 	t.Parallel()

@@ -119,7 +119,7 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 }
 
 // Apply answers req for key under a, atomically in Redis, at the server's time (or at the
-// time of the clock given with WithClock). It takes one round trip, two when the server has
+// time of the clock given with WithClientClock). It takes one round trip, two when the server has
 // lost the script (restart, failover, SCRIPT FLUSH) and it is loaded again; with
 // WithBatching, concurrent calls share their round trips.
 //

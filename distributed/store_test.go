@@ -18,7 +18,7 @@ import (
 // redisFactory makes stores on one shared client, isolated by a fresh prefix each.
 func redisFactory(c redis.UniversalClient) storetest.Factory {
 	return func(t *testing.T, clk *clockx.Fake) store.Store {
-		return distributed.New(c, distributed.WithPrefix(freshPrefix()), distributed.WithClock(clk),
+		return distributed.New(c, distributed.WithPrefix(freshPrefix()), distributed.WithClientClock(clk),
 			distributed.WithTimeout(testTimeout))
 	}
 }

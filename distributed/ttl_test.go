@@ -49,7 +49,7 @@ func TestTTLFollowsResetAfter(t *testing.T) {
 	for _, a := range oneOfEach() {
 		clk := fakeClock()
 		prefix := freshPrefix()
-		s := distributed.New(c, distributed.WithPrefix(prefix), distributed.WithClock(clk))
+		s := distributed.New(c, distributed.WithPrefix(prefix), distributed.WithClientClock(clk))
 		keys := redisKeys(prefix, "k", a)
 		writes := 0
 		for i, step := range []time.Duration{0, 0, 100 * time.Millisecond, 0, 0, 300 * time.Millisecond, 0} {

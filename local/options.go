@@ -4,7 +4,10 @@ import (
 	"time"
 
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/store"
 )
+
+var _ store.Clocked = (*Store)(nil)
 
 // Option configures a Store.
 type Option interface {
@@ -23,7 +26,8 @@ type optionFunc func(*options)
 func (f optionFunc) apply(o *options) { f(o) }
 
 // WithClock sets the clock the store reads "now" from. The default is clockx.Real(); tests
-// and simulations pass a clockx.Fake. A nil clock keeps the default.
+// and simulations pass a clockx.Fake. A nil clock keeps the default. Store.Clock reports
+// it, so the limiter, smooth and semaphore packages sleep on it by default.
 func WithClock(c clockx.Clock) Option {
 	return optionFunc(func(o *options) {
 		if c != nil {
@@ -71,3 +75,7 @@ func WithShards(n int) Option {
 func WithSweepInterval(d time.Duration) Option {
 	return optionFunc(func(o *options) { o.sweep = d })
 }
+
+// Clock returns the clock the store reads "now" from (see WithClock). It implements
+// store.Clocked.
+func (s *Store) Clock() clockx.Clock { return s.clock }

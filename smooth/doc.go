@@ -47,9 +47,10 @@
 // key must be given the same config: a reservation with another rate changes the key's
 // rate, as SetRate does.
 //
-// The store owns "now" (Redis uses its TIME); WithClock only sets the clock sleeps run on
-// (and the private store's clock). Tests pass a clockx.Fake, on which sleeps advance
-// virtual time at once.
+// The store owns "now" (Redis uses its TIME) and the limiter sleeps on the store's clock
+// (store.Clocked). WithClock sets both for the private store; with WithStore it only
+// overrides the clock slept on. Tests pass a clockx.Fake, on which sleeps advance virtual
+// time at once.
 //
 // # Differences from Guava
 //

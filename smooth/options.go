@@ -5,6 +5,7 @@ import (
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/internal/storeclock"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -28,10 +29,12 @@ type optionFunc func(*options)
 
 func (f optionFunc) apply(o *options) { f(o) }
 
-// WithClock sets the clock Acquire and TryAcquire sleep on, and the clock of the default
-// private store. The default is clockx.Real(); tests and simulations pass a clockx.Fake
-// (sleeps then advance virtual time at once) or a clockx.Mock. A nil c keeps the default.
-// A store given with WithStore keeps its own notion of now.
+// WithClock sets the limiter's time: the clock Acquire and TryAcquire sleep on, and the
+// "now" of the default private store, so both agree. Tests and simulations pass a
+// clockx.Fake (sleeps then advance virtual time at once) or a clockx.Mock. With WithStore,
+// the store keeps its own "now" and c only overrides the clock slept on, which is by
+// default the store's (store.Clocked; local.WithClock, distributed.WithClientClock), else
+// clockx.Real(). Without either option it is clockx.Real(). A nil c keeps the default.
 func WithClock(c clockx.Clock) Option {
 	return optionFunc(func(o *options) {
 		if c != nil {
@@ -58,17 +61,24 @@ func WithMaxBurstSeconds(s float64) Option {
 // store: several Limiters (in one process or many) with the same config on the same key and
 // store are paced as one Guava RateLimiter. With a distributed.Store every reservation is one
 // atomic script in Redis, at the server's time. The default is a private local.Store on the
-// limiter's clock. The Limiter does not close s.
+// limiter's clock. The limiter sleeps on s's clock unless WithClock says otherwise. The
+// Limiter does not close s.
 func WithStore(s store.Store, key string) Option {
 	return optionFunc(func(o *options) { o.store, o.key, o.storeSet = s, key, true })
 }
 
 // collect applies opts and checks them against the kind of limiter being built.
 func collect(opts []Option, warm bool) (options, error) {
-	o := options{clock: clockx.Real()}
+	var o options
 	for _, opt := range opts {
 		if opt != nil {
 			opt.apply(&o)
+		}
+	}
+	if o.clock == nil {
+		o.clock = clockx.Real()
+		if o.storeSet {
+			o.clock = storeclock.Of(o.store) // sleep on the time the store decides on
 		}
 	}
 	switch {

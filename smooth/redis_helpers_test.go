@@ -14,7 +14,7 @@ import (
 	"github.com/ratekit/limiter/smooth"
 )
 
-// Fake clocks against real TTLs: a store built with distributed.WithClock(fake) decides at
+// Fake clocks against real TTLs: a store built with distributed.WithClientClock(fake) decides at
 // the fake instants, but Redis expires keys in real time, and a SmoothWarmingUp key a few
 // milliseconds from cold gets a TTL of a few milliseconds. The table tests therefore run on
 // clients whose scripts cannot set a TTL (redistest.WithoutExpiry); a state kept past its
@@ -40,7 +40,7 @@ var prefixes atomic.Int64
 // prefix of its own.
 func redisStoreOption(t *testing.T, c redis.UniversalClient, clk clockx.Clock) smooth.Option {
 	t.Helper()
-	s := distributed.New(c, distributed.WithClock(clk), distributed.WithTimeout(10*time.Second),
+	s := distributed.New(c, distributed.WithClientClock(clk), distributed.WithTimeout(10*time.Second),
 		distributed.WithPrefix(fmt.Sprintf("smooth-test-%d:", prefixes.Add(1))))
 	t.Cleanup(func() { _ = s.Close() })
 	return smooth.WithStore(s, "key")

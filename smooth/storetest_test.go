@@ -25,7 +25,7 @@ func TestSmoothStoretestDifferential(t *testing.T) {
 	storetest.Differential(t,
 		func(t *testing.T, clk *clockx.Fake) store.Store { return local.New(local.WithClock(clk)) },
 		func(t *testing.T, clk *clockx.Fake) store.Store {
-			return distributed.New(c, distributed.WithClock(clk), distributed.WithTimeout(10*time.Second),
+			return distributed.New(c, distributed.WithClientClock(clk), distributed.WithTimeout(10*time.Second),
 				distributed.WithPrefix(fmt.Sprintf("smooth-diff-%d:", n.Add(1))))
 		},
 		storetest.DiffOptions{Steps: 1500, Seed: 11, Algorithms: []algo.Algorithm{

@@ -11,5 +11,8 @@
 // a key. Both stores implement it.
 //
 // [SemaphoreStore] is the second, separate contract: hosting concurrency limits (holders
-// with leases, fair or not) for limiter.NewSemaphore. Both stores implement both.
+// with leases, fair or not) for package semaphore. Both stores implement both.
+//
+// [Clocked] is optional too: a store that reports its clock lets the packages that sleep
+// on top of it (limiter, smooth, semaphore) sleep on the time it decides on by default.
 package store

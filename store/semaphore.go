@@ -10,7 +10,7 @@ import (
 
 // SemaphoreStore hosts counting semaphores with leases (see algo.Semaphore): named
 // semaphores whose holders are identified by owner tokens. The local store (package local)
-// and the Redis store (package distributed) implement it; limiter.NewSemaphore builds the
+// and the Redis store (package distributed) implement it; package semaphore builds the
 // blocking API on top of it.
 //
 // Each call is one atomic step at the store's now (its clock, or Redis's TIME), with the
@@ -21,8 +21,8 @@ import (
 // The config is passed with each call that needs it rather than stored, so the store keeps
 // only holders and waiters; every caller of one name must use the same config (a caller
 // with more Permits would admit more holders than the others expect). Names and tokens
-// are opaque strings; tokens are created by the caller, unique per lease (limiter's
-// Semaphore uses 128 random bits).
+// are opaque strings; tokens are created by the caller, unique per lease (package
+// semaphore uses 128 random bits).
 //
 // Errors: an empty name wraps ErrInvalidKey, an empty token algo.ErrInvalidRequest, an
 // invalid config algo.ErrInvalidConfig; after Close, ErrClosed; a backend failure wraps

@@ -1,4 +1,4 @@
-package limiter_test
+package semaphore_test
 
 import (
 	"context"
@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/semaphore"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -50,12 +50,12 @@ func (s *slowStore) lastDeadline() time.Time {
 
 // newSlowSem returns a Semaphore on a fake clock over a slowStore whose own clock is
 // frozen, so leases never expire in the store by themselves.
-func newSlowSem(t *testing.T, ttl, delay time.Duration) (*limiter.Semaphore, *slowStore, *clockx.Fake) {
+func newSlowSem(t *testing.T, ttl, delay time.Duration) (*semaphore.Semaphore, *slowStore, *clockx.Fake) {
 	t.Helper()
 	clk := clockx.NewFake(semStart)
 	_, ws := newLocalSem(t, algo.Semaphore{Permits: 1, LeaseTTL: ttl}, clockx.NewFake(semStart), clk)
 	ss := &slowStore{semStore: ws, clk: clk, delay: delay}
-	sem, err := limiter.NewSemaphore(ss, algo.Semaphore{Permits: 1, LeaseTTL: ttl}, limiter.WithSemaphoreClock(clk))
+	sem, err := semaphore.New(ss, algo.Semaphore{Permits: 1, LeaseTTL: ttl}, semaphore.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestLeaseKeepAliveReportsAtDeadline(t *testing.T) {
 	down := fmt.Errorf("%w: boom", store.ErrUnavailable)
 	ss.fail.Store(&down)
 	err, _ = recvWithin(t, l.KeepAlive(ctx))
-	if !errors.Is(err, limiter.ErrLeaseExpired) || !errors.Is(err, store.ErrUnavailable) {
+	if !errors.Is(err, semaphore.ErrLeaseExpired) || !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("KeepAlive stopped with %v, want ErrLeaseExpired wrapping the store's error", err)
 	}
 	if now, dl := clk.Now(), l.Deadline(); !now.Equal(dl) {

@@ -1,4 +1,4 @@
-package limiter_test
+package semaphore_test
 
 import (
 	"context"
@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/local"
+	"github.com/ratekit/limiter/semaphore"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -75,12 +75,12 @@ func (s *semStore) Renew(ctx context.Context, name string, cfg algo.Semaphore, t
 
 // newLocalSem returns a local store on storeClock, wrapped, and a Semaphore sleeping on
 // semClock.
-func newLocalSem(t *testing.T, cfg algo.Semaphore, storeClock, semClock clockx.Clock, opts ...limiter.SemaphoreOption) (*limiter.Semaphore, *semStore) {
+func newLocalSem(t *testing.T, cfg algo.Semaphore, storeClock, semClock clockx.Clock, opts ...semaphore.Option) (*semaphore.Semaphore, *semStore) {
 	t.Helper()
 	ls := local.New(local.WithClock(storeClock), local.WithSweepInterval(0))
 	t.Cleanup(func() { _ = ls.Close() })
 	ws := &semStore{SemaphoreStore: ls}
-	sem, err := limiter.NewSemaphore(ws, cfg, append([]limiter.SemaphoreOption{limiter.WithSemaphoreClock(semClock)}, opts...)...)
+	sem, err := semaphore.New(ws, cfg, append([]semaphore.Option{semaphore.WithClock(semClock)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,20 +95,20 @@ func TestNewSemaphoreInvalid(t *testing.T) {
 	for _, tc := range []struct {
 		s    store.SemaphoreStore
 		cfg  algo.Semaphore
-		opts []limiter.SemaphoreOption
+		opts []semaphore.Option
 		want string
 	}{
 		{nil, good, nil, "store is nil"},
 		{st, algo.Semaphore{LeaseTTL: time.Second}, nil, "Semaphore.Permits"},
 		{st, algo.Semaphore{Permits: 1}, nil, "Semaphore.LeaseTTL"},
-		{st, good, []limiter.SemaphoreOption{limiter.WithSemaphorePoll(0)}, "WithSemaphorePoll"},
+		{st, good, []semaphore.Option{semaphore.WithPoll(0)}, "WithSemaphorePoll"},
 	} {
-		_, err := limiter.NewSemaphore(tc.s, tc.cfg, tc.opts...)
-		if !errors.Is(err, limiter.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+		_, err := semaphore.New(tc.s, tc.cfg, tc.opts...)
+		if !errors.Is(err, algo.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("NewSemaphore(%v, %+v) = %v, want ErrInvalidConfig naming %s", tc.s, tc.cfg, err, tc.want)
 		}
 	}
-	if _, err := limiter.NewSemaphore(st, good, nil, limiter.WithSemaphoreClock(nil)); err != nil {
+	if _, err := semaphore.New(st, good, nil, semaphore.WithClock(nil)); err != nil {
 		t.Errorf("nil options: %v", err)
 	}
 }
@@ -118,7 +118,7 @@ func TestSemaphoreTryAcquireRelease(t *testing.T) {
 	clk := clockx.NewFake(semStart)
 	sem, ws := newLocalSem(t, algo.Semaphore{Permits: 2, LeaseTTL: 10 * time.Second}, clk, clk)
 	ctx := context.Background()
-	try := func(want bool) *limiter.Lease {
+	try := func(want bool) *semaphore.Lease {
 		t.Helper()
 		l, ok, err := sem.TryAcquire(ctx, "jobs")
 		if err != nil || ok != want || (l != nil) != want {
@@ -144,7 +144,7 @@ func TestSemaphoreTryAcquireRelease(t *testing.T) {
 	if got := ws.releases.Load(); got != calls {
 		t.Fatalf("a second Release called the store again")
 	}
-	if err := a.Renew(ctx); !errors.Is(err, limiter.ErrLeaseExpired) {
+	if err := a.Renew(ctx); !errors.Is(err, semaphore.ErrLeaseExpired) {
 		t.Fatalf("Renew after Release: %v, want ErrLeaseExpired", err)
 	}
 	try(true)
@@ -160,7 +160,7 @@ func TestSemaphoreExpiredLease(t *testing.T) {
 		t.Fatalf("TryAcquire = %v, %v", ok, err)
 	}
 	clk.Add(10 * time.Second)
-	if err := l.Renew(ctx); !errors.Is(err, limiter.ErrLeaseExpired) {
+	if err := l.Renew(ctx); !errors.Is(err, semaphore.ErrLeaseExpired) {
 		t.Fatalf("Renew of an expired lease: %v, want ErrLeaseExpired", err)
 	}
 	other, ok, err := sem.TryAcquire(ctx, "jobs")
@@ -168,7 +168,7 @@ func TestSemaphoreExpiredLease(t *testing.T) {
 		t.Fatalf("TryAcquire after expiry = %v, %v; want granted", ok, err)
 	}
 	for i := 0; i < 2; i++ {
-		if err := l.Release(ctx); !errors.Is(err, limiter.ErrLeaseExpired) {
+		if err := l.Release(ctx); !errors.Is(err, semaphore.ErrLeaseExpired) {
 			t.Fatalf("Release %d of an expired lease: %v, want ErrLeaseExpired", i, err)
 		}
 	}
@@ -323,7 +323,7 @@ func TestSemaphoreConcurrentNeverExceeds(t *testing.T) {
 			t.Parallel()
 			const goroutines, rounds, permits = 12, 20, 3
 			sem, _ := newLocalSem(t, algo.Semaphore{Permits: permits, LeaseTTL: time.Minute, Fair: fair},
-				clockx.Real(), clockx.Real(), limiter.WithSemaphorePoll(time.Millisecond))
+				clockx.Real(), clockx.Real(), semaphore.WithPoll(time.Millisecond))
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			var inUse, peak atomic.Int64

@@ -1,4 +1,4 @@
-package limiter_test
+package semaphore_test
 
 import (
 	"context"
@@ -8,10 +8,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/internal/redistest"
+	"github.com/ratekit/limiter/semaphore"
 )
 
 // TestSemaphoreKeepAliveBlackholedRedis is issue 11's scenario: one permit, LeaseTTL
@@ -36,11 +36,11 @@ func TestSemaphoreKeepAliveBlackholedRedis(t *testing.T) {
 	t.Cleanup(func() { _ = hc.Close() })
 	prefix := semPrefix()
 	cfg := algo.Semaphore{Permits: 1, LeaseTTL: ttl}
-	holderSem, err := limiter.NewSemaphore(distributed.New(hc, distributed.WithPrefix(prefix)), cfg)
+	holderSem, err := semaphore.New(distributed.New(hc, distributed.WithPrefix(prefix)), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	otherSem, err := limiter.NewSemaphore(distributed.New(srv.Client(t), distributed.WithPrefix(prefix)), cfg)
+	otherSem, err := semaphore.New(distributed.New(srv.Client(t), distributed.WithPrefix(prefix)), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestSemaphoreKeepAliveBlackholedRedis(t *testing.T) {
 	select {
 	case err := <-lost:
 		toldAt = time.Now()
-		if !errors.Is(err, limiter.ErrLeaseExpired) {
+		if !errors.Is(err, semaphore.ErrLeaseExpired) {
 			t.Fatalf("KeepAlive stopped with %v, want ErrLeaseExpired", err)
 		}
 	case <-ctx.Done():

@@ -1,4 +1,4 @@
-package limiter_test
+package semaphore_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package limiter_test
+package semaphore_test
 
 import (
 	"context"
@@ -9,11 +9,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/local"
+	"github.com/ratekit/limiter/semaphore"
 )
 
 // At most two exports run at once. A holder that never releases (a crashed process)
@@ -21,12 +21,11 @@ import (
 // nothing and says so.
 func ExampleSemaphore() {
 	// A fake clock stands still unless moved, so the output is exact; leave out the clock
-	// options in production.
+	// option in production. The Semaphore takes its clock from the store.
 	clk := clockx.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	st := local.New(local.WithClock(clk))
 	defer st.Close()
-	sem, err := limiter.NewSemaphore(st, algo.Semaphore{Permits: 2, LeaseTTL: 30 * time.Second},
-		limiter.WithSemaphoreClock(clk))
+	sem, err := semaphore.New(st, algo.Semaphore{Permits: 2, LeaseTTL: 30 * time.Second})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -45,7 +44,7 @@ func ExampleSemaphore() {
 	n, _ := sem.Holders(ctx, "exports")
 	fmt.Println("holders after LeaseTTL:", n)
 	err = crashed.Release(ctx)
-	fmt.Println("late release reports expiry:", errors.Is(err, limiter.ErrLeaseExpired))
+	fmt.Println("late release reports expiry:", errors.Is(err, semaphore.ErrLeaseExpired))
 	_ = third.Release(ctx)
 
 	// Output:
@@ -61,7 +60,7 @@ func ExampleSemaphore() {
 func ExampleLease_KeepAlive() {
 	client := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
 	defer client.Close()
-	sem, err := limiter.NewSemaphore(distributed.New(client),
+	sem, err := semaphore.New(distributed.New(client),
 		algo.Semaphore{Permits: 100, LeaseTTL: 10 * time.Second, Fair: true})
 	if err != nil {
 		log.Fatal(err)
@@ -78,7 +77,7 @@ func ExampleLease_KeepAlive() {
 	defer stop()
 	lost := lease.KeepAlive(work)
 	go func() {
-		if err := <-lost; errors.Is(err, limiter.ErrLeaseExpired) {
+		if err := <-lost; errors.Is(err, semaphore.ErrLeaseExpired) {
 			stop() // the permit may be someone else's now: abandon the call
 		}
 	}()
@@ -88,14 +87,13 @@ func ExampleLease_KeepAlive() {
 func callPaymentProvider(context.Context) {}
 
 // The Semaphore's clock only paces the polls of a blocked Acquire; the store's clock
-// decides when leases expire. Sharing one fake clock makes a blocked Acquire return at the
-// exact instant the holder's lease runs out.
+// decides when leases expire. By default the Semaphore sleeps on the store's clock, so with
+// a fake clock a blocked Acquire returns at the exact instant the holder's lease runs out.
 func ExampleSemaphore_Acquire() {
 	clk := clockx.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	st := local.New(local.WithClock(clk))
 	defer st.Close()
-	sem, _ := limiter.NewSemaphore(st, algo.Semaphore{Permits: 1, LeaseTTL: 2 * time.Second},
-		limiter.WithSemaphoreClock(clk))
+	sem, _ := semaphore.New(st, algo.Semaphore{Permits: 1, LeaseTTL: 2 * time.Second})
 	ctx := context.Background()
 	start := clk.Now()
 	_, _ = sem.Acquire(ctx, "report") // held, never released
@@ -106,4 +104,40 @@ func ExampleSemaphore_Acquire() {
 	fmt.Println("granted after", clk.Now().Sub(start))
 	_ = lease.Release(ctx)
 	// Output: granted after 2s
+}
+
+// WithPoll caps the wait between two attempts of a blocked Acquire: a shorter cap notices
+// a release sooner, for more calls to the store. WithClock sets the clock those waits run
+// on when it is not the store's, here a fake one that records them.
+func ExampleWithPoll() {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	st := local.New(local.WithClock(clockx.NewFake(start))) // leases never expire: time stands still
+	defer st.Close()
+	waits := &recordingSleeps{Fake: clockx.NewFake(start)}
+	sem, _ := semaphore.New(st, algo.Semaphore{Permits: 1, LeaseTTL: time.Minute},
+		semaphore.WithPoll(8*time.Millisecond), semaphore.WithClock(waits))
+	ctx := context.Background()
+	_, _ = sem.Acquire(ctx, "report") // held, never released
+	ctx, cancel := context.WithCancel(ctx)
+	waits.after, waits.cancel = 6, cancel // give up after six waits
+	_, err := sem.Acquire(ctx, "report")
+	fmt.Println(waits.slept, err)
+	// Output: [1ms 2ms 4ms 8ms 8ms 8ms] context canceled
+}
+
+// recordingSleeps is a fake clock that records its sleeps and cancels a context after a
+// number of them.
+type recordingSleeps struct {
+	*clockx.Fake
+	slept  []time.Duration
+	after  int
+	cancel context.CancelFunc
+}
+
+func (c *recordingSleeps) Sleep(ctx context.Context, d time.Duration) error {
+	c.slept = append(c.slept, d)
+	if len(c.slept) == c.after {
+		c.cancel()
+	}
+	return c.Fake.Sleep(ctx, d)
 }

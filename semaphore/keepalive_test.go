@@ -1,4 +1,4 @@
-package limiter_test
+package semaphore_test
 
 import (
 	"context"
@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/semaphore"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -47,7 +47,7 @@ func TestSemaphoreFairOrderBlocking(t *testing.T) {
 
 	type result struct {
 		i     int
-		lease *limiter.Lease
+		lease *semaphore.Lease
 		err   error
 	}
 	results := make(chan result, 4)
@@ -149,10 +149,10 @@ func TestLeaseKeepAliveLost(t *testing.T) {
 			return false
 		}
 	})
-	if !errors.Is(err, limiter.ErrLeaseExpired) {
+	if !errors.Is(err, semaphore.ErrLeaseExpired) {
 		t.Fatalf("KeepAlive stopped with %v, want ErrLeaseExpired", err)
 	}
-	if err := l.Release(ctx); !errors.Is(err, limiter.ErrLeaseExpired) {
+	if err := l.Release(ctx); !errors.Is(err, semaphore.ErrLeaseExpired) {
 		t.Fatalf("Release of the lost lease: %v, want ErrLeaseExpired", err)
 	}
 }
@@ -179,7 +179,7 @@ func TestLeaseKeepAliveStoreDown(t *testing.T) {
 			return false
 		}
 	})
-	if !errors.Is(err, limiter.ErrLeaseExpired) || !errors.Is(err, store.ErrUnavailable) {
+	if !errors.Is(err, semaphore.ErrLeaseExpired) || !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("KeepAlive stopped with %v, want ErrLeaseExpired wrapping ErrUnavailable", err)
 	}
 	if since, want := mock.Now().Sub(start), l.Deadline().Sub(start); since < want {

@@ -1,4 +1,4 @@
-package limiter_test
+package semaphore_test
 
 import (
 	"bufio"
@@ -18,11 +18,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/internal/redistest"
+	"github.com/ratekit/limiter/semaphore"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -65,8 +65,8 @@ func contend(ctx context.Context, c *redis.Client, prefix string, fair bool) con
 	// A generous per-call timeout: the machine running -race tests may be loaded, and the
 	// facade does not retry a failing store.
 	st := distributed.New(c, distributed.WithPrefix(prefix), distributed.WithTimeout(10*time.Second))
-	sem, err := limiter.NewSemaphore(st, algo.Semaphore{Permits: semPermits, LeaseTTL: 30 * time.Second, Fair: fair},
-		limiter.WithSemaphorePoll(5*time.Millisecond))
+	sem, err := semaphore.New(st, algo.Semaphore{Permits: semPermits, LeaseTTL: 30 * time.Second, Fair: fair},
+		semaphore.WithPoll(5*time.Millisecond))
 	if err != nil {
 		return contendResult{Errors: []string{err.Error()}}
 	}
@@ -214,10 +214,10 @@ func TestSemaphoreHelperProcess(t *testing.T) {
 		// Take every permit, say so, then wait to be killed without releasing anything.
 		opts := []distributed.Option{distributed.WithPrefix(prefix), distributed.WithTimeout(10 * time.Second)}
 		if us, err := strconv.ParseInt(os.Getenv(semEnvClock), 10, 64); err == nil {
-			opts = append(opts, distributed.WithClock(clockx.NewFake(time.UnixMicro(us))))
+			opts = append(opts, distributed.WithClientClock(clockx.NewFake(time.UnixMicro(us))))
 		}
 		ttl, _ := time.ParseDuration(os.Getenv(semEnvTTL))
-		sem, err := limiter.NewSemaphore(distributed.New(c, opts...), algo.Semaphore{Permits: 2, LeaseTTL: ttl, Fair: fair})
+		sem, err := semaphore.New(distributed.New(c, opts...), algo.Semaphore{Permits: 2, LeaseTTL: ttl, Fair: fair})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -295,7 +295,7 @@ func TestSemaphoreKilledHolder(t *testing.T) {
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 
-	sem, err := limiter.NewSemaphore(distributed.New(c, distributed.WithPrefix(prefix), distributed.WithClock(clk),
+	sem, err := semaphore.New(distributed.New(c, distributed.WithPrefix(prefix), distributed.WithClientClock(clk),
 		distributed.WithTimeout(10*time.Second)),
 		algo.Semaphore{Permits: 2, LeaseTTL: ttl, Fair: true})
 	if err != nil {
@@ -333,7 +333,7 @@ func TestSemaphoreKilledHolderServerTime(t *testing.T) {
 	held := time.Now()
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	sem, err := limiter.NewSemaphore(distributed.New(c, distributed.WithPrefix(prefix), distributed.WithTimeout(10*time.Second)),
+	sem, err := semaphore.New(distributed.New(c, distributed.WithPrefix(prefix), distributed.WithTimeout(10*time.Second)),
 		algo.Semaphore{Permits: 2, LeaseTTL: ttl})
 	if err != nil {
 		t.Fatal(err)
@@ -366,7 +366,7 @@ func TestSemaphoreRedisRestartKeepAlive(t *testing.T) {
 	defer cancel()
 	// A dead server refuses connections at once, so the timeout only bounds a loaded machine.
 	st := distributed.New(c, distributed.WithPrefix(semPrefix()), distributed.WithTimeout(5*time.Second))
-	sem, err := limiter.NewSemaphore(st, algo.Semaphore{Permits: 2, LeaseTTL: 3 * time.Second, Fair: true})
+	sem, err := semaphore.New(st, algo.Semaphore{Permits: 2, LeaseTTL: 3 * time.Second, Fair: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +386,7 @@ func TestSemaphoreRedisRestartKeepAlive(t *testing.T) {
 	for i, ch := range chans {
 		select {
 		case err := <-ch:
-			if !errors.Is(err, limiter.ErrLeaseExpired) {
+			if !errors.Is(err, semaphore.ErrLeaseExpired) {
 				t.Errorf("keep-alive %d stopped with %v, want ErrLeaseExpired", i, err)
 			}
 		case <-ctx.Done():

@@ -10,7 +10,7 @@ import (
 // Semaphore is the configuration of a counting semaphore with leases: at most Permits
 // holders at once, each holding its permit for LeaseTTL unless it renews or releases it
 // first. It is not an [Algorithm] (it has no rate); stores that implement
-// store.SemaphoreStore host it, and limiter.NewSemaphore validates it.
+// store.SemaphoreStore host it, and semaphore.New validates it.
 //
 // A holder that crashes keeps its permit only until its lease expires, LeaseTTL after it
 // was granted or last renewed: no process has to notice the crash. Fair selects how free

@@ -79,6 +79,7 @@
 //
 // # Time
 //
-// The store decides what "now" is and the limiter's clock (limiter.WithClock) is what
-// WithWait sleeps on, so tests run the middleware under a clockx.Fake: no real sleeps.
+// The store decides what "now" is and the limiter's clock, by default the store's (or
+// limiter.WithClock), is what WithWait sleeps on, so tests run the middleware over a store
+// on a clockx.Fake: no real sleeps.
 package httplimit

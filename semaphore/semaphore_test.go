@@ -87,7 +87,7 @@ func newLocalSem(t *testing.T, cfg algo.Semaphore, storeClock, semClock clockx.C
 	return sem, ws
 }
 
-func TestNewSemaphoreInvalid(t *testing.T) {
+func TestNewInvalid(t *testing.T) {
 	t.Parallel()
 	st := local.New(local.WithSweepInterval(0))
 	t.Cleanup(func() { _ = st.Close() })
@@ -101,11 +101,11 @@ func TestNewSemaphoreInvalid(t *testing.T) {
 		{nil, good, nil, "store is nil"},
 		{st, algo.Semaphore{LeaseTTL: time.Second}, nil, "Semaphore.Permits"},
 		{st, algo.Semaphore{Permits: 1}, nil, "Semaphore.LeaseTTL"},
-		{st, good, []semaphore.Option{semaphore.WithPoll(0)}, "WithSemaphorePoll"},
+		{st, good, []semaphore.Option{semaphore.WithPoll(0)}, "semaphore.WithPoll"},
 	} {
 		_, err := semaphore.New(tc.s, tc.cfg, tc.opts...)
 		if !errors.Is(err, algo.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("NewSemaphore(%v, %+v) = %v, want ErrInvalidConfig naming %s", tc.s, tc.cfg, err, tc.want)
+			t.Errorf("semaphore.New(%v, %+v) = %v, want ErrInvalidConfig naming %s", tc.s, tc.cfg, err, tc.want)
 		}
 	}
 	if _, err := semaphore.New(st, good, nil, semaphore.WithClock(nil)); err != nil {

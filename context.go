@@ -15,8 +15,9 @@ import (
 // store, when the breaker is open.
 //
 // Cleanup is the exception: giving permits back (Reservation.Cancel, the rollback of a
-// composite, a Wait that gives up) and releasing a lease (package semaphore) still reach the store
-// when the caller's context is done, so that a cancelled caller does not leak what it held.
+// composite, a Wait that gives up) and releasing a lease (package semaphore) still reach
+// the store when the caller's context is done, so that a cancelled caller does not leak
+// what it held.
 
 // cleanupCtx is ctxutil.Cleanup: a done ctx becomes one that is not, with its values, so
 // that a refund made after the caller gave up still reaches the store.

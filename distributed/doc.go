@@ -46,8 +46,8 @@
 // # Time and expiry
 //
 // By default the scripts read the server's TIME, so every client shares one clock and a
-// client whose clock runs fast or slow cannot over-admit. [WithClientClock] makes the store send
-// its own time instead (tests, simulations). Every write sets the keys' PEXPIRE to the
+// client whose clock runs fast or slow cannot over-admit. [WithClientClock] makes the
+// store send a client clock's time instead (tests, simulations). Every write sets the keys' PEXPIRE to the
 // decision's ResetAfter (at least 1 ms), the moment the state equals a fresh one, and a
 // state that is fresh again is deleted, so Redis memory is bounded by the active keys.
 //

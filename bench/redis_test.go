@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +18,7 @@ import (
 	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/distributed"
+	"github.com/ratekit/limiter/internal/benchtest"
 	"github.com/ratekit/limiter/internal/redistest"
 )
 
@@ -57,26 +56,7 @@ var redisKeyList = func() []string {
 
 // runRedis runs call from 64 goroutines over the 10k keys and reports decisions/s.
 func runRedis(b *testing.B, call func(ctx context.Context, key string) error) {
-	var next, failed atomic.Int64
-	var firstErr atomic.Value
-	b.SetParallelism(max(1, redisGoroutines/runtime.GOMAXPROCS(0)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		ctx := context.Background()
-		i := int(next.Add(7919)) // each goroutine starts elsewhere in the key space
-		for pb.Next() {
-			i++
-			if err := call(ctx, redisKeyList[i%redisKeys]); err != nil {
-				failed.Add(1)
-				firstErr.CompareAndSwap(nil, err)
-			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
-	if n := failed.Load(); n > 0 {
-		b.Fatalf("%d of %d calls failed, the first with: %v", n, b.N, firstErr.Load())
-	}
+	benchtest.Decisions(b, redisGoroutines, redisKeyList, call)
 }
 
 // redisClient returns a client of the Redis at addr, emptied first.

@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +18,8 @@ import (
 	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/distributed"
+	"github.com/ratekit/limiter/internal/benchtest"
+	"github.com/ratekit/limiter/internal/redistest"
 )
 
 const (
@@ -31,18 +31,18 @@ const (
 	ceilingRequests = 200_000
 )
 
-// redisAddr is the throw-away server TestMain started (or BENCH_REDIS_ADDR); "" when
-// there is none, and the Redis benchmarks skip.
-var redisAddr string
+// redisAddrEnv names a Redis to use instead of starting one. It must be a throw-away
+// server: the benchmarks FLUSHALL it.
+const redisAddrEnv = "BENCH_REDIS_ADDR"
 
-func TestMain(m *testing.M) {
-	stop, err := startRedis()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench: no Redis, the Redis benchmarks will skip:", err)
+// redisServer returns the address of the Redis the benchmarks of b run against:
+// BENCH_REDIS_ADDR when set, otherwise a redis-server of its own (internal/redistest: a
+// free loopback port, no persistence, killed when b ends; b skips without redis-server).
+func redisServer(b *testing.B) string {
+	if addr := os.Getenv(redisAddrEnv); addr != "" {
+		return addr
 	}
-	code := m.Run()
-	stop()
-	os.Exit(code)
+	return redistest.Start(b).Addr()
 }
 
 // redisKeyList is the shared population of Redis keys.
@@ -56,33 +56,12 @@ var redisKeyList = func() []string {
 
 // runRedis runs call from 64 goroutines over the 10k keys and reports decisions/s.
 func runRedis(b *testing.B, call func(ctx context.Context, key string) error) {
-	var next, failed atomic.Int64
-	var firstErr atomic.Value
-	b.SetParallelism(max(1, redisGoroutines/runtime.GOMAXPROCS(0)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		ctx := context.Background()
-		i := int(next.Add(7919)) // each goroutine starts elsewhere in the key space
-		for pb.Next() {
-			i++
-			if err := call(ctx, redisKeyList[i%redisKeys]); err != nil {
-				failed.Add(1)
-				firstErr.CompareAndSwap(nil, err)
-			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
-	if n := failed.Load(); n > 0 {
-		b.Fatalf("%d of %d calls failed, the first with: %v", n, b.N, firstErr.Load())
-	}
+	benchtest.Decisions(b, redisGoroutines, redisKeyList, call)
 }
 
-func redisClient(b *testing.B) *redis.Client {
-	if redisAddr == "" {
-		b.Skip("no redis-server")
-	}
-	c := redis.NewClient(&redis.Options{Addr: redisAddr, PoolSize: redisGoroutines})
+// redisClient returns a client of the Redis at addr, emptied first.
+func redisClient(b *testing.B, addr string) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: redisGoroutines})
 	b.Cleanup(func() { _ = c.Close() })
 	if err := c.FlushAll(context.Background()).Err(); err != nil {
 		b.Fatal(err)
@@ -92,13 +71,14 @@ func redisClient(b *testing.B) *redis.Client {
 
 // BenchmarkRedis: 64 goroutines, 10k keys, one go-redis client per contender.
 func BenchmarkRedis(b *testing.B) {
+	addr := redisServer(b) // one server for the sub-benchmarks, each of which empties it
 	for _, a := range []algo.Algorithm{
 		algo.TokenBucket{Rate: redisRate, Burst: redisBurst},
 		algo.GCRA{Rate: redisRate, Burst: redisBurst},
 		algo.SlidingWindowLog{Limit: redisBurst, Window: time.Second},
 	} {
 		b.Run("ratekit-"+a.Name(), func(b *testing.B) {
-			s := distributed.New(redisClient(b), distributed.WithPrefix("bench:"))
+			s := distributed.New(redisClient(b, addr), distributed.WithPrefix("bench:"))
 			l, err := limiter.New(s, a)
 			if err != nil {
 				b.Fatal(err)
@@ -112,7 +92,7 @@ func BenchmarkRedis(b *testing.B) {
 	// The token bucket again with WithBatching (its defaults): the concurrent calls of the
 	// 64 goroutines share pipelines instead of taking a round trip each.
 	b.Run("ratekit-token-bucket-batched", func(b *testing.B) {
-		s := distributed.New(redisClient(b), distributed.WithPrefix("bench:"),
+		s := distributed.New(redisClient(b, addr), distributed.WithPrefix("bench:"),
 			distributed.WithBatching(distributed.Batching{}))
 		b.Cleanup(func() { _ = s.Close() })
 		l, err := limiter.New(s, algo.TokenBucket{Rate: redisRate, Burst: redisBurst})
@@ -125,7 +105,7 @@ func BenchmarkRedis(b *testing.B) {
 		})
 	})
 	b.Run("redis_rate-gcra", func(b *testing.B) {
-		l := redis_rate.NewLimiter(redisClient(b))
+		l := redis_rate.NewLimiter(redisClient(b, addr))
 		lim := redis_rate.Limit{Rate: redisRate, Burst: redisBurst, Period: time.Second}
 		runRedis(b, func(ctx context.Context, key string) error {
 			_, err := l.Allow(ctx, key, lim)
@@ -133,7 +113,7 @@ func BenchmarkRedis(b *testing.B) {
 		})
 	})
 	b.Run("ulule-redis", func(b *testing.B) {
-		st, err := ulredis.NewStoreWithOptions(redisClient(b), ulule.StoreOptions{Prefix: "ulule"})
+		st, err := ulredis.NewStoreWithOptions(redisClient(b, addr), ulule.StoreOptions{Prefix: "ulule"})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -143,15 +123,15 @@ func BenchmarkRedis(b *testing.B) {
 			return err
 		})
 	})
-	b.Run("redis-benchmark-evalsha-ceiling", benchCeiling)
+	b.Run("redis-benchmark-evalsha-ceiling", func(b *testing.B) { benchCeiling(b, addr) })
 }
 
 // benchCeiling runs redis-benchmark -c 64 -n 200000 -r 10000 with the EVALSHA of our
 // token-bucket script, as distributed/testdata/bench-evalsha.sh does: the one-round-trip
 // ceiling with no Go client in the way. It runs once whatever b.N is and reports
 // redis-benchmark's requests per second (and ns/op as its inverse).
-func benchCeiling(b *testing.B) {
-	c := redisClient(b)
+func benchCeiling(b *testing.B, addr string) {
+	c := redisClient(b, addr)
 	if _, err := exec.LookPath("redis-benchmark"); err != nil {
 		b.Skip("no redis-benchmark")
 	}
@@ -160,7 +140,7 @@ func benchCeiling(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	host, port := splitAddr(redisAddr)
+	host, port := splitAddr(addr)
 	out, err := exec.Command("redis-benchmark", "-h", host, "-p", port,
 		"-c", strconv.Itoa(redisGoroutines), "-n", strconv.Itoa(ceilingRequests), "-r", strconv.Itoa(redisKeys),
 		"--csv", "EVALSHA", sha, "1", "bench:{user:__rand_int__}:tb", "apply", "", "1", "0",

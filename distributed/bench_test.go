@@ -3,9 +3,7 @@ package distributed_test
 import (
 	"context"
 	"os"
-	"runtime"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +11,7 @@ import (
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/distributed"
+	"github.com/ratekit/limiter/internal/benchtest"
 	"github.com/ratekit/limiter/internal/redistest"
 )
 
@@ -61,24 +60,8 @@ func BenchmarkApply(b *testing.B) {
 // benchApply runs Apply on s from benchGoroutines goroutines over keys and reports
 // decisions per second.
 func benchApply(b *testing.B, s *distributed.Store, keys []string, a algo.Algorithm) {
-	var next, failed atomic.Int64
-	var firstErr atomic.Value
-	b.SetParallelism(max(1, benchGoroutines/runtime.GOMAXPROCS(0)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		ctx := context.Background()
-		i := int(next.Add(7919)) // each goroutine starts elsewhere in the key space
-		for pb.Next() {
-			i++
-			if _, err := s.Apply(ctx, keys[i%len(keys)], a, algo.Request{N: 1}); err != nil {
-				failed.Add(1)
-				firstErr.CompareAndSwap(nil, err)
-			}
-		}
+	benchtest.Decisions(b, benchGoroutines, keys, func(ctx context.Context, key string) error {
+		_, err := s.Apply(ctx, key, a, algo.Request{N: 1})
+		return err
 	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
-	if n := failed.Load(); n > 0 {
-		b.Fatalf("%d of %d calls failed, the first with: %v", n, b.N, firstErr.Load())
-	}
 }

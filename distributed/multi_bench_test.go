@@ -3,9 +3,7 @@ package distributed_test
 import (
 	"context"
 	"os"
-	"runtime"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +11,7 @@ import (
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/distributed"
+	"github.com/ratekit/limiter/internal/benchtest"
 	"github.com/ratekit/limiter/internal/redistest"
 )
 
@@ -57,24 +56,7 @@ func BenchmarkApplyAll(b *testing.B) {
 		}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			var next, failed atomic.Int64
-			b.SetParallelism(max(1, benchGoroutines/runtime.GOMAXPROCS(0)))
-			b.ReportAllocs()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				ctx := context.Background()
-				i := int(next.Add(7919))
-				for pb.Next() {
-					i++
-					if err := bc.call(ctx, keys[i%benchKeys]); err != nil {
-						failed.Add(1)
-					}
-				}
-			})
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
-			if n := failed.Load(); n > 0 {
-				b.Fatalf("%d of %d calls failed", n, b.N)
-			}
+			benchtest.Decisions(b, benchGoroutines, keys, bc.call)
 		})
 	}
 }

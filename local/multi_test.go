@@ -15,6 +15,10 @@ import (
 	"github.com/ratekit/limiter/store"
 )
 
+// multiRuleSets are the composites of these tests, tuned to their timelines (the steps of
+// TestApplyAllMatchesModel, the denials of TestApplyAllDenialLeavesStatesUntouched). The
+// distributed tests have their own at the millisecond scale of their Redis timelines, with
+// more sets: the same names, other rules, not a copy.
 func multiRuleSets() map[string][]algo.Algorithm {
 	return map[string][]algo.Algorithm{
 		"windows": {

@@ -103,22 +103,6 @@ func clean(v float64) float64 {
 	return v
 }
 
-// niceStep returns the smallest of 1, 2, 5 × 10^k that cuts [0, span] into at most ticks
-// steps (1 for an empty span).
-func niceStep(span float64, ticks int) float64 {
-	if !(span > 0) {
-		return 1
-	}
-	raw := span / float64(ticks)
-	mag := math.Pow(10, math.Floor(math.Log10(raw)))
-	for _, m := range []float64{1, 2, 5, 10} {
-		if m*mag >= raw*(1-1e-9) {
-			return m * mag
-		}
-	}
-	return 10 * mag
-}
-
 // formatNumber prints a tick value without useless digits.
 func formatNumber(v float64) string {
 	return strconv.FormatFloat(v, 'f', -1, 64)

@@ -7,7 +7,7 @@
 // arrive open-loop: a request granted with a wait (wait mode, Config.MaxWait > 0) does not
 // hold back the ones after it, as with many independent clients.
 //
-// A [Chart] is drawn with the standard library only, as an SVG document ([Chart.WriteSVG]:
+// A [Chart] is drawn as an SVG document by internal/chart ([Chart.WriteSVG]:
 // axes, grid, a title wrapped to the width, a legend, one step line per series; from four
 // series on, one panel per series) or as plain text ([Chart.WriteASCII]).
 package sim

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ratekit/limiter/internal/chart"
 )
 
 // attr returns the value of the attribute name of e, "" if it has none.
@@ -124,11 +126,11 @@ func TestWriteSVGLayout(t *testing.T) {
 				switch e.Name.Local {
 				case "text":
 					x, y := num(t, attr(e.StartElement, "x")), num(t, attr(e.StartElement, "y"))
-					size, bold := float64(fontSize), attr(e.StartElement, "font-weight") == "bold"
+					size, bold := float64(chart.FontSize), attr(e.StartElement, "font-weight") == "bold"
 					if attr(e.StartElement, "font-size") != "" {
 						size = num(t, attr(e.StartElement, "font-size"))
 					}
-					tw := textWidth(e.text, size, bold)
+					tw := chart.TextWidth(e.text, size, bold)
 					left := x
 					switch attr(e.StartElement, "text-anchor") {
 					case "middle":
@@ -200,24 +202,5 @@ func TestWriteSVGLayout(t *testing.T) {
 				t.Errorf("%d panels, want %d", len(panels), m)
 			}
 		})
-	}
-}
-
-func TestWrapText(t *testing.T) {
-	t.Parallel()
-	s := "base rate 10/s for 20s; limit=10, window=1s, rate=10/s, burst=20, capacity=20, max-burst=2s, warmup=2s, cold-factor=3; allow mode"
-	for _, width := range []float64{100, 300, 848, 5000} {
-		lines := wrapText(s, width, fontSize, false)
-		if got := strings.Join(lines, " "); got != s {
-			t.Errorf("width %v: lines %q do not join back to the text", width, lines)
-		}
-		for _, l := range lines {
-			if textWidth(l, fontSize, false) > width && strings.Contains(l, " ") {
-				t.Errorf("width %v: line %q is wider (%.0f)", width, l, textWidth(l, fontSize, false))
-			}
-		}
-	}
-	if got := wrapText("", 100, fontSize, false); got != nil {
-		t.Errorf("wrapText(\"\") = %q, want no line", got)
 	}
 }

@@ -18,9 +18,7 @@ var algorithms = []func(p params) algo.Algorithm{
 	func(p params) algo.Algorithm { return algo.TokenBucket{Rate: p.rate, Burst: p.burst} },
 	func(p params) algo.Algorithm { return algo.LeakyBucket{Rate: p.rate, Capacity: p.burst} },
 	func(p params) algo.Algorithm { return algo.GCRA{Rate: p.rate, Burst: p.burst} },
-	func(p params) algo.Algorithm {
-		return algo.SmoothBursty{Rate: p.rate, MaxBurstSeconds: float64(p.burst) / p.rate}
-	},
+	func(p params) algo.Algorithm { return algo.SmoothBursty{Rate: p.rate, MaxBurstSeconds: p.burstSecs} },
 	func(p params) algo.Algorithm { return algo.SmoothWarmingUp{Rate: p.rate, Warmup: p.warmup} },
 }
 
@@ -32,6 +30,8 @@ type params struct {
 	limit  int64 // permits per window; --limit, else rate × window rounded
 	window time.Duration
 	warmup time.Duration
+
+	burstSecs float64 // set by build: burst / rate, the seconds of unused rate smooth-bursty saves up
 }
 
 // algorithmNames lists the table's names, in its order.
@@ -76,6 +76,7 @@ func (f algoFlags) build(name string) (algo.Algorithm, error) {
 	if p.limit == 0 {
 		p.limit = max(1, int64(math.Round(f.rate*f.window.Seconds())))
 	}
+	p.burstSecs = float64(p.burst) / p.rate
 	var a algo.Algorithm
 	for _, mk := range algorithms {
 		if c := mk(p); c.Name() == name {

@@ -91,7 +91,8 @@ func (s *slidingLogState) CloneState() State {
 	return &c
 }
 
-// Script returns the Lua twin of SlidingWindowLog: a hash {total} at KEYS[1] and the list of "T:N" entries, oldest first, at KEYS[2] (the state key followed by ":log").
+// Script returns the Lua twin of SlidingWindowLog: a hash {total} at KEYS[1] and the list
+// of "T:N" entries, oldest first, at KEYS[2] (the state key followed by ":log").
 func (SlidingWindowLog) Script() *Script { return slidingWindowLogScript }
 
 // AppendArgs appends Limit and the Window in µs.

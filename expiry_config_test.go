@@ -136,15 +136,11 @@ func TestConfigChangeAfterExpiry(t *testing.T) {
 	}
 }
 
-// limitOf is the most a bucket grants at once.
+// limitOf is the most a rule grants at once: its Quota's Limit.
 func limitOf(a algo.Algorithm) int64 {
-	switch c := a.(type) {
-	case algo.TokenBucket:
-		return c.Burst
-	case algo.LeakyBucket:
-		return c.Capacity
-	case algo.GCRA:
-		return c.Burst
+	q, ok := algo.QuotaOf(a)
+	if !ok {
+		panic(fmt.Sprintf("limitOf: %T has no Quota", a))
 	}
-	panic(fmt.Sprintf("limitOf: %T", a))
+	return q.Limit
 }

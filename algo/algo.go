@@ -93,6 +93,11 @@ type State any
 // Transitions never panic and never create permits when now goes backwards: an earlier now
 // is answered at least as strictly as the latest instant the state has seen (the buckets
 // treat it as that instant).
+//
+// Beside these methods an algorithm may implement [Scripted] (a Lua twin, which the Redis
+// store requires) and [Quoter] (its limit and window, for headers and tests), and its
+// states [StateCloner] (copies, for applying several rules at once) and [ConfigCarrier].
+// Every algorithm of this package implements all that apply.
 type Algorithm interface {
 	// Name is the algorithm's kebab-case name, for example "token-bucket".
 	Name() string
@@ -113,16 +118,6 @@ type Algorithm interface {
 	// it never share their instants with a new one.
 	Refund(s State, now int64, n int64, at int64)
 }
-
-// Compile-time checks: every config struct is an Algorithm by value.
-var (
-	_ Algorithm = FixedWindow{}
-	_ Algorithm = SlidingWindowLog{}
-	_ Algorithm = SlidingWindowCounter{}
-	_ Algorithm = TokenBucket{}
-	_ Algorithm = LeakyBucket{}
-	_ Algorithm = GCRA{}
-)
 
 // seconds converts an elapsed time in µs to seconds the way time.Duration.Seconds does for
 // the same span in nanoseconds, so token arithmetic matches golang.org/x/time/rate bit for

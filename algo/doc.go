@@ -19,7 +19,14 @@
 //
 // [Named] gives an algorithm a state slot of its own, so that two rules of one algorithm
 // (say two TokenBuckets of different rates) can limit the same key side by side;
-// [CloneState] copies a state, which lets a store apply several rules all or nothing.
+// [CloneState] copies a state, which lets a store apply several rules all or nothing;
+// [QuotaOf] states a rule's [Quota] (its limit and the span over which it earns it back),
+// which describes it to clients without knowing its type.
+//
+// Each algorithm lives in one Go file and its Lua twin beside it (token_bucket.go and
+// token_bucket.lua): the config, the state and its CloneState, the transitions, the embedded
+// script with its argument encoding, and the Quota. docs/algorithms.md ("Adding an
+// algorithm") lists what a new one touches.
 //
 // # Units and conventions
 //

@@ -1,6 +1,7 @@
 package algo
 
 import (
+	_ "embed" // the Lua twin
 	"fmt"
 	"time"
 )
@@ -23,6 +24,25 @@ type fixedWindowState struct {
 	win   int64 // index of the tail window
 	count int64 // permits granted in it
 }
+
+// fixedWindowLua is the Lua twin, run after prelude.lua (see Script).
+//
+//go:embed fixed_window.lua
+var fixedWindowLua string
+
+// The script is built once: Script returns the same pointer on every call, so a store can
+// key its cache of loaded SHA1s by it. The slot names are interned (see slotCache).
+var (
+	fixedWindowScript = newScript(FixedWindow{}.Name(), fixedWindowLua)
+	fixedWindowSlots  = slotCache{prefix: "fw:"}
+)
+
+// Compile-time checks: FixedWindow has a Lua twin and a Quota, and its state copies itself.
+var (
+	_ Scripted    = FixedWindow{}
+	_ Quoter      = FixedWindow{}
+	_ StateCloner = (*fixedWindowState)(nil)
+)
 
 // Name returns "fixed-window".
 func (FixedWindow) Name() string { return "fixed-window" }
@@ -47,6 +67,23 @@ func (c FixedWindow) String() string {
 
 // NewState returns the state of a key with no grants.
 func (FixedWindow) NewState() State { return &fixedWindowState{} }
+
+// CloneState returns a deep copy of the state.
+func (s *fixedWindowState) CloneState() State {
+	c := *s
+	return &c
+}
+
+// Script returns the Lua twin of FixedWindow: one hash {win, count} at KEYS[1].
+func (FixedWindow) Script() *Script { return fixedWindowScript }
+
+// AppendArgs appends Limit and the Window in µs.
+func (c FixedWindow) AppendArgs(args []any) []any {
+	return append(args, c.Limit, micros(c.Window))
+}
+
+// Quota returns Limit per Window.
+func (c FixedWindow) Quota() Quota { return Quota{Limit: c.Limit, Window: c.Window} }
 
 // Apply grants req.N in the current window if it fits, else (with MaxWait) in the next.
 func (c FixedWindow) Apply(st State, now int64, req Request) Decision {

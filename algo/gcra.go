@@ -1,6 +1,7 @@
 package algo
 
 import (
+	_ "embed" // the Lua twin
 	"fmt"
 	"math"
 )
@@ -37,6 +38,22 @@ type gcraState struct {
 	burst int64   // the Burst tat was written under; 0 (keys of older versions): the current one
 }
 
+// gcraLua is the Lua twin, run after prelude.lua (see Script).
+//
+//go:embed gcra.lua
+var gcraLua string
+
+// The script is built once: Script returns the same pointer on every call, so a store can
+// key its cache of loaded SHA1s by it.
+var gcraScript = newScript(GCRA{}.Name(), gcraLua)
+
+// Compile-time checks: GCRA has a Lua twin and a Quota, and its state copies itself.
+var (
+	_ Scripted    = GCRA{}
+	_ Quoter      = GCRA{}
+	_ StateCloner = (*gcraState)(nil)
+)
+
 // Name returns "gcra".
 func (GCRA) Name() string { return "gcra" }
 
@@ -69,6 +86,23 @@ func (c GCRA) String() string { return fmt.Sprintf("gcra(rate=%g/s, burst=%d)", 
 
 // NewState returns the state of an idle key.
 func (GCRA) NewState() State { return &gcraState{} }
+
+// CloneState returns a deep copy of the state.
+func (s *gcraState) CloneState() State {
+	c := *s
+	return &c
+}
+
+// Script returns the Lua twin of GCRA: one hash {tat, act, iv, rb, last, burst} at KEYS[1].
+func (GCRA) Script() *Script { return gcraScript }
+
+// AppendArgs appends Rate (formatted with %.17g) and Burst.
+func (c GCRA) AppendArgs(args []any) []any {
+	return append(args, formatFloat(c.Rate), c.Burst)
+}
+
+// Quota returns Burst per Burst/Rate seconds.
+func (c GCRA) Quota() Quota { return Quota{Limit: c.Burst, Window: spanOf(float64(c.Burst) / c.Rate)} }
 
 // interval is the emission interval in whole µs: 1e6/Rate rounded up, so that GCRA never
 // admits more than Rate.

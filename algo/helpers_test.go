@@ -51,23 +51,13 @@ func runSteps(t *testing.T, a algo.Algorithm, steps []step) {
 	}
 }
 
-// limitOf is the Decision.Limit of a.
+// limitOf is the Decision.Limit of a: its Quota's Limit.
 func limitOf(a algo.Algorithm) int64 {
-	switch c := a.(type) {
-	case algo.FixedWindow:
-		return c.Limit
-	case algo.SlidingWindowLog:
-		return c.Limit
-	case algo.SlidingWindowCounter:
-		return c.Limit
-	case algo.TokenBucket:
-		return c.Burst
-	case algo.LeakyBucket:
-		return c.Capacity
-	case algo.GCRA:
-		return c.Burst
+	q, ok := algo.QuotaOf(a)
+	if !ok {
+		panic(fmt.Sprintf("no Quota: %T", a))
 	}
-	panic(fmt.Sprintf("unknown algorithm %T", a))
+	return q.Limit
 }
 
 // windowOf is the window length in µs of a window algorithm, 0 for the others.

@@ -1,6 +1,9 @@
 package algo
 
-import "fmt"
+import (
+	_ "embed" // the Lua twin
+	"fmt"
+)
 
 // LeakyBucket is a bucket of Capacity units that leaks Rate units per second; a request for
 // N pours N units in. It is used two ways:
@@ -25,6 +28,22 @@ type leakyBucketState struct {
 	rate  float64 // the Rate of the last write; 0 (keys of older versions): the current one
 }
 
+// leakyBucketLua is the Lua twin, run after prelude.lua (see Script).
+//
+//go:embed leaky_bucket.lua
+var leakyBucketLua string
+
+// The script is built once: Script returns the same pointer on every call, so a store can
+// key its cache of loaded SHA1s by it.
+var leakyBucketScript = newScript(LeakyBucket{}.Name(), leakyBucketLua)
+
+// Compile-time checks: LeakyBucket has a Lua twin and a Quota, and its state copies itself.
+var (
+	_ Scripted    = LeakyBucket{}
+	_ Quoter      = LeakyBucket{}
+	_ StateCloner = (*leakyBucketState)(nil)
+)
+
 // Name returns "leaky-bucket".
 func (LeakyBucket) Name() string { return "leaky-bucket" }
 
@@ -46,6 +65,25 @@ func (c LeakyBucket) String() string {
 
 // NewState returns an empty bucket.
 func (LeakyBucket) NewState() State { return &leakyBucketState{} }
+
+// CloneState returns a deep copy of the state.
+func (s *leakyBucketState) CloneState() State {
+	c := *s
+	return &c
+}
+
+// Script returns the Lua twin of LeakyBucket: one hash {level, last, act, rate} at KEYS[1].
+func (LeakyBucket) Script() *Script { return leakyBucketScript }
+
+// AppendArgs appends Rate (formatted with %.17g) and Capacity.
+func (c LeakyBucket) AppendArgs(args []any) []any {
+	return append(args, formatFloat(c.Rate), c.Capacity)
+}
+
+// Quota returns Capacity per the time Rate takes to drain it (Capacity/Rate seconds).
+func (c LeakyBucket) Quota() Quota {
+	return Quota{Limit: c.Capacity, Window: spanOf(float64(c.Capacity) / c.Rate)}
+}
 
 // leak is the rate at which s drains until its next write: the lower of Rate and the rate
 // s was written under, as TokenBucket.refill (a rate change never lets more in than if it

@@ -111,8 +111,8 @@ func (n named) Refund(s State, now int64, k int64, at int64) {
 	}
 }
 
-// Unwrap returns the inner algorithm, so that code looking for a config struct (HTTP
-// headers describing the policy, for example) can find it.
+// Unwrap returns the inner algorithm, so that code looking for what it implements (QuotaOf,
+// for example) can find it.
 func (n named) Unwrap() Algorithm { return n.a }
 
 // RuleName returns the name given to Named.

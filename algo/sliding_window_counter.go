@@ -1,6 +1,7 @@
 package algo
 
 import (
+	_ "embed" // the Lua twin
 	"fmt"
 	"time"
 )
@@ -33,6 +34,25 @@ type slidingCounterState struct {
 	prev  int64 // count of window win-1
 }
 
+// slidingWindowCounterLua is the Lua twin, run after prelude.lua (see Script).
+//
+//go:embed sliding_window_counter.lua
+var slidingWindowCounterLua string
+
+// The script is built once: Script returns the same pointer on every call, so a store can
+// key its cache of loaded SHA1s by it. The slot names are interned (see slotCache).
+var (
+	slidingWindowCounterScript = newScript(SlidingWindowCounter{}.Name(), slidingWindowCounterLua)
+	slidingCounterSlots        = slotCache{prefix: "sc:"}
+)
+
+// Compile-time checks: SlidingWindowCounter has a Lua twin and a Quota, and its state copies itself.
+var (
+	_ Scripted    = SlidingWindowCounter{}
+	_ Quoter      = SlidingWindowCounter{}
+	_ StateCloner = (*slidingCounterState)(nil)
+)
+
 // Name returns "sliding-counter".
 func (SlidingWindowCounter) Name() string { return "sliding-counter" }
 
@@ -58,6 +78,23 @@ func (c SlidingWindowCounter) String() string {
 
 // NewState returns the state of a key with no grants.
 func (SlidingWindowCounter) NewState() State { return &slidingCounterState{} }
+
+// CloneState returns a deep copy of the state.
+func (s *slidingCounterState) CloneState() State {
+	c := *s
+	return &c
+}
+
+// Script returns the Lua twin of SlidingWindowCounter: one hash {win, curr, prev} at KEYS[1].
+func (SlidingWindowCounter) Script() *Script { return slidingWindowCounterScript }
+
+// AppendArgs appends Limit and the Window in µs.
+func (c SlidingWindowCounter) AppendArgs(args []any) []any {
+	return append(args, c.Limit, micros(c.Window))
+}
+
+// Quota returns Limit per Window.
+func (c SlidingWindowCounter) Quota() Quota { return Quota{Limit: c.Limit, Window: c.Window} }
 
 // view returns the counters as seen from window cur: shifted forward when cur is later
 // than the state's window; a state in a future window (reservations) is kept as it is.

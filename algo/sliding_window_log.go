@@ -1,7 +1,9 @@
 package algo
 
 import (
+	_ "embed" // the Lua twin
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -34,6 +36,28 @@ type slidingLogState struct {
 	total   int64
 }
 
+// logKeySuffix names the list that holds a sliding log's entries, beside its hash.
+const logKeySuffix = ":log"
+
+// slidingWindowLogLua is the Lua twin, run after prelude.lua (see Script).
+//
+//go:embed sliding_window_log.lua
+var slidingWindowLogLua string
+
+// The script is built once: Script returns the same pointer on every call, so a store can
+// key its cache of loaded SHA1s by it. The slot names are interned (see slotCache).
+var (
+	slidingWindowLogScript = newScript(SlidingWindowLog{}.Name(), slidingWindowLogLua, logKeySuffix)
+	slidingLogSlots        = slotCache{prefix: "sl:"}
+)
+
+// Compile-time checks: SlidingWindowLog has a Lua twin and a Quota, and its state copies itself.
+var (
+	_ Scripted    = SlidingWindowLog{}
+	_ Quoter      = SlidingWindowLog{}
+	_ StateCloner = (*slidingLogState)(nil)
+)
+
 // Name returns "sliding-log".
 func (SlidingWindowLog) Name() string { return "sliding-log" }
 
@@ -59,6 +83,25 @@ func (c SlidingWindowLog) String() string {
 
 // NewState returns an empty log.
 func (SlidingWindowLog) NewState() State { return &slidingLogState{} }
+
+// CloneState returns a deep copy of the state.
+func (s *slidingLogState) CloneState() State {
+	c := *s
+	c.entries = slices.Clone(s.entries) // an exact copy, head and reused prefix included
+	return &c
+}
+
+// Script returns the Lua twin of SlidingWindowLog: a hash {total} at KEYS[1] and the list
+// of "T:N" entries, oldest first, at KEYS[2] (the state key followed by ":log").
+func (SlidingWindowLog) Script() *Script { return slidingWindowLogScript }
+
+// AppendArgs appends Limit and the Window in µs.
+func (c SlidingWindowLog) AppendArgs(args []any) []any {
+	return append(args, c.Limit, micros(c.Window))
+}
+
+// Quota returns Limit per Window.
+func (c SlidingWindowLog) Quota() Quota { return Quota{Limit: c.Limit, Window: c.Window} }
 
 // live returns the index of the first entry that still counts at now and the sum of the
 // entries from there on. It leaves s alone: a denial writes nothing, because forgetting

@@ -48,9 +48,3 @@ func lenOf(m *map[int64]string) int {
 	}
 	return len(*m)
 }
-
-var (
-	fixedWindowSlots    = slotCache{prefix: "fw:"}
-	slidingLogSlots     = slotCache{prefix: "sl:"}
-	slidingCounterSlots = slotCache{prefix: "sc:"}
-)

@@ -1,6 +1,7 @@
 package algo
 
 import (
+	_ "embed" // the Lua twins' shared part
 	"fmt"
 	"math"
 )
@@ -62,6 +63,29 @@ type smoothState struct {
 	next   int64        // nextFreeTicketMicros, µs since the Unix epoch
 	cfg    smoothConfig // the config the state was last brought up to date with
 }
+
+// smoothLua is what both Lua twins share, as this file is for the Go transitions: each
+// script is prelude.lua, then smooth.lua, then the algorithm's own file.
+//
+//go:embed smooth.lua
+var smoothLua string
+
+// Compile-time checks: the smooth state copies itself and carries itself across a change
+// of config.
+var (
+	_ StateCloner   = (*smoothState)(nil)
+	_ ConfigCarrier = (*smoothState)(nil)
+)
+
+// CloneState returns a deep copy of the state.
+func (s *smoothState) CloneState() State {
+	c := *s
+	return &c
+}
+
+// CarriesConfig returns true: the state records its config and a request under another one
+// applies the change as Guava's setRate does, so a store keeps the state across it.
+func (s *smoothState) CarriesConfig() bool { return true }
 
 // params computes Guava's derived quantities. The special cases are those of a +Inf rate
 // (stable interval 0: every permit is free) and of a warm-up of 0 µs, whose maxPermits is

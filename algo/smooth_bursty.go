@@ -1,6 +1,7 @@
 package algo
 
 import (
+	_ "embed" // the Lua twin
 	"fmt"
 	"math"
 )
@@ -57,6 +58,21 @@ type SmoothBursty struct {
 	MaxBurstSeconds float64 // seconds of unused rate saved up as stored permits; 0 means 1, else in (0, 1e9]
 }
 
+// smoothBurstyLua is the Lua twin, run after prelude.lua and smooth.lua (see Script).
+//
+//go:embed smooth_bursty.lua
+var smoothBurstyLua string
+
+// The script is built once: Script returns the same pointer on every call, so a store can
+// key its cache of loaded SHA1s by it.
+var smoothBurstyScript = newScript(SmoothBursty{}.Name(), smoothLua+"\n"+smoothBurstyLua)
+
+// Compile-time checks: SmoothBursty has a Lua twin and a Quota.
+var (
+	_ Scripted = SmoothBursty{}
+	_ Quoter   = SmoothBursty{}
+)
+
 // Name returns "smooth-bursty".
 func (SmoothBursty) Name() string { return "smooth-bursty" }
 
@@ -83,6 +99,23 @@ func (c SmoothBursty) String() string {
 
 // NewState returns the state of a key never seen: empty, created at its first request.
 func (SmoothBursty) NewState() State { return &smoothState{} }
+
+// Script returns the Lua twin of SmoothBursty: one hash {stored, next, rate, burst} at KEYS[1].
+func (SmoothBursty) Script() *Script { return smoothBurstyScript }
+
+// AppendArgs appends Rate and MaxBurstSeconds (0 sent as 1), formatted with %.17g (a +Inf
+// rate as "+Inf", which the script's tonumber reads as infinity).
+func (c SmoothBursty) AppendArgs(args []any) []any {
+	n := c.config()
+	return append(args, formatFloat(n.rate), formatFloat(n.burst))
+}
+
+// Quota returns the Limit of its decisions (ceil(maxPermits), 2^53 at a +Inf rate)
+// per MaxBurstSeconds (0 is 1): the permits a key saves up while idle for that long.
+func (c SmoothBursty) Quota() Quota {
+	n := c.config()
+	return Quota{Limit: n.params().limit(), Window: spanOf(n.burst)}
+}
 
 // Apply answers req as Guava's tryAcquire(N, MaxWait) (acquire(N) for Forever) at now.
 func (c SmoothBursty) Apply(st State, now int64, req Request) Decision {

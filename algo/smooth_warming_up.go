@@ -1,6 +1,7 @@
 package algo
 
 import (
+	_ "embed" // the Lua twin
 	"fmt"
 	"time"
 )
@@ -44,6 +45,21 @@ type SmoothWarmingUp struct {
 	ColdFactor float64       // coldInterval / stableInterval; 0 means 3, else in [1, 1e6]
 }
 
+// smoothWarmingUpLua is the Lua twin, run after prelude.lua and smooth.lua (see Script).
+//
+//go:embed smooth_warming_up.lua
+var smoothWarmingUpLua string
+
+// The script is built once: Script returns the same pointer on every call, so a store can
+// key its cache of loaded SHA1s by it.
+var smoothWarmingUpScript = newScript(SmoothWarmingUp{}.Name(), smoothLua+"\n"+smoothWarmingUpLua)
+
+// Compile-time checks: SmoothWarmingUp has a Lua twin and a Quota.
+var (
+	_ Scripted = SmoothWarmingUp{}
+	_ Quoter   = SmoothWarmingUp{}
+)
+
 // Name returns "smooth-warmup".
 func (SmoothWarmingUp) Name() string { return "smooth-warmup" }
 
@@ -76,6 +92,23 @@ func (c SmoothWarmingUp) String() string {
 
 // NewState returns the state of a key never seen: cold, created at its first request.
 func (SmoothWarmingUp) NewState() State { return &smoothState{} }
+
+// Script returns the Lua twin of SmoothWarmingUp: one hash {stored, next, rate, warmup,
+// cold} at KEYS[1].
+func (SmoothWarmingUp) Script() *Script { return smoothWarmingUpScript }
+
+// AppendArgs appends Rate (%.17g, +Inf as "+Inf"), Warmup in whole µs and ColdFactor (0
+// sent as 3, %.17g).
+func (c SmoothWarmingUp) AppendArgs(args []any) []any {
+	n := c.config()
+	return append(args, formatFloat(n.rate), n.warmup, formatFloat(n.cold))
+}
+
+// Quota returns the Limit of its decisions (ceil(maxPermits), 2^53 at a +Inf rate)
+// with no Window: the rate at which a key earns permits depends on how warm it is.
+func (c SmoothWarmingUp) Quota() Quota {
+	return Quota{Limit: c.config().params().limit()}
+}
 
 // Apply answers req as Guava's tryAcquire(N, MaxWait) (acquire(N) for Forever) at now.
 func (c SmoothWarmingUp) Apply(st State, now int64, req Request) Decision {

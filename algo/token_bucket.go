@@ -1,6 +1,7 @@
 package algo
 
 import (
+	_ "embed" // the Lua twin
 	"fmt"
 	"math"
 )
@@ -24,6 +25,22 @@ type tokenBucketState struct {
 	rate   float64 // the Rate of the last write; 0 (keys of older versions): the current one
 }
 
+// tokenBucketLua is the Lua twin, run after prelude.lua (see Script).
+//
+//go:embed token_bucket.lua
+var tokenBucketLua string
+
+// The script is built once: Script returns the same pointer on every call, so a store can
+// key its cache of loaded SHA1s by it.
+var tokenBucketScript = newScript(TokenBucket{}.Name(), tokenBucketLua)
+
+// Compile-time checks: TokenBucket has a Lua twin and a Quota, and its state copies itself.
+var (
+	_ Scripted    = TokenBucket{}
+	_ Quoter      = TokenBucket{}
+	_ StateCloner = (*tokenBucketState)(nil)
+)
+
 // Name returns "token-bucket".
 func (TokenBucket) Name() string { return "token-bucket" }
 
@@ -45,6 +62,25 @@ func (c TokenBucket) String() string {
 
 // NewState returns a full bucket.
 func (TokenBucket) NewState() State { return &tokenBucketState{} }
+
+// CloneState returns a deep copy of the state.
+func (s *tokenBucketState) CloneState() State {
+	c := *s
+	return &c
+}
+
+// Script returns the Lua twin of TokenBucket: one hash {tokens, last, act, rb, rate} at KEYS[1].
+func (TokenBucket) Script() *Script { return tokenBucketScript }
+
+// AppendArgs appends Rate (formatted with %.17g) and Burst.
+func (c TokenBucket) AppendArgs(args []any) []any {
+	return append(args, formatFloat(c.Rate), c.Burst)
+}
+
+// Quota returns Burst per the time Rate takes to refill it (Burst/Rate seconds).
+func (c TokenBucket) Quota() Quota {
+	return Quota{Limit: c.Burst, Window: spanOf(float64(c.Burst) / c.Rate)}
+}
 
 // refill is the rate at which s refills until its next write: the lower of Rate and the
 // rate s was written under. A store cannot touch every key when the rate changes, so a key

@@ -52,13 +52,13 @@
 //   - q (quota) is Decision.Limit: FixedWindow, SlidingWindowLog and
 //     SlidingWindowCounter Limit, TokenBucket and GCRA Burst, LeakyBucket Capacity,
 //     SmoothBursty Rate × MaxBurstSeconds rounded up.
-//   - w (window, seconds) is the span over which the algorithm grants q from a fresh
-//     start: Window for the window algorithms; Burst / Rate for TokenBucket and GCRA;
-//     Capacity / Rate for LeakyBucket; MaxBurstSeconds for SmoothBursty. It is rounded
-//     up to whole seconds, at least 1 (the draft has no sub-second windows), so the
-//     advertised rate q/w is never above the real one. SmoothWarmingUp,
-//     whose rate depends on how warm it is, and algorithms from outside package algo get
-//     no w (the parameter is optional).
+//   - w (window, seconds) is the Window of the algorithm's algo.Quota, the span over
+//     which it grants q from a fresh start: Window for the window algorithms; Burst / Rate
+//     for TokenBucket and GCRA; Capacity / Rate for LeakyBucket; MaxBurstSeconds for
+//     SmoothBursty. It is rounded up to whole seconds, at least 1 (the draft has no
+//     sub-second windows), so the advertised rate q/w is never above the real one.
+//     SmoothWarmingUp, whose rate depends on how warm it is, and algorithms that do not
+//     implement algo.Quoter get no w (the parameter is optional).
 //   - r (remaining) is Decision.Remaining: what a request arriving right after this one
 //     could still take without waiting.
 //   - t (effective window, seconds) is, on an allowed request, Decision.ResetAfter

@@ -1,7 +1,6 @@
 package httplimit
 
 import (
-	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -40,51 +39,20 @@ func retryAfterSeconds(d time.Duration) int64 {
 	return max(1, ceilSeconds(d))
 }
 
-// ceilFloatSeconds rounds a span in seconds up to a window of at least 1 s, clamped to
-// sfMaxInt; NaN (which no valid config produces) counts as 1.
-func ceilFloatSeconds(x float64) int64 {
-	if !(x > 1) {
-		return 1
-	}
-	if x >= sfMaxInt {
-		return sfMaxInt
-	}
-	return int64(math.Ceil(x))
-}
-
-// policyWindow is the "w" of RateLimit-Policy for a: the span over which the algorithm
-// grants its Limit from a fresh start, in whole seconds rounded up, at least 1. ok is
-// false when the algorithm has no such span (SmoothWarmingUp, whose rate depends on how
-// warm it is, and algorithms outside package algo): w is then left out, as the draft
-// allows.
+// policyWindow is the "w" of RateLimit-Policy for a: its Quota's Window (the span over
+// which it grants its Limit from a fresh start) in whole seconds rounded up, at least 1.
+// ok is false when the algorithm states no such span (SmoothWarmingUp, whose rate depends
+// on how warm it is, and algorithms without a Quota): w is then left out, as the draft
+// allows. algo.QuotaOf looks through algo.Named and other wrappers.
 func policyWindow(a algo.Algorithm) (w int64, ok bool) {
-	switch c := a.(type) {
-	case algo.FixedWindow:
-		return max(1, ceilSeconds(c.Window)), true
-	case algo.SlidingWindowLog:
-		return max(1, ceilSeconds(c.Window)), true
-	case algo.SlidingWindowCounter:
-		return max(1, ceilSeconds(c.Window)), true
-	case algo.TokenBucket:
-		return ceilFloatSeconds(float64(c.Burst) / c.Rate), true
-	case algo.GCRA:
-		return ceilFloatSeconds(float64(c.Burst) / c.Rate), true
-	case algo.LeakyBucket:
-		return ceilFloatSeconds(float64(c.Capacity) / c.Rate), true
-	case algo.SmoothBursty:
-		// Limit is Rate × MaxBurstSeconds: the permits saved up over MaxBurstSeconds.
-		b := c.MaxBurstSeconds
-		if b == 0 {
-			b = 1
-		}
-		return ceilFloatSeconds(b), true
-	default:
-		// algo.Named and other wrappers: the window is the wrapped algorithm's.
-		if u, ok := a.(interface{ Unwrap() algo.Algorithm }); ok {
-			return policyWindow(u.Unwrap())
-		}
+	q, ok := algo.QuotaOf(a)
+	switch {
+	case !ok || q.Window <= 0:
 		return 0, false
+	case q.Window == algo.Never: // longer than a Duration holds
+		return sfMaxInt, true
 	}
+	return max(1, ceilSeconds(q.Window)), true
 }
 
 // sfInt clamps a count to the range of a Structured Field Integer that the draft allows

@@ -7,7 +7,6 @@ import (
 	"math/bits"
 	"reflect"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -205,13 +204,20 @@ func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req alg
 // config it is kept, since its timestamps still guard against a clock stepping back (and
 // a SmoothBursty's stored permits, which a fresh state would not have, stay as in Guava).
 // Under another config it is replaced by a fresh state, as the expired Redis key is.
-// The smooth algorithms are the exception: their state records its own config and
-// rescales across a change, as Guava's setRate does (on Redis their key lingers a minute
-// past ResetAfter, the documented SmoothBursty exception), so it is kept.
+// A state that carries its config (algo.ConfigCarrier: the smooth algorithms') is the
+// exception: it records its own config and rescales across a change, as Guava's setRate
+// does (on Redis their key lingers a minute past ResetAfter, the documented SmoothBursty
+// exception), so it is kept.
 func revive(e *entry, a algo.Algorithm, _ int64) {
-	if e.cfg != nil && !sameConfig(e.cfg, a) && !strings.HasPrefix(a.Name(), "smooth-") {
+	if e.cfg != nil && !sameConfig(e.cfg, a) && !carriesConfig(e.state) {
 		e.state = a.NewState()
 	}
+}
+
+// carriesConfig reports whether st carries itself across a change of config.
+func carriesConfig(st algo.State) bool {
+	c, ok := st.(algo.ConfigCarrier)
+	return ok && c.CarriesConfig()
 }
 
 // sameConfig reports whether x and y are the same config. Configs of a type that cannot

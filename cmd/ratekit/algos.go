@@ -9,20 +9,44 @@ import (
 	"github.com/ratekit/limiter/algo"
 )
 
-// algorithmNames lists the algorithms by their kebab-case names, in the order help shows.
-var algorithmNames = []string{
-	"fixed-window", "sliding-log", "sliding-counter", "token-bucket", "leaky-bucket", "gcra",
-	"smooth-bursty", "smooth-warmup",
+// algorithms is the CLI's table of algorithms, in the order help lists them: one line per
+// algorithm, the config its flags make. The config's Name is the --algo value that selects it.
+var algorithms = []func(p params) algo.Algorithm{
+	func(p params) algo.Algorithm { return algo.FixedWindow{Limit: p.limit, Window: p.window} },
+	func(p params) algo.Algorithm { return algo.SlidingWindowLog{Limit: p.limit, Window: p.window} },
+	func(p params) algo.Algorithm { return algo.SlidingWindowCounter{Limit: p.limit, Window: p.window} },
+	func(p params) algo.Algorithm { return algo.TokenBucket{Rate: p.rate, Burst: p.burst} },
+	func(p params) algo.Algorithm { return algo.LeakyBucket{Rate: p.rate, Capacity: p.burst} },
+	func(p params) algo.Algorithm { return algo.GCRA{Rate: p.rate, Burst: p.burst} },
+	func(p params) algo.Algorithm { return algo.SmoothBursty{Rate: p.rate, MaxBurstSeconds: p.burstSecs} },
+	func(p params) algo.Algorithm { return algo.SmoothWarmingUp{Rate: p.rate, Warmup: p.warmup} },
 }
+
+// params are the algorithm flags; build applies their defaults before a line of the table
+// makes its config from them.
+type params struct {
+	rate   float64
+	burst  int64 // burst or capacity; --burst, else the rate rounded (one second's worth)
+	limit  int64 // permits per window; --limit, else rate × window rounded
+	window time.Duration
+	warmup time.Duration
+
+	burstSecs float64 // set by build: burst / rate, the seconds of unused rate smooth-bursty saves up
+}
+
+// algorithmNames lists the table's names, in its order.
+var algorithmNames = func() []string {
+	names := make([]string, len(algorithms))
+	for i, mk := range algorithms {
+		names[i] = mk(params{}).Name()
+	}
+	return names
+}()
 
 // algoFlags are the parameters any algorithm may take; each uses the ones it needs.
 type algoFlags struct {
-	name   string
-	rate   float64
-	burst  int64
-	limit  int64
-	window time.Duration
-	warmup time.Duration
+	name string
+	params
 }
 
 // register declares the algorithm flags on fs.
@@ -45,33 +69,22 @@ func (f algoFlags) build(name string) (algo.Algorithm, error) {
 	if f.burst < 0 || f.limit < 0 {
 		return nil, usagef("--burst and --limit must be ≥ 0, got %d and %d", f.burst, f.limit)
 	}
-	burst := f.burst
-	if burst == 0 {
-		burst = max(1, int64(math.Round(f.rate)))
+	p := f.params
+	if p.burst == 0 {
+		p.burst = max(1, int64(math.Round(f.rate)))
 	}
-	limit := f.limit
-	if limit == 0 {
-		limit = max(1, int64(math.Round(f.rate*f.window.Seconds())))
+	if p.limit == 0 {
+		p.limit = max(1, int64(math.Round(f.rate*f.window.Seconds())))
 	}
+	p.burstSecs = float64(p.burst) / p.rate
 	var a algo.Algorithm
-	switch name {
-	case "fixed-window":
-		a = algo.FixedWindow{Limit: limit, Window: f.window}
-	case "sliding-log":
-		a = algo.SlidingWindowLog{Limit: limit, Window: f.window}
-	case "sliding-counter":
-		a = algo.SlidingWindowCounter{Limit: limit, Window: f.window}
-	case "token-bucket":
-		a = algo.TokenBucket{Rate: f.rate, Burst: burst}
-	case "leaky-bucket":
-		a = algo.LeakyBucket{Rate: f.rate, Capacity: burst}
-	case "gcra":
-		a = algo.GCRA{Rate: f.rate, Burst: burst}
-	case "smooth-bursty":
-		a = algo.SmoothBursty{Rate: f.rate, MaxBurstSeconds: float64(burst) / f.rate}
-	case "smooth-warmup":
-		a = algo.SmoothWarmingUp{Rate: f.rate, Warmup: f.warmup}
-	default:
+	for _, mk := range algorithms {
+		if c := mk(p); c.Name() == name {
+			a = c
+			break
+		}
+	}
+	if a == nil {
 		return nil, usagef("unknown algorithm %q (want one of %s)", name, strings.Join(algorithmNames, ", "))
 	}
 	if err := a.Validate(); err != nil {

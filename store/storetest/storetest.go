@@ -136,52 +136,21 @@ func (h *harness) refund(key string, a algo.Algorithm, n, at int64) {
 	}
 }
 
-// limitOf returns the most the algorithm grants at once (Decision.Limit).
+// limitOf returns the most the algorithm grants at once (Decision.Limit): its Quota's
+// Limit, or 1 for an algorithm without one.
 func limitOf(a algo.Algorithm) int64 {
-	switch c := a.(type) {
-	case algo.FixedWindow:
-		return c.Limit
-	case algo.SlidingWindowLog:
-		return c.Limit
-	case algo.SlidingWindowCounter:
-		return c.Limit
-	case algo.TokenBucket:
-		return c.Burst
-	case algo.LeakyBucket:
-		return c.Capacity
-	case algo.GCRA:
-		return c.Burst
+	if q, ok := algo.QuotaOf(a); ok {
+		return q.Limit
 	}
 	return 1
 }
 
-// scaleOf is the time over which the algorithm's state matters: its window, or the time
-// its rate takes to refill (or drain) the whole burst. Random time steps are drawn around it.
+// scaleOf is the time over which the algorithm's state matters: its Quota's Window (a
+// window, or the time a bucket's rate takes to refill the whole burst), whole µs within
+// [1µs, 24h]. Random time steps are drawn around it.
 func scaleOf(a algo.Algorithm) time.Duration {
-	var d time.Duration
-	switch c := a.(type) {
-	case algo.FixedWindow:
-		d = c.Window
-	case algo.SlidingWindowLog:
-		d = c.Window
-	case algo.SlidingWindowCounter:
-		d = c.Window
-	case algo.TokenBucket:
-		d = seconds(float64(c.Burst) / c.Rate)
-	case algo.LeakyBucket:
-		d = seconds(float64(c.Capacity) / c.Rate)
-	case algo.GCRA:
-		d = seconds(float64(c.Burst) / c.Rate)
-	}
-	return min(max(d, time.Microsecond), 24*time.Hour)
-}
-
-// seconds converts seconds to a Duration rounded to whole microseconds.
-func seconds(s float64) time.Duration {
-	if s > 1e9 {
-		return 1e9 * time.Second
-	}
-	return time.Duration(s*1e6) * time.Microsecond
+	q, _ := algo.QuotaOf(a)
+	return min(max(q.Window.Truncate(time.Microsecond), time.Microsecond), 24*time.Hour)
 }
 
 // describe formats a decision for failure messages.

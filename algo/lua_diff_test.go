@@ -30,11 +30,14 @@ func TestLuaDifferential(t *testing.T) {
 	}
 }
 
-// luaTimeStep is a random move of the clock: none, within the scale, across several scales,
-// backwards, or a long idle jump.
-func luaTimeStep(r *rand.Rand, scale int64) int64 {
+// luaTimeStep is a random move of the clock for the rate twins (see clockStep).
+func luaTimeStep(r *rand.Rand, scale int64) int64 { return clockStep(r, scale, 15, 95) }
+
+// clockStep is a random move of the clock: none (still percent of the steps), within the
+// scale, across several scales, backwards (up to the back percentile), or a long idle jump.
+func clockStep(r *rand.Rand, scale int64, still, back int) int64 {
 	switch x := r.Intn(100); {
-	case x < 15:
+	case x < still:
 		return 0
 	case x < 50:
 		return 1 + r.Int63n(scale/8+1)
@@ -42,10 +45,28 @@ func luaTimeStep(r *rand.Rand, scale int64) int64 {
 		return 1 + r.Int63n(scale)
 	case x < 85:
 		return int64(1+r.Intn(5))*scale + r.Int63n(scale)
-	case x < 95:
+	case x < back:
 		return -(1 + r.Int63n(scale))
 	default:
 		return 1 + r.Int63n(1e11)
+	}
+}
+
+// randomMaxWait draws a MaxWait of 0, some time up to 3 scales (with a sub-µs remainder),
+// Forever, negative or beyond MaxMicros; cut holds the percentiles where the first four
+// kinds end.
+func randomMaxWait(r *rand.Rand, scale int64, cut [4]int) time.Duration {
+	switch x := r.Intn(100); {
+	case x < cut[0]:
+		return 0
+	case x < cut[1]:
+		return time.Duration(r.Int63n(3*scale+1))*time.Microsecond + time.Duration(r.Intn(1000))
+	case x < cut[2]:
+		return Forever
+	case x < cut[3]:
+		return -time.Second
+	default:
+		return time.Duration(MaxMicros+r.Int63n(1e6)) * time.Microsecond
 	}
 }
 
@@ -66,17 +87,7 @@ func luaRandomRequest(r *rand.Rand, limit, scale int64) Request {
 	default:
 		req.N = -r.Int63n(2) // invalid: a store rejects it, the transitions answer never
 	}
-	switch x := r.Intn(100); {
-	case x < 45:
-	case x < 75:
-		req.MaxWait = time.Duration(r.Int63n(3*scale+1))*time.Microsecond + time.Duration(r.Intn(1000))
-	case x < 88:
-		req.MaxWait = Forever
-	case x < 93:
-		req.MaxWait = -time.Second
-	default:
-		req.MaxWait = time.Duration(MaxMicros+r.Int63n(1e6)) * time.Microsecond
-	}
+	req.MaxWait = randomMaxWait(r, scale, [4]int{45, 75, 88, 93})
 	return req
 }
 
@@ -86,13 +97,15 @@ func clampMicros(us int64) int64 { return min(max(us, 0), MaxMicros) }
 // seqShape is how runTwinSeq draws the steps of one kind of algorithm; rateShape is the
 // shape of the six rate algorithms, smoothShape that of the two smooth ones.
 type seqShape struct {
-	keys      int                                            // keys per sequence
-	otherOdds int                                            // one step in otherOdds uses a random config of the family, not the first
-	stepScale bool                                           // each step's time scale is its config's, not the first config's
-	start     func(r *rand.Rand, scale int64) int64          // the first instant
-	timeStep  func(r *rand.Rand, scale int64) int64          // how far the clock moves
-	refund    func(r *rand.Rand, hasGrants bool) bool        // whether the step is a refund
-	request   func(r *rand.Rand, limit, scale int64) Request // the request of an apply
+	keys      int  // keys per sequence
+	otherOdds int  // one step in otherOdds uses a random config of the family, not the first
+	stepScale bool // each step's time scale is its config's, not the first config's
+	// start draws the first instant, timeStep how far the clock moves, refund whether the
+	// step is a refund, request the request of an apply.
+	start    func(r *rand.Rand, scale int64) int64
+	timeStep func(r *rand.Rand, scale int64) int64
+	refund   func(r *rand.Rand, hasGrants bool) bool
+	request  func(r *rand.Rand, limit, scale int64) Request
 	// grants makes refunds mostly give back one of the key's recent grants (at its At).
 	grants bool
 	// refundDeletes: a refund that leaves the state fresh deletes it (the smooth scripts);

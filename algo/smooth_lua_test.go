@@ -142,38 +142,12 @@ func smoothRequest(r *rand.Rand, scale int64) Request {
 	default:
 		req.N = maxExact + 1 + r.Int63n(3) // never granted: applies config changes only
 	}
-	switch x := r.Intn(100); {
-	case x < 40:
-	case x < 75:
-		req.MaxWait = time.Duration(r.Int63n(3*scale+1))*time.Microsecond + time.Duration(r.Intn(1000))
-	case x < 90:
-		req.MaxWait = Forever
-	case x < 95:
-		req.MaxWait = -time.Second
-	default:
-		req.MaxWait = time.Duration(MaxMicros+r.Int63n(1e6)) * time.Microsecond
-	}
+	req.MaxWait = randomMaxWait(r, scale, [4]int{40, 75, 90, 95})
 	return req
 }
 
-// smoothTimeStep moves the clock: not at all, within the scale, across several scales,
-// backwards, or a long idleness.
-func smoothTimeStep(r *rand.Rand, scale int64) int64 {
-	switch x := r.Intn(100); {
-	case x < 20:
-		return 0
-	case x < 50:
-		return 1 + r.Int63n(scale/8+1)
-	case x < 75:
-		return 1 + r.Int63n(scale)
-	case x < 85:
-		return int64(1+r.Intn(5))*scale + r.Int63n(scale)
-	case x < 93:
-		return -(1 + r.Int63n(scale))
-	default:
-		return 1 + r.Int63n(1e11)
-	}
-}
+// smoothTimeStep is a random move of the clock for the smooth twins (see clockStep).
+func smoothTimeStep(r *rand.Rand, scale int64) int64 { return clockStep(r, scale, 20, 93) }
 
 // smoothShape is how runTwinSeq drives the smooth twins: the clock moves by the scale of
 // each step's config; refunds are rare and random, and one that leaves a state fresh

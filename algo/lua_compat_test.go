@@ -36,20 +36,20 @@ func TestLuaOldBucketKeys(t *testing.T) {
 		}
 		before, _ := rdb.HGetAll(ctx, key).Result()
 		// The refund of a reservation acting in 100 ms: nothing given back, nothing written.
-		if err := rs.Run(ctx, rdb, []string{key}, scriptArgs(c.a, "refund", now, 1, now+100_000)...).Err(); err != nil {
+		if err := rs.Run(ctx, rdb, []string{key}, refundArgs(c.a, now, 1, now+100_000)...).Err(); err != nil {
 			t.Fatalf("%v: refund: %v", c.a, err)
 		}
 		if after, _ := rdb.HGetAll(ctx, key).Result(); len(after) != len(before) {
 			t.Errorf("%v: a refund on an old key wrote %v (was %v)", c.a, after, before)
 		}
 		req := Request{N: 1, MaxWait: time.Second}
-		want := replyOf(c.a.Apply(c.state, now+1000, req))
-		v, err := rs.Run(ctx, rdb, []string{key}, scriptArgs(c.a, "apply", now+1000, req.N, maxWaitArg(req))...).Int64Slice()
+		want := c.a.Apply(c.state, now+1000, req)
+		v, err := rs.Run(ctx, rdb, []string{key}, applyArgs(c.a, now+1000, req)...).Result()
 		if err != nil {
 			t.Fatalf("%v: apply: %v", c.a, err)
 		}
-		if got, _ := toReply(v); got != want {
-			t.Errorf("%v: apply on an old key: Lua %v, Go %v", c.a, got, want)
+		if got, err := decisionOf(v); err != nil || got != want {
+			t.Errorf("%v: apply on an old key: Lua %v (%+v, %v), Go %+v", c.a, v, got, err, want)
 		}
 		h, _ := rdb.HGetAll(ctx, key).Result()
 		if _, ok := h["act"]; !ok {

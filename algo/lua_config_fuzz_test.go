@@ -16,7 +16,7 @@ import (
 // Validate accepts must decide identically in Go and in its Lua twin, at the extremes too
 // (Limit and Burst up to 2^53, rates from the smallest positive double to the bound,
 // windows and warm-ups up to the longest Duration), with the clock stepping backwards.
-// The sequences run through runDifferential and runSmoothSeq, which compare replies,
+// The sequences run through runTwinSeq, which compares replies,
 // stored states and TTLs step by step with the fake-clock pattern (PTTL read and PERSIST
 // in the script's MULTI), so real time never expires a state between fake instants.
 
@@ -159,23 +159,17 @@ func runEdge(t *testing.T, rdb *redis.Client, kind uint8, count, span, rate uint
 	}
 	r := rand.New(rand.NewSource(seed))
 	fam := edgeFamily(r, kind, a)
+	var st diffStats
 	if k := kind % edgeKinds; k >= 6 {
-		var st smoothDiffStats
-		runSmoothSeq(t, rdb, r, fam, k == 7, seed, edgeSteps, &st)
+		runTwinSeq(t, rdb, smoothTwin(k == 7), r, fam, seed, edgeSteps, &st)
 		return true
 	}
 	tw := luaTwins[kind%edgeKinds]
-	tw.family = func(*rand.Rand) []Scripted { return fam }
-	// Steps of a few scales at most: instants stay below 2^53 µs (runDifferential keeps them
+	// Steps of a few scales at most: instants stay below 2^53 µs (runTwinSeq keeps them
 	// under 5e15 by stepping back 3e15), as real clocks do until the year 2255.
 	scale := tw.scale
 	tw.scale = func(a Scripted) int64 { return min(scale(a), 5e14) }
-	rs := redis.NewScript(farExpiry(a.Script().Source)) // as TestLuaDifferential: no key expires in real time
-	if err := rs.Load(ctx, rdb).Err(); err != nil {
-		t.Fatal(err)
-	}
-	var st diffStats
-	runDifferential(t, rdb, rs, tw, seed, edgeSteps, &st)
+	runTwinSeq(t, rdb, tw, rand.New(rand.NewSource(seed)), fam, seed, edgeSteps, &st)
 	return true
 }
 

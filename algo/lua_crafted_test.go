@@ -137,21 +137,20 @@ func TestLuaCraftedStates(t *testing.T) {
 		var hash *redis.MapStringStringCmd
 		if _, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.HSet(ctx, key, c.fields(c.x, last)...)
-			run = redis.NewScript(c.a.Script().Source).Eval(ctx, p, []string{key},
-				scriptArgs(c.a, "apply", at, req.N, maxWaitArg(req))...)
+			run = redis.NewScript(c.a.Script().Source).Eval(ctx, p, []string{key}, applyArgs(c.a, at, req)...)
 			hash = p.HGetAll(ctx, key)
 			p.Del(ctx, key)
 			return nil
 		}); err != nil {
 			t.Fatalf("seed %d case %d: %v", seed, i, err)
 		}
-		vals, err := run.Int64Slice()
+		vals, err := run.Result()
 		if err != nil {
 			t.Fatalf("seed %d case %d: %v", seed, i, err)
 		}
-		if got, _ := toReply(vals); got != replyOf(d) {
-			t.Fatalf("seed %d case %d: %v at %d, state %s %d, %+v:\nLua reply %v\n Go reply %v",
-				seed, i, c.a, at, ff(c.x), last, req, vals, replyOf(d))
+		if got, err := decisionOf(vals); err != nil || got != d {
+			t.Fatalf("seed %d case %d: %v at %d, state %s %d, %+v:\nLua reply %v (%+v, %v)\n Go decision %+v",
+				seed, i, c.a, at, ff(c.x), last, req, vals, got, err, d)
 		}
 		tw := twinOf[c.a.Name()]
 		got, err := tw.stored(hash.Val(), nil)
@@ -197,12 +196,12 @@ func TestLuaSlidingLogHalfDeleted(t *testing.T) {
 		}
 		for i, n := range []int64{2, 1, 1} { // fits, fits, then the limit is reached
 			d := a.Apply(tc.want, now+int64(i), Request{N: n})
-			got, err := redis.NewScript(a.Script().Source).Run(ctx, rdb, keys, scriptArgs(a, "apply", now+int64(i), n, 0)...).Int64Slice()
+			got, err := redis.NewScript(a.Script().Source).Run(ctx, rdb, keys, applyArgs(a, now+int64(i), Request{N: n})...).Result()
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r, _ := toReply(got); r != replyOf(d) {
-				t.Errorf("%s, request %d: Lua reply %v, Go reply %v", tc.name, i, got, replyOf(d))
+			if r, err := decisionOf(got); err != nil || r != d {
+				t.Errorf("%s, request %d: Lua reply %v (%+v, %v), Go decision %+v", tc.name, i, got, r, err, d)
 			}
 		}
 	}
@@ -231,27 +230,26 @@ func runEdgeSteps(t *testing.T, rdb *redis.Client, a Scripted, name string, step
 	rs := redis.NewScript(a.Script().Source)
 	st := a.NewState()
 	for i, s := range steps {
-		var want any = int64(0)
+		var args []any
+		var want Decision
 		if s.op == "apply" {
-			d := a.Apply(st, s.now, Request{N: s.n, MaxWait: time.Duration(s.arg) * time.Microsecond})
-			want = replyOf(d)
+			req := Request{N: s.n, MaxWait: time.Duration(s.arg) * time.Microsecond}
+			want = a.Apply(st, s.now, req)
+			args = applyArgs(a, s.now, req)
 		} else {
 			a.Refund(st, s.now, s.n, s.arg)
+			args = refundArgs(a, s.now, s.n, s.arg)
 		}
-		v, err := rs.Run(ctx, rdb, keys, scriptArgs(a, s.op, s.now, s.n, s.arg)...).Result()
+		v, err := rs.Run(ctx, rdb, keys, args...).Result()
 		if err != nil {
 			t.Fatalf("%s, step %d: %v", name, i, err)
 		}
-		var got any = v
-		if vs, ok := v.([]any); ok {
-			var r [7]int64
-			for j := range r {
-				r[j], _ = vs[j].(int64)
+		if s.op == "apply" {
+			if got, err := decisionOf(v); err != nil || got != want {
+				t.Errorf("%s, step %d %+v: Lua reply %v (%+v, %v), Go decision %+v", name, i, s, v, got, err, want)
 			}
-			got = r
-		}
-		if got != want {
-			t.Errorf("%s, step %d %+v: Lua reply %v, Go reply %v", name, i, s, got, want)
+		} else if v != int64(0) {
+			t.Errorf("%s, step %d %+v: refund replied %v, want 0", name, i, s, v)
 		}
 		h, _ := rdb.HGetAll(ctx, keys[0]).Result()
 		var l []string
@@ -334,12 +332,14 @@ func TestLuaHugeN(t *testing.T) {
 		st := a.NewState()
 		for _, n := range []int64{maxExact + 1, maxExact, maxExact + 1, maxExact + 3, math.MaxInt64, maxExact / 1_000_000, 1} {
 			d := a.Apply(st, now, Request{N: n, MaxWait: Forever})
-			got, err := redis.NewScript(a.Script().Source).Run(ctx, rdb, keys, scriptArgs(a, "apply", now, n, MaxMicros)...).Int64Slice()
+			args := applyArgs(a, now, Request{N: n, MaxWait: Forever})
+			args[3] = MaxMicros // a hand-written call's Forever: the script clamps it to MaxMicros-1 too
+			got, err := redis.NewScript(a.Script().Source).Run(ctx, rdb, keys, args...).Result()
 			if err != nil {
 				t.Fatalf("%v, N=%d: %v", a, n, err)
 			}
-			if r, _ := toReply(got); r != replyOf(d) {
-				t.Errorf("%v, N=%d: Lua reply %v, Go reply %v", a, n, got, replyOf(d))
+			if r, err := decisionOf(got); err != nil || r != d {
+				t.Errorf("%v, N=%d: Lua reply %v (%+v, %v), Go decision %+v", a, n, got, r, err, d)
 			}
 		}
 	}

@@ -11,40 +11,33 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// TestLuaDifferential runs random sequences through each Go transition and its Lua luaTwin
-// on a real Redis and requires identical replies, stored states and TTLs. The scripts run
-// with farExpiry, so that a TTL at the 2 ms floor cannot run out in real time before it is
-// read back on a loaded machine.
+// TestLuaDifferential runs random sequences through each Go transition and its Lua twin
+// on a real Redis and requires identical replies, stored states and TTLs (runTwinSeq).
 func TestLuaDifferential(t *testing.T) {
 	t.Parallel()
-	addr := startRedis(t)
-	rdb := newRedisClient(t, addr, 3)
+	rdb := newRedisClient(t, startRedis(t), 3)
 	const seqs, steps = 12, 1000
 	for i, tw := range luaTwins {
 		t.Run(tw.name, func(t *testing.T) {
 			t.Parallel()
 			start := time.Now()
-			// farExpiry: the TTLs are checked as the scripts set them, but no key expires in
-			// real time between a script and the PTTL that reads its TTL (see farTTL).
-			rs := redis.NewScript(farExpiry(tw.family(rand.New(rand.NewSource(1)))[0].Script().Source))
-			if err := rs.Load(context.Background(), rdb).Err(); err != nil {
-				t.Fatal(err)
-			}
 			var st diffStats
 			for seq := 0; seq < seqs; seq++ {
-				seed := int64(1000*(i+1) + seq)
-				runDifferential(t, rdb, rs, tw, seed, steps, &st)
+				runDifferential(t, rdb, tw, int64(1000*(i+1)+seq), steps, &st)
 			}
 			t.Logf("%s: %d steps compared in %v: %+v", tw.name, st.steps, time.Since(start).Round(time.Millisecond), st)
 		})
 	}
 }
 
-// luaTimeStep is a random move of the clock: none, within the scale, across several scales,
-// backwards, or a long idle jump.
-func luaTimeStep(r *rand.Rand, scale int64) int64 {
+// luaTimeStep is a random move of the clock for the rate twins (see clockStep).
+func luaTimeStep(r *rand.Rand, scale int64) int64 { return clockStep(r, scale, 15, 95) }
+
+// clockStep is a random move of the clock: none (still percent of the steps), within the
+// scale, across several scales, backwards (up to the back percentile), or a long idle jump.
+func clockStep(r *rand.Rand, scale int64, still, back int) int64 {
 	switch x := r.Intn(100); {
-	case x < 15:
+	case x < still:
 		return 0
 	case x < 50:
 		return 1 + r.Int63n(scale/8+1)
@@ -52,10 +45,28 @@ func luaTimeStep(r *rand.Rand, scale int64) int64 {
 		return 1 + r.Int63n(scale)
 	case x < 85:
 		return int64(1+r.Intn(5))*scale + r.Int63n(scale)
-	case x < 95:
+	case x < back:
 		return -(1 + r.Int63n(scale))
 	default:
 		return 1 + r.Int63n(1e11)
+	}
+}
+
+// randomMaxWait draws a MaxWait of 0, some time up to 3 scales (with a sub-µs remainder),
+// Forever, negative or beyond MaxMicros; cut holds the percentiles where the first four
+// kinds end.
+func randomMaxWait(r *rand.Rand, scale int64, cut [4]int) time.Duration {
+	switch x := r.Intn(100); {
+	case x < cut[0]:
+		return 0
+	case x < cut[1]:
+		return time.Duration(r.Int63n(3*scale+1))*time.Microsecond + time.Duration(r.Intn(1000))
+	case x < cut[2]:
+		return Forever
+	case x < cut[3]:
+		return -time.Second
+	default:
+		return time.Duration(MaxMicros+r.Int63n(1e6)) * time.Microsecond
 	}
 }
 
@@ -76,58 +87,86 @@ func luaRandomRequest(r *rand.Rand, limit, scale int64) Request {
 	default:
 		req.N = -r.Int63n(2) // invalid: a store rejects it, the transitions answer never
 	}
-	switch x := r.Intn(100); {
-	case x < 45:
-	case x < 75:
-		req.MaxWait = time.Duration(r.Int63n(3*scale+1))*time.Microsecond + time.Duration(r.Intn(1000))
-	case x < 88:
-		req.MaxWait = Forever
-	case x < 93:
-		req.MaxWait = -time.Second
-	default:
-		req.MaxWait = time.Duration(MaxMicros+r.Int63n(1e6)) * time.Microsecond
-	}
+	req.MaxWait = randomMaxWait(r, scale, [4]int{45, 75, 88, 93})
 	return req
-}
-
-// maxWaitArg is ARGV[4] of an apply as lua.go defines it: MaxWait in µs, MaxMicros for
-// Forever (the script clamps it as Request.maxWaitMicros does).
-func maxWaitArg(req Request) int64 {
-	if req.MaxWait == Forever || req.MaxWait/time.Microsecond >= time.Duration(MaxMicros) {
-		return MaxMicros
-	}
-	return req.maxWaitMicros()
 }
 
 // clampMicros is the µs of toDuration(us) as a script replies it.
 func clampMicros(us int64) int64 { return min(max(us, 0), MaxMicros) }
 
-// diffStats counts what the differential test exercised.
-type diffStats struct {
-	steps, granted, reserved, denied, never, retryNever, refunds, writes, deletes, otherConfig, storedChecks int
+// seqShape is how runTwinSeq draws the steps of one kind of algorithm; rateShape is the
+// shape of the six rate algorithms, smoothShape that of the two smooth ones.
+type seqShape struct {
+	keys      int  // keys per sequence
+	otherOdds int  // one step in otherOdds uses a random config of the family, not the first
+	stepScale bool // each step's time scale is its config's, not the first config's
+	// start draws the first instant, timeStep how far the clock moves, refund whether the
+	// step is a refund, request the request of an apply.
+	start    func(r *rand.Rand, scale int64) int64
+	timeStep func(r *rand.Rand, scale int64) int64
+	refund   func(r *rand.Rand, hasGrants bool) bool
+	request  func(r *rand.Rand, limit, scale int64) Request
+	// grants makes refunds mostly give back one of the key's recent grants (at its At).
+	grants bool
+	// refundDeletes: a refund that leaves the state fresh deletes it (the smooth scripts);
+	// otherwise it is kept for the minimum TTL (prelude.lua's keep), as the Go state is.
+	refundDeletes bool
 }
 
-// runDifferential runs one seeded sequence of steps on a few keys, adding to st.
-func runDifferential(t *testing.T, rdb *redis.Client, rs *redis.Script, tw luaTwin, seed int64, steps int, st *diffStats) {
+var rateShape = &seqShape{
+	keys: 4, otherOdds: 4, timeStep: luaTimeStep, request: luaRandomRequest, grants: true,
+	start: func(r *rand.Rand, scale int64) int64 {
+		now := 1_700_000_000_000_000 + r.Int63n(1e12)
+		if r.Intn(3) == 0 {
+			now = r.Int63n(3*scale + 1) // near the epoch: backward steps reach negative instants
+		}
+		return now
+	},
+	refund: func(r *rand.Rand, hasGrants bool) bool { return hasGrants && r.Intn(8) == 0 || r.Intn(50) == 0 },
+}
+
+// diffStats counts what the differential tests exercised.
+type diffStats struct {
+	steps, granted, reserved, denied, never, retryNever, refunds, writes, deletes, otherConfig, configChanges, storedChecks int
+}
+
+// runDifferential runs the sequence of seed, its configs drawn by tw.family, adding to st.
+func runDifferential(t *testing.T, rdb *redis.Client, tw luaTwin, seed int64, steps int, st *diffStats) {
+	t.Helper()
+	r := rand.New(rand.NewSource(seed))
+	runTwinSeq(t, rdb, tw, r, tw.family(r), seed, steps, st)
+}
+
+// runTwinSeq runs one sequence of steps drawn from r (tw's shape) on a few keys, under the
+// configs fam of one kind (fam[0] mostly), through the Go transition and its Lua twin, and
+// fails at the first step where the script's reply, the TTL it set or the state it stored
+// differs. The script runs with farExpiry (the TTLs are checked as the script set them, but
+// no key expires in real time between a script and the PTTL that reads its TTL), and each
+// step's PTTL, PERSIST and read-back share the script's MULTI, so keys expire only by the
+// script's own DEL: this test's clock is not the server's.
+func runTwinSeq(t *testing.T, rdb *redis.Client, tw luaTwin, r *rand.Rand, fam []Scripted, seed int64, steps int, st *diffStats) {
 	t.Helper()
 	ctx := context.Background()
-	r := rand.New(rand.NewSource(seed))
-	fam := tw.family(r)
-	scale := tw.scale(fam[0])
+	sh := tw.shape
+	if sh == nil {
+		sh = rateShape
+	}
+	rs := redis.NewScript(farExpiry(fam[0].Script().Source))
+	if err := rs.Load(ctx, rdb).Err(); err != nil {
+		t.Fatal(err)
+	}
+	scale0 := tw.scale(fam[0])
 	fresh := tw.snap(fam[0].NewState())
-	const nkeys = 4
 	type grant struct{ n, at int64 }
-	states := make([]State, nkeys)
-	keys := make([][]string, nkeys)
-	grants := make([][]grant, nkeys)
+	states := make([]State, sh.keys)
+	keys := make([][]string, sh.keys)
+	grants := make([][]grant, sh.keys)
+	last := make([]Scripted, sh.keys) // the config each key was last written with
 	for k := range states {
 		states[k] = fam[0].NewState()
 		keys[k] = scriptKeys(fam[0].Script(), fmt.Sprintf("{%s-%d-%d}:%s", tw.name, seed, k, fam[0].Slot()))
 	}
-	now := 1_700_000_000_000_000 + r.Int63n(1e12)
-	if r.Intn(3) == 0 {
-		now = r.Int63n(3*scale + 1) // near the epoch: backward steps reach negative instants
-	}
+	now := sh.start(r, scale0)
 	var history []string
 	fail := func(step int, format string, args ...any) {
 		t.Helper()
@@ -135,12 +174,16 @@ func runDifferential(t *testing.T, rdb *redis.Client, rs *redis.Script, tw luaTw
 			seed, step, fam, strings.Join(history, "\n"), fmt.Sprintf(format, args...))
 	}
 	for step := 0; step < steps; step++ {
-		k := r.Intn(nkeys)
+		k := r.Intn(sh.keys)
 		a := fam[0]
-		if r.Intn(4) == 0 {
+		if r.Intn(sh.otherOdds) == 0 {
 			a = luaPick(r, fam)
 		}
-		now += luaTimeStep(r, scale)
+		scale := scale0
+		if sh.stepScale {
+			scale = tw.scale(a)
+		}
+		now += sh.timeStep(r, scale)
 		if now > 5e15 { // keep instants, and reservations after them, well below 2^53
 			now -= 3e15
 		}
@@ -149,15 +192,18 @@ func runDifferential(t *testing.T, rdb *redis.Client, rs *redis.Script, tw luaTw
 		}
 		s := states[k]
 		before := tw.snap(s)
+		if before != fresh && last[k] != nil && last[k] != a {
+			st.configChanges++
+		}
 		var args []any
-		var want [7]int64
+		var want Decision
 		granted := false
-		apply := !(len(grants[k]) > 0 && r.Intn(8) == 0 || r.Intn(50) == 0)
+		apply := !sh.refund(r, len(grants[k]) > 0)
 		if apply {
-			req := luaRandomRequest(r, tw.limit(a), scale)
-			d := a.Apply(s, now, req)
-			want, granted = replyOf(d), d.Allowed
-			switch {
+			req := sh.request(r, tw.limit(a), scale)
+			want = a.Apply(s, now, req)
+			granted = want.Allowed
+			switch d := want; {
 			case d.Allowed && d.Wait > 0:
 				st.reserved++
 			case d.Allowed:
@@ -169,13 +215,13 @@ func runDifferential(t *testing.T, rdb *redis.Client, rs *redis.Script, tw luaTw
 			default:
 				st.denied++
 			}
-			if d.Allowed {
-				grants[k] = append(grants[k], grant{req.N, d.At})
+			if sh.grants && granted {
+				grants[k] = append(grants[k], grant{req.N, want.At})
 				if len(grants[k]) > 16 {
 					grants[k] = grants[k][1:]
 				}
 			}
-			args = scriptArgs(a, "apply", now, req.N, maxWaitArg(req))
+			args = applyArgs(a, now, req)
 		} else {
 			n, at := 1+r.Int63n(3), now-r.Int63n(scale+1)
 			if len(grants[k]) > 0 && r.Intn(5) != 0 {
@@ -184,36 +230,37 @@ func runDifferential(t *testing.T, rdb *redis.Client, rs *redis.Script, tw luaTw
 			}
 			a.Refund(s, now, n, at)
 			st.refunds++
-			args = scriptArgs(a, "refund", now, n, at)
+			args = refundArgs(a, now, n, at)
 		}
 		after := tw.snap(s)
 		// A grant is a write even when it leaves the state bit for bit as it was (a GCRA
 		// at 1e9/s adds less than the TAT's resolution).
 		changed := after != before || granted
 		reset := tw.reset(a, s, now)
-		history = append(history, fmt.Sprintf("  step %d key %d %v ARGV%v\n    Go state %+v -> %+v, reply %v, reset %d",
+		history = append(history, fmt.Sprintf("  step %d key %d %v ARGV%v\n    Go state %+v -> %+v, decision %+v, reset %d",
 			step, k, a, args, before, after, want, reset))
 		if len(history) > 6 {
 			history = history[1:]
 		}
-		if apply && changed && clampMicros(reset) != want[4] {
-			fail(step, "Go state's reset %d µs differs from the decision's ResetAfter %d µs", reset, want[4])
+		if apply && changed && clampMicros(reset) != usOf(want.ResetAfter) {
+			fail(step, "Go state's reset %d µs differs from the decision's ResetAfter %v", reset, want.ResetAfter)
 		}
 		if changed {
 			st.writes++
+			last[k] = a
 		}
-		// An apply that leaves a fresh state is deleted by the script; a refund's is kept
-		// for the minimum TTL (prelude.lua's keep), as the Go state is.
-		deleted := apply && changed && reset <= 0
+		// An apply that leaves a fresh state deletes it, and so does a refund with
+		// refundDeletes.
+		deleted := changed && reset <= 0 && (apply || sh.refundDeletes)
 		if deleted {
 			states[k] = a.NewState()
 			st.deletes++
 		}
 
-		// The script, each key's PTTL and PERSIST in one MULTI: keys then expire only by the
-		// scripts' own DEL, since this test's clock is not the server's.
 		var run *redis.Cmd
 		var ttls []*redis.DurationCmd
+		var hash *redis.MapStringStringCmd
+		var list *redis.StringSliceCmd
 		began := time.Now()
 		_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			run = rs.EvalSha(ctx, p, keys[k], args...)
@@ -223,6 +270,10 @@ func runDifferential(t *testing.T, rdb *redis.Client, rs *redis.Script, tw luaTw
 			for _, key := range keys[k] {
 				p.Persist(ctx, key)
 			}
+			hash = p.HGetAll(ctx, keys[k][0])
+			if len(keys[k]) > 1 {
+				list = p.LRange(ctx, keys[k][1], 0, -1)
+			}
 			return nil
 		})
 		slack := time.Since(began).Milliseconds() + 1
@@ -230,13 +281,12 @@ func runDifferential(t *testing.T, rdb *redis.Client, rs *redis.Script, tw luaTw
 			fail(step, "redis: %v", err)
 		}
 		if apply {
-			vals, err := run.Int64Slice()
+			v, err := run.Result()
 			if err != nil {
 				fail(step, "script: %v", err)
 			}
-			got, err := toReply(vals)
-			if err != nil || got != want {
-				fail(step, "Lua reply %v (%v)\n   Go reply %v", vals, err, want)
+			if got, err := decisionOf(v); err != nil || got != want {
+				fail(step, "Lua reply %v: %+v (%v)\n   Go decision %+v", v, got, err, want)
 			}
 		} else if v, err := run.Int64(); err != nil || v != 0 {
 			fail(step, "refund replied %v, %v; want 0", v, err)
@@ -259,43 +309,18 @@ func runDifferential(t *testing.T, rdb *redis.Client, rs *redis.Script, tw luaTw
 				}
 			}
 		}
-		if step%16 == 15 || step == steps-1 {
-			compareStored(t, rdb, tw, keys, states, func(format string, args ...any) { fail(step, format, args...) })
-			st.storedChecks += nkeys
+		var l []string
+		if list != nil {
+			l = list.Val()
 		}
-		st.steps++
-	}
-}
-
-// compareStored reads every key's state back from Redis and compares it with the Go state.
-func compareStored(t *testing.T, rdb *redis.Client, tw luaTwin, keys [][]string, states []State, fail func(string, ...any)) {
-	t.Helper()
-	ctx := context.Background()
-	hashes := make([]*redis.MapStringStringCmd, len(keys))
-	lists := make([]*redis.StringSliceCmd, len(keys))
-	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for k, ks := range keys {
-			hashes[k] = p.HGetAll(ctx, ks[0])
-			if len(ks) > 1 {
-				lists[k] = p.LRange(ctx, ks[1], 0, -1)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		fail("reading the state back: %v", err)
-	}
-	for k := range keys {
-		var list []string
-		if lists[k] != nil {
-			list = lists[k].Val()
-		}
-		got, err := tw.stored(hashes[k].Val(), list)
+		stored, err := tw.stored(hash.Val(), l)
 		if err != nil {
-			fail("%s: stored state does not parse: %v", keys[k][0], err)
+			fail(step, "%s: stored state does not parse: %v", keys[k][0], err)
 		}
-		if want := tw.snap(states[k]); got != want {
-			fail("%s: stored state %+v, Go state %+v", keys[k][0], got, want)
+		if want := tw.snap(states[k]); stored != want {
+			fail(step, "%s: stored state %+v, Go state %+v", keys[k][0], stored, want)
 		}
+		st.storedChecks++
+		st.steps++
 	}
 }

@@ -1,13 +1,9 @@
 package algo
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math"
-	"net"
-	"os"
-	"os/exec"
 	"reflect"
 	"strconv"
 	"strings"
@@ -20,108 +16,15 @@ import (
 	"github.com/ratekit/limiter/internal/redistest"
 )
 
-// The Lua twins are tested against a real redis-server started by each test. Without one
-// on PATH the tests skip loudly, or fail when LIMITER_REQUIRE_REDIS is set (CI).
+// The Lua twins are tested against a real redis-server started by each test through
+// internal/redistest: without one on PATH the tests skip loudly, or fail when
+// LIMITER_REQUIRE_REDIS is set (CI).
 
-// startRedis starts a throw-away redis-server on a free port of 127.0.0.1 and returns its
-// address; the server is killed when the test ends.
+// startRedis starts a throw-away redis-server and returns its address; the server is
+// killed when the test ends.
 func startRedis(tb testing.TB) string {
 	tb.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("LIMITER_REQUIRE_REDIS") != "" {
-			tb.Fatalf("redis-server not on PATH and LIMITER_REQUIRE_REDIS is set: %v", err)
-		}
-		tb.Skip("!!! redis-server not on PATH: the Lua twins are NOT tested; " +
-			"install Redis or set LIMITER_REQUIRE_REDIS=1 to make this a failure !!!")
-	}
-	var lastErr error
-	for attempt := 0; attempt < 5; attempt++ { // another process may take the port first
-		addr, err := tryStartRedis(tb, bin)
-		if err == nil {
-			return addr
-		}
-		lastErr = err
-	}
-	tb.Fatalf("starting redis-server: %v", lastErr)
-	return ""
-}
-
-func tryStartRedis(tb testing.TB, bin string) (string, error) {
-	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	if err := l.Close(); err != nil {
-		return "", err
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		return "", err
-	}
-	cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "",
-		"--appendonly", "no", "--logfile", "")
-	cmd.Stdout, cmd.Stderr = w, w
-	err = cmd.Start()
-	_ = w.Close() // the child holds its own copy; EOF on r means it exited
-	if err != nil {
-		_ = r.Close()
-		return "", err
-	}
-	// The server logs "Ready to accept connections" once it listens: wait for that line
-	// (or its exit), bounded by a generous timeout.
-	ready := make(chan bool, 1)
-	var log strings.Builder
-	logDone := make(chan struct{})
-	go func() {
-		defer close(logDone)
-		defer r.Close()
-		sc := bufio.NewScanner(r)
-		signalled := false
-		for sc.Scan() {
-			if !signalled {
-				log.WriteString(sc.Text() + "\n")
-				if strings.Contains(sc.Text(), "Ready to accept connections") {
-					signalled = true
-					ready <- true
-				}
-			}
-		}
-		if !signalled {
-			ready <- false
-		}
-	}()
-	stop := func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		<-logDone
-	}
-	select {
-	case ok := <-ready:
-		if !ok {
-			stop()
-			return "", fmt.Errorf("redis-server exited:\n%s", log.String())
-		}
-	case <-time.After(30 * time.Second):
-		stop()
-		return "", fmt.Errorf("redis-server not ready after 30s:\n%s", log.String())
-	}
-	tb.Cleanup(stop)
-	addr := net.JoinHostPort("127.0.0.1", port)
-	// Confirm with PING: a bounded number of connection attempts, no sleeping.
-	rdb := redis.NewClient(&redis.Options{Addr: addr, DisableIdentity: true, MaxRetries: -1})
-	defer rdb.Close()
-	for i := 0; ; i++ {
-		err := rdb.Ping(context.Background()).Err()
-		if err == nil {
-			return addr, nil
-		}
-		if i == 100 {
-			return "", fmt.Errorf("redis-server on %s does not answer PING: %w", addr, err)
-		}
-	}
+	return redistest.Start(tb).Addr()
 }
 
 // newRedisClient returns a client speaking RESP protocol (2 or 3) to addr.
@@ -146,16 +49,15 @@ func scriptKeys(s *Script, base string) []string {
 	return keys
 }
 
-// serverTime, as the now of scriptArgs, sends "": the script reads the server's TIME.
-const serverTime = math.MinInt64
+// applyArgs is the ARGV a store sends for an "apply" of req under a at now (ServerTime:
+// the server's TIME).
+func applyArgs(a Scripted, now int64, req Request) []any {
+	return ApplyArgs(nil, now, req, a.AppendArgs(nil))
+}
 
-// scriptArgs returns the ARGV of a call.
-func scriptArgs(a Scripted, op string, now, n, arg4 int64) []any {
-	nowArg := ""
-	if now != serverTime {
-		nowArg = strconv.FormatInt(now, 10)
-	}
-	return a.AppendArgs([]any{op, nowArg, n, arg4})
+// refundArgs is the ARGV a store sends for a "refund" under a.
+func refundArgs(a Scripted, now, n, at int64) []any {
+	return RefundArgs(nil, now, n, at, a.AppendArgs(nil))
 }
 
 // usOf converts a Decision duration to the µs a script replies: Never is MaxMicros.
@@ -166,23 +68,20 @@ func usOf(d time.Duration) int64 {
 	return int64(d / time.Microsecond)
 }
 
-// replyOf is the reply a script must give for d.
-func replyOf(d Decision) [7]int64 {
-	allowed := int64(0)
-	if d.Allowed {
-		allowed = 1
+// decisionOf decodes an "apply" reply as a store does, with ParseDecision, and holds the
+// script to what lua.go promises beyond that: a duration is at most MaxMicros (which
+// ParseDecision reads as Never, like anything larger).
+func decisionOf(reply any) (Decision, error) {
+	d, err := ParseDecision(reply)
+	if err != nil {
+		return d, err
 	}
-	return [7]int64{allowed, d.Limit, d.Remaining, usOf(d.RetryAfter), usOf(d.ResetAfter), usOf(d.Wait), d.At}
-}
-
-// toReply checks that v is a reply of seven integers.
-func toReply(v []int64) ([7]int64, error) {
-	var r [7]int64
-	if len(v) != len(r) {
-		return r, fmt.Errorf("reply has %d values, want %d: %v", len(v), len(r), v)
+	for _, i := range []int{3, 4, 5} { // retry_after_us, reset_after_us, wait_us
+		if us := reply.([]any)[i].(int64); us > MaxMicros {
+			return d, fmt.Errorf("reply %v: element %d is %d, want ≤ MaxMicros", reply, i+1, us)
+		}
 	}
-	copy(r[:], v)
-	return r, nil
+	return d, nil
 }
 
 // ttlMillis is the PEXPIRE a write with the given ResetAfter (µs) must set: rounded up to
@@ -254,12 +153,12 @@ func TestLuaTTLAndDeletion(t *testing.T) {
 			keys := scriptKeys(a.Script(), "{ttl}:"+a.Slot())
 			d := a.Apply(a.NewState(), now, Request{N: 2})
 			began := time.Now()
-			got, err := rs.Run(ctx, rdb, keys, scriptArgs(a, "apply", now, 2, 0)...).Int64Slice()
+			got, err := rs.Run(ctx, rdb, keys, applyArgs(a, now, Request{N: 2})...).Result()
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r, err := toReply(got); err != nil || r != replyOf(d) {
-				t.Fatalf("reply = %v, %v; want %v", got, err, replyOf(d))
+			if r, err := decisionOf(got); err != nil || r != d {
+				t.Fatalf("reply = %v (%+v, %v); want %+v", got, r, err, d)
 			}
 			want := ttlMillis(usOf(d.ResetAfter))
 			for _, k := range keys {
@@ -278,7 +177,7 @@ func TestLuaTTLAndDeletion(t *testing.T) {
 			// One window (1 s) later, refunding the only grant leaves a fresh state in every
 			// algorithm, which the script keeps for the minimum TTL (2 ms) rather than
 			// deleting it: the Go twin keeps its timestamps too (prelude.lua's keep).
-			if err := rs.Run(ctx, rdb, keys, scriptArgs(a, "refund", now+1_000_000, 2, d.At)...).Err(); err != nil {
+			if err := rs.Run(ctx, rdb, keys, refundArgs(a, now+1_000_000, 2, d.At)...).Err(); err != nil {
 				t.Fatal(err)
 			}
 			for _, k := range keys {
@@ -295,10 +194,10 @@ func TestLuaTTLAndDeletion(t *testing.T) {
 				t.Fatal(err)
 			}
 			// A refund and a never-grantable request on a missing key write nothing.
-			if v, err := rs.Run(ctx, rdb, keys, scriptArgs(a, "refund", now, 1, now)...).Int64(); err != nil || v != 0 {
+			if v, err := rs.Run(ctx, rdb, keys, refundArgs(a, now, 1, now)...).Int64(); err != nil || v != 0 {
 				t.Errorf("refund on a missing key = %v, %v; want 0", v, err)
 			}
-			if _, err := rs.Run(ctx, rdb, keys, scriptArgs(a, "apply", now, 99, 0)...).Int64Slice(); err != nil {
+			if _, err := rs.Run(ctx, rdb, keys, applyArgs(a, now, Request{N: 99})...).Result(); err != nil {
 				t.Fatal(err)
 			}
 			if n, err := rdb.Exists(ctx, keys...).Result(); err != nil || n != 0 {
@@ -316,13 +215,13 @@ func TestLuaTTLAndDeletion(t *testing.T) {
 		var run *redis.Cmd
 		began := time.Now()
 		_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			run = rs.Eval(ctx, p, keys, scriptArgs(a, "apply", serverTime, 1, 0)...)
+			run = rs.Eval(ctx, p, keys, applyArgs(a, ServerTime, Request{N: 1})...)
 			expireAt = p.Do(ctx, "PEXPIRETIME", keys[0]) // Redis ≥ 7: absolute ms
 			return nil
 		})
-		got, _ := run.Int64Slice()
-		if r, err := toReply(got); err != nil || r[0] != 1 || r[4] != 1 {
-			t.Fatalf("reply = %v, %v; want allowed with reset_after_us 1", got, err)
+		got, err2 := decisionOf(run.Val())
+		if err2 != nil || !got.Allowed || got.ResetAfter != time.Microsecond {
+			t.Fatalf("reply = %v (%+v, %v); want allowed with reset_after_us 1", run.Val(), got, err2)
 		}
 		if err != nil {
 			t.Skipf("PEXPIRETIME needs Redis 7: %v", err)
@@ -335,13 +234,14 @@ func TestLuaTTLAndDeletion(t *testing.T) {
 		at, _ := expireAt.Int64()
 		if at == -2 && elapsed >= 2 {
 			t.Logf("the key expired during a %d ms call: a loaded machine", elapsed)
-		} else if d := at - got[6]/1000; d < 2 || d > 3+elapsed {
+		} else if d := at - got.At/1000; d < 2 || d > 3+elapsed {
 			t.Errorf("key expires %d ms after the script's now, want 2 (up to %d if ms ticked during the %d ms call)", d, 3+elapsed, elapsed)
 		}
 	})
 }
 
-// TestLuaServerTime checks that ARGV[2] = "" makes the script read the server's TIME.
+// TestLuaServerTime checks that ServerTime (ARGV[2] = "") makes the script read the
+// server's TIME.
 func TestLuaServerTime(t *testing.T) {
 	t.Parallel()
 	rdb := newRedisClient(t, startRedis(t), 3)
@@ -349,14 +249,14 @@ func TestLuaServerTime(t *testing.T) {
 	for _, a := range allScripted {
 		before := time.Now().UnixMicro()
 		got, err := redis.NewScript(a.Script().Source).Run(ctx, rdb, scriptKeys(a.Script(), "{time}:"+a.Slot()),
-			scriptArgs(a, "apply", serverTime, 1, 0)...).Int64Slice()
+			applyArgs(a, ServerTime, Request{N: 1})...).Result()
 		after := time.Now().UnixMicro()
 		if err != nil {
 			t.Fatalf("%s: %v", a.Name(), err)
 		}
 		// Same machine, same clock: the server's now lies within the call, give or take 1 s.
-		if len(got) != 7 || got[0] != 1 || got[6] < before-1_000_000 || got[6] > after+1_000_000 {
-			t.Errorf("%s: reply %v: want allowed at a server time in [%d, %d] ± 1s", a.Name(), got, before, after)
+		if d, err := decisionOf(got); err != nil || !d.Allowed || d.At < before-1_000_000 || d.At > after+1_000_000 {
+			t.Errorf("%s: reply %v (%v): want allowed at a server time in [%d, %d] ± 1s", a.Name(), got, err, before, after)
 		}
 	}
 }
@@ -375,7 +275,7 @@ func TestLuaRESP2AndRESP3(t *testing.T) {
 			rs := redis.NewScript(a.Script().Source)
 			// A grant then a denial with a retry, so every field is non-trivial somewhere.
 			for _, n := range []int64{4, 3} {
-				v, err := rs.Run(ctx, rdb, keys, scriptArgs(a, "apply", now, n, 0)...).Result()
+				v, err := rs.Run(ctx, rdb, keys, applyArgs(a, now, Request{N: n})...).Result()
 				if err != nil {
 					t.Fatalf("%s over RESP%d: %v", a.Name(), proto, err)
 				}

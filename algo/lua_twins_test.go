@@ -9,7 +9,8 @@ import (
 	"time"
 )
 
-// luaTwin describes how the differential test drives and inspects one algorithm.
+// luaTwin describes how the differential tests (runTwinSeq) drive and inspect one
+// algorithm.
 type luaTwin struct {
 	name   string
 	family func(r *rand.Rand) []Scripted // configs sharing one Slot (a rate change, a new limit)
@@ -21,6 +22,8 @@ type luaTwin struct {
 	stored func(h map[string]string, list []string) (any, error)
 	// reset is the time in µs until the Go state is fresh again (what the script's TTL is).
 	reset func(a Scripted, st State, now int64) int64
+	// shape is how runTwinSeq draws the steps; nil is rateShape.
+	shape *seqShape
 }
 
 type rateSnap struct {

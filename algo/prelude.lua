@@ -1,21 +1,9 @@
 -- Prelude shared by every algorithm script: scripts.go prepends it to each *.lua twin, so
 -- the helpers below reproduce algo.go's once for all six.
 --
--- Calling convention (algo/lua.go):
--- KEYS[1]  the state key; KEYS[2..] the algorithm's other keys (same hash tag)
--- ARGV[1]  "apply" | "refund"
--- ARGV[2]  now, µs since the Unix epoch, or "" for the server's TIME
--- ARGV[3]  N, permits asked for (apply) or given back (refund)
--- ARGV[4]  apply: MaxWait in µs (1e15 = Forever); refund: the grant's At in µs
--- ARGV[5..] the config (algorithm specific)
---
--- Units and precision: every instant and duration is an integer count of µs held in a Lua
--- double, exact below 2^53 (about year 2255); counts are integers below 2^53 too. Floats
--- are stored with %.17g, which tonumber reads back to the same double (tostring would keep
--- only 14 digits). "apply" replies the seven integers {allowed, limit, remaining,
--- retry_after_us, reset_after_us, wait_us, at_us}, where a duration of 1e15 µs (MaxMicros)
--- means never; "refund" replies 0. Every write sets PEXPIRE to the time until the state is
--- fresh again (at least 2 ms, see expire), and a state that is fresh again is deleted.
+-- The calling convention (KEYS, ARGV, the replies, units and precision, expiry) is
+-- described once, on algo.Script in lua.go, whose ApplyArgs, RefundArgs and
+-- ParseDecision encode and decode it in Go. This file decodes ARGV at its end.
 
 local MAX_MICROS = 1e15             -- algo.MaxMicros: bounds every wait; 1e15 µs = never
 local MAX_EXACT = 9007199254740992  -- 2^53: the largest count a double holds exactly
@@ -112,9 +100,10 @@ local n = tonumber(ARGV[3])
 if op == 'apply' and n and n >= MAX_EXACT and ARGV[3] ~= '9007199254740992' then
   n = MAX_EXACT + 2
 end
--- max_wait is MaxWait in µs (apply only), like Request.maxWaitMicros: at least 0, and
--- Forever (or anything from MAX_MICROS on) is MAX_MICROS - 1, because waits are clamped to
--- MAX_MICROS, which stands for "that long or more" and is never granted.
+-- max_wait is MaxWait in µs (apply only). ApplyArgs sends it in [0, MAX_MICROS - 1]
+-- already; a hand-written call gets the same clamp: at least 0, and anything from
+-- MAX_MICROS on (what earlier versions sent for Forever) is MAX_MICROS - 1, because waits
+-- are clamped to MAX_MICROS, which stands for "that long or more" and is never granted.
 local max_wait = tonumber(ARGV[4])
 if not (max_wait > 0) then max_wait = 0 elseif max_wait >= MAX_MICROS then max_wait = MAX_MICROS - 1 end
 -- grant_at is the refunded grant's At in µs (refund only).

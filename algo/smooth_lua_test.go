@@ -1,16 +1,12 @@
 package algo
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"math/rand"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // The Lua twins of SmoothBursty and SmoothWarmingUp against their Go transitions, on a
@@ -146,41 +142,47 @@ func smoothRequest(r *rand.Rand, scale int64) Request {
 	default:
 		req.N = maxExact + 1 + r.Int63n(3) // never granted: applies config changes only
 	}
-	switch x := r.Intn(100); {
-	case x < 40:
-	case x < 75:
-		req.MaxWait = time.Duration(r.Int63n(3*scale+1))*time.Microsecond + time.Duration(r.Intn(1000))
-	case x < 90:
-		req.MaxWait = Forever
-	case x < 95:
-		req.MaxWait = -time.Second
-	default:
-		req.MaxWait = time.Duration(MaxMicros+r.Int63n(1e6)) * time.Microsecond
-	}
+	req.MaxWait = randomMaxWait(r, scale, [4]int{40, 75, 90, 95})
 	return req
 }
 
-// smoothTimeStep moves the clock: not at all, within the scale, across several scales,
-// backwards, or a long idleness.
-func smoothTimeStep(r *rand.Rand, scale int64) int64 {
-	switch x := r.Intn(100); {
-	case x < 20:
-		return 0
-	case x < 50:
-		return 1 + r.Int63n(scale/8+1)
-	case x < 75:
-		return 1 + r.Int63n(scale)
-	case x < 85:
-		return int64(1+r.Intn(5))*scale + r.Int63n(scale)
-	case x < 93:
-		return -(1 + r.Int63n(scale))
-	default:
-		return 1 + r.Int63n(1e11)
-	}
+// smoothTimeStep is a random move of the clock for the smooth twins (see clockStep).
+func smoothTimeStep(r *rand.Rand, scale int64) int64 { return clockStep(r, scale, 20, 93) }
+
+// smoothShape is how runTwinSeq drives the smooth twins: the clock moves by the scale of
+// each step's config; refunds are rare and random, and one that leaves a state fresh
+// deletes it.
+var smoothShape = &seqShape{
+	keys: 3, otherOdds: 5, stepScale: true, timeStep: smoothTimeStep, refundDeletes: true,
+	start: func(r *rand.Rand, _ int64) int64 {
+		now := 1_700_000_000_000_000 + r.Int63n(1e12)
+		if r.Intn(4) == 0 {
+			now = r.Int63n(1e7) // near the epoch: backward steps reach negative instants
+		}
+		return now
+	},
+	refund:  func(r *rand.Rand, _ bool) bool { return r.Intn(40) == 0 },
+	request: func(r *rand.Rand, _, scale int64) Request { return smoothRequest(r, scale) },
 }
 
-type smoothDiffStats struct {
-	steps, granted, reserved, denied, never, configChanges, writes, deletes, refunds int
+// smoothTwin describes SmoothBursty (warm false) or SmoothWarmingUp to runTwinSeq.
+func smoothTwin(warm bool) luaTwin {
+	name := SmoothBursty{}.Name()
+	if warm {
+		name = SmoothWarmingUp{}.Name()
+	}
+	return luaTwin{
+		name:   name,
+		family: func(r *rand.Rand) []Scripted { return smoothFamily(r, warm) },
+		limit:  func(Scripted) int64 { return maxExact }, // larger N are never granted
+		scale:  smoothScale,
+		snap:   func(st State) any { return snapSmooth(st) },
+		stored: func(h map[string]string, _ []string) (any, error) { return parseSmooth(h, warm) },
+		reset: func(a Scripted, st State, now int64) int64 {
+			return st.(*smoothState).resetAfter(now, a.(interface{ params() smoothParams }).params())
+		},
+		shape: smoothShape,
+	}
 }
 
 func TestSmoothLuaDifferential(t *testing.T) {
@@ -188,189 +190,23 @@ func TestSmoothLuaDifferential(t *testing.T) {
 	rdb := newRedisClient(t, startRedis(t), 3)
 	const seqs, steps = 12, 900 // 10,800 steps per kind
 	for _, warm := range []bool{false, true} {
-		name := SmoothBursty{}.Name()
-		if warm {
-			name = SmoothWarmingUp{}.Name()
-		}
-		t.Run(name, func(t *testing.T) {
+		tw := smoothTwin(warm)
+		t.Run(tw.name, func(t *testing.T) {
 			t.Parallel()
-			var st smoothDiffStats
+			var st diffStats
 			start := time.Now()
 			for seq := 0; seq < seqs; seq++ {
 				seed := int64(7000 + seq)
 				if warm {
 					seed += 100
 				}
-				runSmoothDifferential(t, rdb, warm, seed, steps, &st)
+				runDifferential(t, rdb, tw, seed, steps, &st)
 			}
 			if st.steps < 10_000 || st.configChanges < 500 || st.reserved < 500 || st.denied < 500 || st.deletes == 0 && warm {
 				t.Errorf("the sequences exercised too little: %+v", st)
 			}
-			t.Logf("%s: %d steps compared in %v: %+v", name, st.steps, time.Since(start).Round(time.Millisecond), st)
+			t.Logf("%s: %d steps compared in %v: %+v", tw.name, st.steps, time.Since(start).Round(time.Millisecond), st)
 		})
-	}
-}
-
-// runSmoothDifferential runs one seeded sequence on a few keys and fails at the first step
-// where the script's reply, stored hash or TTL differs from the Go transition's.
-func runSmoothDifferential(t *testing.T, rdb *redis.Client, warm bool, seed int64, steps int, st *smoothDiffStats) {
-	t.Helper()
-	r := rand.New(rand.NewSource(seed))
-	runSmoothSeq(t, rdb, r, smoothFamily(r, warm), warm, seed, steps, st)
-}
-
-// runSmoothSeq is runSmoothDifferential on the configs fam (one kind), drawing the steps
-// from r.
-func runSmoothSeq(t *testing.T, rdb *redis.Client, r *rand.Rand, fam []Scripted, warm bool, seed int64, steps int, st *smoothDiffStats) {
-	t.Helper()
-	ctx := context.Background()
-	script := fam[0].Script()
-	rs := redis.NewScript(farExpiry(script.Source)) // TTLs far from expiry, checked less farTTL
-	const nkeys = 3
-	states := make([]State, nkeys)
-	keys := make([][]string, nkeys)
-	last := make([]Scripted, nkeys) // the config each key was last written with
-	for k := range states {
-		states[k] = fam[0].NewState()
-		keys[k] = scriptKeys(script, fmt.Sprintf("{smooth-%d-%d}:%s", seed, k, fam[0].Slot()))
-	}
-	now := 1_700_000_000_000_000 + r.Int63n(1e12)
-	if r.Intn(4) == 0 {
-		now = r.Int63n(1e7) // near the epoch: backward steps reach negative instants
-	}
-	var history []string
-	fail := func(step int, format string, args ...any) {
-		t.Helper()
-		t.Fatalf("seed %d, step %d, configs %v, last steps:\n%s\n%s",
-			seed, step, fam, strings.Join(history, "\n"), fmt.Sprintf(format, args...))
-	}
-	for step := 0; step < steps; step++ {
-		k := r.Intn(nkeys)
-		a := fam[0]
-		if r.Intn(5) == 0 {
-			a = luaPick(r, fam)
-		}
-		scale := smoothScale(a)
-		now += smoothTimeStep(r, scale)
-		if now > 5e15 { // keep instants, and reservations after them, well below 2^53
-			now -= 3e15
-		}
-		s := states[k]
-		before := snapSmooth(s)
-		if before.valid && last[k] != nil && last[k] != a {
-			st.configChanges++
-		}
-		var args []any
-		var want [7]int64
-		granted := false
-		refund := r.Intn(40) == 0
-		if refund {
-			n, at := 1+r.Int63n(3), now-r.Int63n(scale+1)
-			a.Refund(s, now, n, at)
-			args = scriptArgs(a, "refund", now, n, at)
-			st.refunds++
-		} else {
-			req := smoothRequest(r, scale)
-			d := a.Apply(s, now, req)
-			want, granted = replyOf(d), d.Allowed
-			switch {
-			case d.Allowed && d.Wait > 0:
-				st.reserved++
-			case d.Allowed:
-				st.granted++
-			case req.N > maxExact:
-				st.never++
-			default:
-				st.denied++
-			}
-			args = scriptArgs(a, "apply", now, req.N, maxWaitArg(req))
-		}
-		after := snapSmooth(s)
-		changed := after != before || granted
-		reset := s.(*smoothState).resetAfter(now, a.(interface{ params() smoothParams }).params())
-		history = append(history, fmt.Sprintf("  step %d key %d %v ARGV%v\n    Go %+v -> %+v, reply %v, reset %d",
-			step, k, a, args, before, after, want, reset))
-		if len(history) > 6 {
-			history = history[1:]
-		}
-		if changed {
-			st.writes++
-			last[k] = a
-			if !refund && min(max(reset, 0), MaxMicros) != want[4] {
-				fail(step, "Go state's reset %d µs differs from the decision's ResetAfter %d µs", reset, want[4])
-			}
-			if reset <= 0 {
-				states[k] = a.NewState() // the script deletes a state that is fresh again
-				st.deletes++
-			}
-		}
-
-		// The script, the key's PTTL, PERSIST (keys expire only by the script's own DEL:
-		// this test's clock is not the server's) and the hash, in one MULTI.
-		var run *redis.Cmd
-		var ttl *redis.DurationCmd
-		var hash *redis.MapStringStringCmd
-		began := time.Now()
-		_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			run = rs.EvalSha(ctx, p, keys[k], args...)
-			ttl = p.PTTL(ctx, keys[k][0])
-			p.Persist(ctx, keys[k][0])
-			hash = p.HGetAll(ctx, keys[k][0])
-			return nil
-		})
-		if err != nil && strings.Contains(err.Error(), "NOSCRIPT") {
-			if err := rs.Load(ctx, rdb).Err(); err != nil {
-				fail(step, "loading the script: %v", err)
-			}
-			_, err = rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-				run = rs.EvalSha(ctx, p, keys[k], args...)
-				ttl = p.PTTL(ctx, keys[k][0])
-				p.Persist(ctx, keys[k][0])
-				hash = p.HGetAll(ctx, keys[k][0])
-				return nil
-			})
-		}
-		slack := time.Since(began).Milliseconds() + 1
-		if err != nil {
-			fail(step, "redis: %v", err)
-		}
-		if refund {
-			if v, err := run.Int64(); err != nil || v != 0 {
-				fail(step, "refund replied %v, %v; want 0", v, err)
-			}
-		} else {
-			vals, err := run.Int64Slice()
-			if err != nil {
-				fail(step, "script: %v", err)
-			}
-			if got, err := toReply(vals); err != nil || got != want {
-				fail(step, "Lua reply %v (%v)\n   Go reply %v", vals, err, want)
-			}
-		}
-		got := ttl.Val() // -2 ns: no key, -1 ns: no TTL
-		switch {
-		case changed && reset <= 0, !changed && !snapSmooth(states[k]).valid:
-			if got != -2 {
-				fail(step, "PTTL %v, want the key deleted", got)
-			}
-		case changed:
-			ms, want := scriptTTL(got).Milliseconds(), ttlMillis(reset) // may be < 0: read after it ran out
-			if got < 0 || ms > want || ms < want-slack {
-				fail(step, "PTTL %v (%d ms as the script set it), want %d ms (reset %d µs)", got, ms, want, reset)
-			}
-		default:
-			if got != -1 { // persisted after an earlier write; unchanged means not written
-				fail(step, "PTTL %v, want no TTL (nothing was written)", got)
-			}
-		}
-		stored, err := parseSmooth(hash.Val(), warm)
-		if err != nil {
-			fail(step, "stored hash %v does not parse: %v", hash.Val(), err)
-		}
-		if want := snapSmooth(states[k]); stored != want {
-			fail(step, "stored %+v\n    Go state %+v", stored, want)
-		}
-		st.steps++
 	}
 }
 

@@ -53,17 +53,18 @@ func TestSmoothLuaServerTimeAndProtocols(t *testing.T) {
 			rs := redis.NewScript(a.Script().Source)
 			keys := scriptKeys(a.Script(), fmt.Sprintf("{smooth-resp%d}:%s", proto, a.Slot()))
 			before := time.Now().UnixMicro()
-			v, err := rs.Run(ctx, rdb, keys, scriptArgs(a, "apply", serverTime, 1, 0)...).Int64Slice()
+			v, err := rs.Run(ctx, rdb, keys, applyArgs(a, ServerTime, Request{N: 1})...).Result()
 			after := time.Now().UnixMicro()
-			if err != nil || len(v) != 7 || v[0] != 1 || v[6] < before-1_000_000 || v[6] > after+1_000_000 {
-				t.Fatalf("%s over RESP%d: %v, %v: want a grant at the server's time, in [%d, %d] ± 1s", a.Name(), proto, v, err, before, after)
+			d, derr := decisionOf(v)
+			if err != nil || derr != nil || !d.Allowed || d.At < before-1_000_000 || d.At > after+1_000_000 {
+				t.Fatalf("%s over RESP%d: %v, %v, %v: want a grant at the server's time, in [%d, %d] ± 1s", a.Name(), proto, v, err, derr, before, after)
 			}
 			// A grant then a denial with a retry, at a given time, so that every field is
 			// non-trivial somewhere.
 			const now = 1_700_000_000_000_000
 			for _, n := range []int64{3, 1} {
 				r, err := rs.Run(ctx, rdb, scriptKeys(a.Script(), fmt.Sprintf("{smooth-resp%d-b}:%s", proto, a.Slot())),
-					scriptArgs(a, "apply", now, n, 0)...).Result()
+					applyArgs(a, now, Request{N: n})...).Result()
 				if err != nil {
 					t.Fatal(err)
 				}

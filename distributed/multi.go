@@ -10,7 +10,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/limiter/algo"
-	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -49,13 +48,8 @@ func (s *Store) ApplyAll(ctx context.Context, key string, rules []algo.Algorithm
 		return []algo.Decision{d}, d.Allowed, nil
 	}
 	defs := make([]*algo.Script, len(rules))
-	args := make([]any, 3, 3+4*len(rules))
-	if s.clock != nil {
-		args[0] = clockx.Micros(s.clock.Now())
-	} else {
-		args[0] = ""
-	}
-	args[1], args[2] = req.N, maxWaitMicros(req.MaxWait)
+	// An apply's own ARGV without config (see multi.lua), then each rule's config.
+	args := algo.ApplyArgs(make([]any, 0, 4+4*len(rules)), s.now(), req, nil)
 	var keys []string
 	for i, a := range rules {
 		sa, e, err := s.script(a)
@@ -71,28 +65,27 @@ func (s *Store) ApplyAll(ctx context.Context, key string, rules []algo.Algorithm
 	sc := multiScriptFor(defs)
 	reply, err, _ := s.run(ctx, sc, keys, args) // keys and args are not recycled
 	if err != nil {
-		return nil, false, s.failAll(ctx, key, keys, rules, err)
+		return nil, false, s.callFailed(ctx, composite(rules, key), keys, err)
 	}
 	ds, ok, err := parseMulti(reply, len(rules))
 	if err != nil {
-		return nil, false, fmt.Errorf("%w: distributed: composite of %s on key %s: %w",
-			store.ErrUnavailable, names(rules), quoteKey(key), err)
+		return nil, false, badReply(composite(rules, key), err)
 	}
 	return ds, ok, nil
 }
 
-// parseMulti reads the reply of a composite script: seven integers per rule (as in
-// parseDecision) followed by the all-or-nothing flag, which must say whether every rule
-// allowed.
+// parseMulti reads the reply of a composite script: each rule's "apply" reply (seven
+// integers, see algo.ParseDecision) followed by the all-or-nothing flag, which must say
+// whether every rule allowed.
 func parseMulti(reply any, rules int) ([]algo.Decision, bool, error) {
 	vals, ok := reply.([]any)
 	if !ok || len(vals) != 7*rules+1 {
-		return nil, false, fmt.Errorf("%w: got %s, want an array of %d integers", errBadReply, describe(reply), 7*rules+1)
+		return nil, false, &algo.ReplyError{Reply: reply, Problem: fmt.Sprintf("want an array of %d integers", 7*rules+1)}
 	}
 	ds := make([]algo.Decision, rules)
 	all := true
 	for i := range ds {
-		d, err := parseDecision(vals[7*i : 7*i+7])
+		d, err := algo.ParseDecision(vals[7*i : 7*i+7])
 		if err != nil {
 			return nil, false, fmt.Errorf("rule %d: %w", i+1, err)
 		}
@@ -100,31 +93,19 @@ func parseMulti(reply any, rules int) ([]algo.Decision, bool, error) {
 	}
 	flag, ok := vals[7*rules].(int64)
 	if !ok || (flag != 0 && flag != 1) || (flag == 1) != all {
-		return nil, false, fmt.Errorf("%w: flag %s disagrees with the rules' decisions", errBadReply, describe(vals[7*rules]))
+		return nil, false, &algo.ReplyError{Reply: vals[7*rules], Problem: "the flag disagrees with the rules' decisions"}
 	}
 	return ds, all, nil
 }
 
-// failAll wraps an error of a composite script like fail does for one rule.
-func (s *Store) failAll(ctx context.Context, key string, keys []string, rules []algo.Algorithm, err error) error {
-	if cerr := store.CheckContext(ctx); cerr != nil {
-		return fmt.Errorf("distributed: composite of %s on key %s: %w", names(rules), quoteKey(key), cerr)
-	}
-	if isWrongType(err) {
-		return fmt.Errorf("%w: distributed: composite of %s on key %s: a Redis key among %s holds data of "+
-			"another type, so it cannot hold limiter state; is something else writing under the prefix %q? (%w)",
-			store.ErrUnavailable, names(rules), quoteKey(key), quoteKey(strings.Join(keys, " ")), s.prefix, err)
-	}
-	return fmt.Errorf("%w: distributed: composite of %s on key %s: %w", store.ErrUnavailable, names(rules), quoteKey(key), err)
-}
-
-// names lists the rules' algorithm names for an error message.
-func names(rules []algo.Algorithm) string {
+// composite names a composite call for an error message: its rules' algorithm names and
+// the user key.
+func composite(rules []algo.Algorithm, key string) string {
 	n := make([]string, len(rules))
 	for i, a := range rules {
 		n[i] = a.Name()
 	}
-	return strings.Join(n, "+")
+	return "composite of " + strings.Join(n, "+") + " on key " + quoteKey(key)
 }
 
 // multiScript is the composite script of one sequence of algorithm scripts.

@@ -5,10 +5,9 @@
 -- (the function of each rule, in order) and NKEYS (how many keys each rule has).
 --
 -- KEYS       every rule's keys, rule after rule; all carry one hash tag, so one slot
--- ARGV[1]    now in µs since the Unix epoch, or "" to read the server's TIME
--- ARGV[2]    N, permits asked for
--- ARGV[3]    MaxWait in µs (MaxMicros for Forever)
--- ARGV[4..]  per rule: the count c of its config arguments, then those c arguments
+-- ARGV[1..4] an "apply" as algo.ApplyArgs encodes it, without config: "apply", now (or ""
+--            for the server's TIME), N, MaxWait in µs (see algo.Script in algo/lua.go)
+-- ARGV[5..]  per rule: the count c of its config arguments, then those c arguments
 --
 -- Reply: each rule's seven integers {allowed, limit, remaining, retry_after_us,
 -- reset_after_us, wait_us, at_us}, rule after rule, then 1 when every rule allowed (the
@@ -20,7 +19,7 @@
 -- DEL for a key that did not exist) after. Nothing here depends on what a rule's script
 -- writes or on its writing nothing when it denies.
 
-local now = ARGV[1]
+local now = ARGV[2]
 if now == '' then
   -- One instant for every rule. Redis 3.2–4 must be told to replicate effects before a
   -- write follows TIME; Redis 5+ always does.
@@ -49,7 +48,7 @@ local function rollback()
   end
 end
 
-local reply, all, ki, ai = {}, 1, 1, 4
+local reply, all, ki, ai = {}, 1, 1, 5
 for r = 1, #RULES do
   local keys = {}
   for j = 1, NKEYS[r] do
@@ -57,7 +56,7 @@ for r = 1, #RULES do
     ki = ki + 1
   end
   local c = tonumber(ARGV[ai])
-  local argv = {'apply', now, ARGV[2], ARGV[3]}
+  local argv = {'apply', now, ARGV[3], ARGV[4]}
   for j = 1, c do argv[4 + j] = ARGV[ai + j] end
   ai = ai + c + 1
   -- pcall: a rule that raises must not leave the earlier rules' grants behind (a script

@@ -2,13 +2,11 @@ package distributed
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/limiter/algo"
-	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -36,24 +34,20 @@ func (s *Store) Acquire(ctx context.Context, name string, cfg algo.Semaphore, to
 		return algo.SemaphoreResult{}, err
 	}
 	vals, ok := reply.([]any)
-	if !ok || len(vals) != 4 {
-		return algo.SemaphoreResult{}, semBadReply("acquire", name, reply)
-	}
+	ok = ok && len(vals) == 4
 	var n [4]int64
-	for i, v := range vals {
-		if n[i], ok = v.(int64); !ok || n[i] < 0 {
-			return algo.SemaphoreResult{}, semBadReply("acquire", name, reply)
-		}
+	for i := 0; ok && i < len(n); i++ {
+		n[i], ok = vals[i].(int64)
+		ok = ok && n[i] >= 0
 	}
-	if n[0] > 1 {
-		return algo.SemaphoreResult{}, semBadReply("acquire", name, reply)
+	if !ok || n[0] > 1 {
+		return algo.SemaphoreResult{}, semBadReply("acquire", name, reply, "want 4 integers ≥ 0, the first 0 or 1")
 	}
-	return algo.SemaphoreResult{
-		Acquired:   n[0] == 1,
-		Holders:    n[1],
-		Position:   n[2],
-		RetryAfter: micros(n[3]),
-	}, nil
+	retry := algo.Never // MaxMicros and beyond, as in an "apply" reply (algo.ParseDecision)
+	if n[3] < algo.MaxMicros {
+		retry = time.Duration(n[3]) * time.Microsecond
+	}
+	return algo.SemaphoreResult{Acquired: n[0] == 1, Holders: n[1], Position: n[2], RetryAfter: retry}, nil
 }
 
 // Release gives back token's permit of the semaphore name and removes token from its fair
@@ -89,7 +83,7 @@ func (s *Store) Holders(ctx context.Context, name string) (int64, error) {
 	}
 	n, ok := reply.(int64)
 	if !ok || n < 0 {
-		return 0, semBadReply("holders", name, reply)
+		return 0, semBadReply("holders", name, reply, "want an integer ≥ 0")
 	}
 	return n, nil
 }
@@ -102,7 +96,7 @@ func (s *Store) semBool(ctx context.Context, op, name, token string, cfg algo.Se
 	}
 	n, ok := reply.(int64)
 	if !ok || (n != 0 && n != 1) {
-		return false, semBadReply(op, name, reply)
+		return false, semBadReply(op, name, reply, "want 0 or 1")
 	}
 	return n == 1, nil
 }
@@ -121,34 +115,21 @@ func (s *Store) semRun(ctx context.Context, op, name, token string, queue int64,
 		return nil, err
 	}
 	keys := stateKeys(s.prefix, name, semSlot, cfg.Script().Keys)
-	args := make([]any, 4, 7)
-	args[0] = op
-	if s.clock != nil {
-		args[1] = clockx.Micros(s.clock.Now())
-	} else {
-		args[1] = ""
-	}
-	args[2] = token
-	args[3] = queue
-	reply, err, _ := s.run(ctx, semScript, keys, cfg.AppendArgs(args)) // keys and args are not recycled
+	args := cfg.AppendArgs(append(make([]any, 0, 7), op, algo.NowArg(s.now()), token, queue))
+	reply, err, _ := s.run(ctx, semScript, keys, args) // keys and args are not recycled
 	if err != nil {
-		if cerr := store.CheckContext(ctx); cerr != nil {
-			return nil, fmt.Errorf("distributed: semaphore %s on %s: %w", op, quoteKey(name), cerr)
-		}
-		if isWrongType(err) {
-			return nil, fmt.Errorf("%w: distributed: semaphore %s on %s: Redis key %s (or a key beside it) "+
-				"holds data of another type; is something else writing under the prefix %q? (%w)",
-				store.ErrUnavailable, op, quoteKey(name), quoteKey(keys[0]), s.prefix, err)
-		}
-		return nil, fmt.Errorf("%w: distributed: semaphore %s on %s: %w", store.ErrUnavailable, op, quoteKey(name), err)
+		return nil, s.callFailed(ctx, semCall(op, name), keys, err)
 	}
 	return reply, nil
 }
 
-// semBadReply is the error of a reply that does not follow the script's convention.
-func semBadReply(op, name string, reply any) error {
-	return fmt.Errorf("%w: distributed: semaphore %s on %s: %w: got %s",
-		store.ErrUnavailable, op, quoteKey(name), errBadReply, describe(reply))
+// semCall names a semaphore call for an error message.
+func semCall(op, name string) string { return "semaphore " + op + " on " + quoteKey(name) }
+
+// semBadReply is the error of a reply that does not follow the script's convention
+// (algo.Semaphore.Script): want says what it should have been.
+func semBadReply(op, name string, reply any, want string) error {
+	return badReply(semCall(op, name), &algo.ReplyError{Reply: reply, Problem: want})
 }
 
 // semQueueMicros converts a queue TTL to whole µs, clamped to [0, algo.MaxMicros].

@@ -146,16 +146,15 @@ func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req alg
 	}
 	b := getBuf()
 	b.keys = appendStateKeys(b.keys, s.prefix, key, a.Slot(), e.def.Keys)
-	b.args = s.appendArgs(b.args, opApply, req.N, maxWaitMicros(req.MaxWait), e.config(sa, a))
+	b.args = algo.ApplyArgs(b.args, s.now(), req, e.config(sa, a))
 	reply, err, left := s.exec(ctx, e, b.keys, b.args)
 	defer recycle(b, left)
 	if err != nil {
 		return algo.Decision{}, s.fail(ctx, "apply", key, b.keys, a, err)
 	}
-	d, err := parseDecision(reply)
+	d, err := algo.ParseDecision(reply)
 	if err != nil {
-		return algo.Decision{}, fmt.Errorf("%w: distributed: %s script on key %s: %w",
-			store.ErrUnavailable, a.Name(), quoteKey(key), err)
+		return algo.Decision{}, badReply(fmt.Sprintf("%s script on key %s", a.Name(), quoteKey(key)), err)
 	}
 	return d, nil
 }
@@ -178,15 +177,14 @@ func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int6
 	}
 	b := getBuf()
 	b.keys = appendStateKeys(b.keys, s.prefix, key, a.Slot(), e.def.Keys)
-	b.args = s.appendArgs(b.args, opRefund, n, at, e.config(sa, a))
+	b.args = algo.RefundArgs(b.args, s.now(), n, at, e.config(sa, a))
 	reply, err, left := s.exec(ctx, e, b.keys, b.args)
 	defer recycle(b, left)
 	if err != nil {
 		return s.fail(ctx, "refund", key, b.keys, a, err)
 	}
-	if _, ok := reply.(int64); !ok {
-		return fmt.Errorf("%w: distributed: %s refund on key %s replied %s, want an integer",
-			store.ErrUnavailable, a.Name(), quoteKey(key), describe(reply))
+	if err := algo.ParseRefund(reply); err != nil {
+		return badReply(fmt.Sprintf("%s refund on key %s", a.Name(), quoteKey(key)), err)
 	}
 	return nil
 }
@@ -239,21 +237,6 @@ func (s *Store) script(a algo.Algorithm) (algo.Scripted, *scriptEntry, error) {
 	return sa, e, nil
 }
 
-// opApply and opRefund are the first ARGV of each call, boxed once: boxing a string
-// variable into an interface allocates.
-var opApply, opRefund any = "apply", "refund"
-
-// appendArgs appends ARGV to dst: op, now ("" for the server's TIME), n, the fourth
-// argument, then the config arguments.
-func (s *Store) appendArgs(dst []any, op any, n, fourth int64, config []any) []any {
-	var now any = ""
-	if s.clock != nil {
-		now = clockx.Micros(s.clock.Now())
-	}
-	dst = append(dst, op, now, n, fourth)
-	return append(dst, config...)
-}
-
 // exec runs e's script for Apply and Refund: in the next pipeline with WithBatching,
 // otherwise on its own with run. left is run's.
 func (s *Store) exec(ctx context.Context, e *scriptEntry, keys []string, args []any) (reply any, err error, left bool) {
@@ -289,17 +272,4 @@ func (s *Store) call(ctx context.Context, sc *redis.Script, keys []string, args 
 		return s.runAcked(ctx, sc, keys, args)
 	}
 	return sc.Run(ctx, s.client, keys, args...).Result()
-}
-
-// maxWaitMicros converts MaxWait to whole µs as the algorithms do: rounded down, ≤ 0 is 0,
-// Forever (and anything beyond MaxMicros) is MaxMicros.
-func maxWaitMicros(d time.Duration) int64 {
-	switch {
-	case d <= 0:
-		return 0
-	case d == algo.Forever || d/time.Microsecond >= time.Duration(algo.MaxMicros):
-		return algo.MaxMicros
-	default:
-		return int64(d / time.Microsecond)
-	}
 }

@@ -13,9 +13,10 @@ const (
 )
 
 // AIMD moves the limit the way TCP moves its congestion window: additive increase,
-// multiplicative decrease. Every success adds Increase/limit, so the limit grows by
-// Increase per round trip (one limit's worth of successes); a drop multiplies it by
-// Backoff. A drop backs off once: the drops of requests admitted before the last backoff
+// multiplicative decrease. Until the first drop it starts slowly, as TCP does: every
+// success adds Increase, so the limit doubles per round trip. After it, every success
+// adds Increase/limit, so the limit grows by Increase per round trip (one limit's worth
+// of successes); a drop multiplies it by Backoff. A drop backs off once: the drops of requests admitted before the last backoff
 // (they were already in flight under the old limit) are ignored, and so are their
 // successes. While fewer than half the limit are in flight the limit does not grow: the
 // traffic, not the server, is what is limiting, and the limit would rise without bound.
@@ -102,6 +103,8 @@ type aimdEstimator struct {
 	// since is the end of the last backoff: samples of requests admitted before it
 	// describe the limit before it.
 	since time.Time
+	// dropped ends the slow start: until the first drop every success adds Increase.
+	dropped bool
 }
 
 func (e *aimdEstimator) Limit() int { return int(e.limit) }
@@ -113,10 +116,15 @@ func (e *aimdEstimator) Update(s Sample) int {
 	if s.Dropped || (e.c.timeout > 0 && s.Latency > e.c.timeout) {
 		e.limit = e.c.clamp(math.Floor(e.limit * e.c.backoff))
 		e.since = s.End()
+		e.dropped = true
 		return e.Limit()
 	}
 	if float64(2*s.InFlight) >= math.Floor(e.limit) {
-		e.limit = e.c.clamp(e.limit + e.c.increase/e.limit)
+		step := e.c.increase / e.limit
+		if !e.dropped {
+			step = e.c.increase // slow start: the limit doubles per round trip
+		}
+		e.limit = e.c.clamp(e.limit + step)
 	}
 	return e.Limit()
 }

@@ -1,8 +1,10 @@
 package adaptivesim
 
 import (
+	"encoding/xml"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -178,5 +180,29 @@ func TestConfigErrors(t *testing.T) {
 	}
 	if _, err := Run(ok); err != nil {
 		t.Fatalf("valid config: %v", err)
+	}
+}
+
+func TestWriteSVG(t *testing.T) {
+	t.Parallel()
+	rows, err := Run(Config{Algorithm: adaptive.Gradient{}, Capacity: 10, Latency: 10 * time.Millisecond, Duration: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := WriteSVG(&b, "a <title>", "sub", time.Second, 10*time.Millisecond, []Result{{Name: "gradient", Rows: rows}}); err != nil {
+		t.Fatal(err)
+	}
+	svg := b.String()
+	if err := xml.Unmarshal([]byte(svg), new(struct{})); err != nil {
+		t.Fatalf("not XML: %v", err)
+	}
+	for _, want := range []string{`data-name="capacity"`, `data-name="service time"`, `data-name="gradient"`, "a &lt;title&gt;"} {
+		if strings.Count(svg, want) == 0 {
+			t.Errorf("SVG lacks %s", want)
+		}
+	}
+	if err := WriteSVG(&b, "", "", time.Second, time.Millisecond, nil); !errors.Is(err, ErrConfig) {
+		t.Errorf("no runs: %v", err)
 	}
 }

@@ -39,6 +39,9 @@ type simRun struct {
 }
 
 func simCommand(args []string, stdout io.Writer) error {
+	if isAdaptiveSim(args) { // adaptive-*: a modeled server, flags of its own (sim_adaptive.go)
+		return simAdaptiveCommand(args, stdout)
+	}
 	fs := flag.NewFlagSet("ratekit sim", flag.ContinueOnError)
 	var f simFlags
 	f.algo.register(fs)

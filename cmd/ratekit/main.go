@@ -66,7 +66,8 @@ ratekit bench [--store memory|redis://[user:pass@]host:port[/db]|redis+cluster:/
               [--limit L] [--window W] [--warmup D] [--goroutines N] [--duration D] [--keys N]
 
 algorithms: ` + strings.Join(algorithmNames[:5], ", ") + `,
-            ` + strings.Join(algorithmNames[5:], ", ") + `
+            ` + strings.Join(algorithmNames[5:], ", ") + `;
+            ` + strings.Join(adaptiveNames, ", ") + ` (sim only: concurrency limits)
 Run "ratekit sim -h" or "ratekit bench -h" for every flag and its default.
 `
 

@@ -95,9 +95,12 @@ func TestHelpExitsZero(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"help"}, []string{"usage: ratekit <command>", "ratekit sim [--algo NAME | --compare", "ratekit bench [--store memory|redis://", "smooth-warmup"}},
+		{[]string{"help"}, []string{"usage: ratekit <command>", "ratekit sim [--algo NAME | --compare", "ratekit bench [--store memory|redis://", "smooth-warmup",
+			"adaptive-aimd, adaptive-gradient (sim only"}},
 		{[]string{"--help"}, []string{"usage: ratekit <command>"}},
-		{[]string{"sim", "-h"}, []string{"usage: ratekit sim [flags]", "-compare", "-max-wait", "-svg file"}},
+		{[]string{"sim", "-h"}, []string{"usage: ratekit sim [flags]", "-compare", "-max-wait", "-svg file", "smooth-warmup;",
+			"or adaptive-aimd, adaptive-gradient:"}},
+		{[]string{"sim", "--algo", "adaptive-aimd", "-h"}, []string{"usage: ratekit sim [flags]", "-capacity", "-drop-at"}},
 		{[]string{"bench", "--help"}, []string{"usage: ratekit bench [flags]", "-goroutines", "-store", "-keys"}},
 	} {
 		code, out, errOut := runCLI(t, tc.args...)

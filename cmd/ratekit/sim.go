@@ -45,6 +45,8 @@ func simCommand(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("ratekit sim", flag.ContinueOnError)
 	var f simFlags
 	f.algo.register(fs)
+	fs.Lookup("algo").Usage = "algorithm: " + strings.Join(algorithmNames, ", ") + ";\nor " + strings.Join(adaptiveNames, ", ") +
+		": a concurrency limit in front of a modeled server,\nwith flags of its own (run \"ratekit sim --algo adaptive-gradient -h\")"
 	fs.Lookup("rate").Usage = "permits per second, and the base rate of the traffic\n(windows: the default limit is rate × window)"
 	fs.StringVar(&f.compare, "compare", "", "comma-separated algorithms to draw on one chart (instead of --algo)")
 	fs.StringVar(&f.traffic, "traffic", "burst", "traffic shape: steady (1.5 × rate), burst (3 × rate at once every 2 s),\nspike (0.5 × rate, 5 × rate in the middle tenth), ramp (0 to 3 × rate)")
@@ -194,8 +196,11 @@ func openSVG(path string) (*svgFile, error) {
 	return &svgFile{path: path, f: f, created: errors.Is(statErr, os.ErrNotExist)}, nil
 }
 
+// svgChart is what --svg writes: a sim.Chart, or the chart.Chart of an adaptive run.
+type svgChart interface{ WriteSVG(io.Writer) error }
+
 // write replaces the file's content with chart and closes it.
-func (s *svgFile) write(chart sim.Chart) error {
+func (s *svgFile) write(chart svgChart) error {
 	s.done = true
 	err := s.f.Truncate(0)
 	if err == nil {

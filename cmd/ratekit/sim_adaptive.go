@@ -134,9 +134,11 @@ func simAdaptiveCommand(args []string, stdout io.Writer) error {
 		if f.compare {
 			title = fmt.Sprintf("%s against fixed limits: in-flight limit and latency", f.algo)
 		}
-		if err := svg.writeWith(func(w io.Writer) error {
-			return adaptivesim.WriteSVG(w, title, setting, f.interval, f.latency, results)
-		}); err != nil {
+		chart, err := adaptivesim.NewChart(title, setting, f.interval, f.latency, results)
+		if err != nil {
+			return fmt.Errorf("sim: %w", err)
+		}
+		if err := svg.write(chart); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "\nwrote %s\n", f.svg)
@@ -198,21 +200,4 @@ func printAdaptiveCompare(w io.Writer, runs []adaptivesim.Result) {
 // roundMs rounds d to 0.1 ms for the table.
 func roundMs(d time.Duration) time.Duration {
 	return time.Duration(math.Round(float64(d)/1e5)) * 100 * time.Microsecond
-}
-
-// writeWith replaces the file's content with what write writes and closes it, as
-// svgFile.write does for a sim.Chart.
-func (s *svgFile) writeWith(write func(io.Writer) error) error {
-	s.done = true
-	err := s.f.Truncate(0)
-	if err == nil {
-		err = write(s.f)
-	}
-	if cerr := s.f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("sim: writing %s: %w", s.path, err)
-	}
-	return nil
 }

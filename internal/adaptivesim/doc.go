@@ -1,7 +1,8 @@
 // Package adaptivesim runs an adaptive.Limiter in front of a modeled server under
 // virtual time and tallies, interval by interval, the offered and admitted requests, the
-// in-flight limit and the latency; it draws the limit and the latency as an SVG. The
-// ratekit CLI prints its results ("ratekit sim --algo adaptive-gradient").
+// in-flight limit and the latency; NewChart draws the limit and the latency with package
+// internal/chart. The ratekit CLI prints its results ("ratekit sim --algo
+// adaptive-gradient").
 //
 // The server has a fixed number of workers (its capacity) and serves each request in a
 // fixed time; an admitted request that finds every worker busy waits in a FIFO queue, so

@@ -183,26 +183,39 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
-func TestWriteSVG(t *testing.T) {
+func TestChart(t *testing.T) {
 	t.Parallel()
 	rows, err := Run(Config{Algorithm: adaptive.Gradient{}, Capacity: 10, Latency: 10 * time.Millisecond, Duration: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
+	c, err := NewChart("a <title>", "sub", time.Second, 10*time.Millisecond, []Result{{Name: "gradient", Rows: rows}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var b strings.Builder
-	if err := WriteSVG(&b, "a <title>", "sub", time.Second, 10*time.Millisecond, []Result{{Name: "gradient", Rows: rows}}); err != nil {
+	if err := c.WriteSVG(&b); err != nil {
 		t.Fatal(err)
 	}
 	svg := b.String()
 	if err := xml.Unmarshal([]byte(svg), new(struct{})); err != nil {
 		t.Fatalf("not XML: %v", err)
 	}
-	for _, want := range []string{`data-name="capacity"`, `data-name="service time"`, `data-name="gradient"`, "a &lt;title&gt;"} {
-		if strings.Count(svg, want) == 0 {
-			t.Errorf("SVG lacks %s", want)
+	// Both panels, each with its y label, its reference and the run's line.
+	for want, n := range map[string]int{
+		`data-panel="capacity, gradient"`: 1, `data-panel="service time, gradient"`: 1,
+		">in-flight limit</text>": 1, ">mean latency (ms)</text>": 1,
+		`data-name="capacity"`: 1, `data-name="service time"`: 1, `data-name="gradient"`: 2,
+		"a &lt;title&gt;": 1,
+	} {
+		if got := strings.Count(svg, want); got != n {
+			t.Errorf("SVG has %s %d times, want %d", want, got, n)
 		}
 	}
-	if err := WriteSVG(&b, "", "", time.Second, time.Millisecond, nil); !errors.Is(err, ErrConfig) {
+	if _, err := NewChart("", "", time.Second, time.Millisecond, nil); !errors.Is(err, ErrConfig) {
 		t.Errorf("no runs: %v", err)
+	}
+	if _, err := NewChart("", "", time.Second, time.Millisecond, []Result{{Rows: rows}, {Rows: rows[1:]}}); !errors.Is(err, ErrConfig) {
+		t.Errorf("runs of different lengths: %v", err)
 	}
 }

@@ -88,6 +88,9 @@ func DefaultConcurrencyOutcome(r *http.Request, status int) adaptive.Outcome {
 // with Retry-After; one whose context is already done gets 503 without it. No RateLimit
 // headers are sent: a concurrency limit has no quota or window to advertise.
 //
+// The handler's writer has http.Flusher, http.Hijacker and io.ReaderFrom exactly when the
+// server's writer has them, and Unwrap for http.ResponseController.
+//
 // A panicking handler still releases its place (reported as adaptive.Ignore). A nil l
 // or next handler answers every request with 500. The returned handler is safe for
 // concurrent use.
@@ -134,7 +137,7 @@ func (h *concurrencyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			tok.Done(adaptive.Ignore)
 		}
 	}()
-	h.next.ServeHTTP(sw, r)
+	h.next.ServeHTTP(sw.wrap(), r)
 	served = true
 	status := sw.status
 	if status == 0 {
@@ -142,38 +145,6 @@ func (h *concurrencyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	tok.Done(h.o.outcome(r, status))
 }
-
-// statusWriter records the status the handler wrote.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 && code >= 200 { // 1xx are interim
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-// Flush passes on to the underlying writer when it can flush, so streaming handlers
-// behind the middleware keep working.
-func (w *statusWriter) Flush() {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	_ = http.NewResponseController(w.ResponseWriter).Flush()
-}
-
-// Unwrap lets http.ResponseController reach the underlying writer.
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // retryAfterValue is d in whole seconds rounded up, at least 1.
 func retryAfterValue(d time.Duration) string {

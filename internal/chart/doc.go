@@ -1,6 +1,6 @@
 // Package chart draws the repository's charts as standalone SVG documents, with the
-// standard library only: the simulator's (internal/sim, "ratekit sim --svg"), the
-// benchmark bars (bench/cmd/chart) and the diagrams of docs/.
+// standard library only: the simulators' (internal/sim and internal/adaptivesim, "ratekit
+// sim --svg"), the benchmark bars (bench/cmd/chart) and the diagrams of docs/.
 //
 // A [Chart] is one or more panels of series of (x, y) points, each drawn as a line or as a
 // step line, over a shared x axis, with grid lines and ticks, a title and subtitle wrapped

@@ -91,7 +91,8 @@ func DefaultConcurrencyOutcome(r *http.Request, status int) adaptive.Outcome {
 // The handler's writer has http.Flusher, http.Hijacker and io.ReaderFrom exactly when the
 // server's writer has them, and Unwrap for http.ResponseController.
 //
-// A panicking handler still releases its place (reported as adaptive.Ignore). A nil l
+// A panicking handler still releases its place (reported as adaptive.Ignore), and so
+// does a hijacked connection, without asking the outcome function. A nil l
 // or next handler answers every request with 500. The returned handler is safe for
 // concurrent use.
 func Concurrency(l *adaptive.Limiter, opts ...ConcurrencyOption) func(http.Handler) http.Handler {
@@ -139,6 +140,10 @@ func (h *concurrencyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	h.next.ServeHTTP(sw.wrap(), r)
 	served = true
+	if sw.hijacked { // a long-lived connection's duration is not a latency to learn from
+		tok.Done(adaptive.Ignore)
+		return
+	}
 	status := sw.status
 	if status == 0 {
 		status = http.StatusOK

@@ -11,7 +11,8 @@ import (
 // which adds the optional interfaces of the underlying writer.
 type statusWriter struct {
 	http.ResponseWriter
-	status int
+	status   int
+	hijacked bool // the handler took the connection over: its latency says nothing of the server
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -110,10 +111,14 @@ func (f flusher) Flush() {
 	f.w.ResponseWriter.(http.Flusher).Flush()
 }
 
-// Hijack hands the connection over; the handler writes the status, if any, itself, so
-// none is recorded (the outcome sees 200).
+// Hijack hands the connection over. A hijacked request (a WebSocket, say) may hold it for
+// hours, so it is recorded as such and reported as adaptive.Ignore.
 func (h hijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	return h.w.ResponseWriter.(http.Hijacker).Hijack()
+	c, rw, err := h.w.ResponseWriter.(http.Hijacker).Hijack()
+	if err == nil {
+		h.w.hijacked = true
+	}
+	return c, rw, err
 }
 
 func (r readerFrom) ReadFrom(src io.Reader) (int64, error) {

@@ -54,7 +54,7 @@ func TestConcurrencyWriterInterfaces(t *testing.T) {
 		name       string
 		mk         func(*recWriter) http.ResponseWriter
 		want       string // the calls that reach the writer
-		wantStatus int // 0: the outcome function is not asked (a hijacked request is Ignore)
+		wantStatus int    // 0: the outcome function is not asked (a hijacked request is Ignore)
 	}{
 		{"plain", func(r *recWriter) http.ResponseWriter { return r }, "header", 503},
 		{"flusher", func(r *recWriter) http.ResponseWriter { return flushWriter{r} }, "flush header", 200},

@@ -93,25 +93,14 @@ func checkAlgorithm(a algo.Algorithm) error {
 }
 
 // SetAlgorithm replaces the limiter's algorithm, for example to change a rate at run time.
-// It validates a first and returns an error wrapping ErrInvalidConfig, leaving the limiter
-// unchanged, when a is nil or invalid. The change is atomic: each call uses either the old
-// or the new algorithm, never a mix.
+// It returns an error wrapping ErrInvalidConfig, leaving the limiter unchanged, when a is nil
+// or invalid, or when l is a composite made by All. The change is atomic: each call uses
+// either the old or the new algorithm, never a mix.
 //
 // Keys keep their state when a's Slot equals the old algorithm's (a TokenBucket whose Rate
-// or Burst changes keeps its tokens; a window algorithm keeps its counts when the Window
-// length is unchanged). Otherwise the state is kept under another slot, so keys start
-// fresh under a.
-//
-// A kept state never admits more than golang.org/x/time/rate would with SetLimit and
-// SetBurst at this instant: each key learns of the change at its next call, and counts the
-// time since its last write at the lower of its old and new rates (a raised rate takes
-// effect at the key's first grant after the change); GCRA rescales its TAT to the new
-// interval and Burst. A key sees only the config of its last write and the current one.
-//
-// Expiry, on every store: a state expires at the instant it would be fresh, computed at
-// its last write under the config of that write (Redis: the TTL set then); from then on
-// the key starts fresh under a. So a key that refilled under the old config starts fresh
-// under a, full at a larger Burst. See docs/algorithms.md, "Config changes".
+// or Burst changes keeps its tokens); otherwise keys start fresh under a. A kept state never
+// admits more than golang.org/x/time/rate would with SetLimit and SetBurst at this instant:
+// each key learns of the change at its next call. See docs/algorithms.md ("Config changes").
 func (l *Limiter) SetAlgorithm(a algo.Algorithm) error {
 	if l.unmade() {
 		return errUnmade

@@ -113,20 +113,14 @@ func (r *Reservation) Wait(ctx context.Context) error {
 	return r.clock.Sleep(ctx, r.Delay())
 }
 
-// Cancel gives the permits back to the store, as far as the algorithm allows (a window
-// that has passed is not reopened), so that later requests may use them. The buckets
-// (TokenBucket, GCRA, LeakyBucket) give back what golang.org/x/time/rate's CancelAt does:
-// the permits minus those reserved after this one, never below zero, because the
-// reservations queued behind it keep their times; cancelling the latest reservation gives
-// back all of it. Cancel does so only while the permits are not yet usable (Delay > 0):
-// at the instant they become usable (Delay 0) and after, they count as used and Cancel
-// does nothing (x/time/rate still gives them back at exactly that instant). The same holds
-// when WaitN or TryAcquire give permits back because their context ended while they slept.
-// Cancel is idempotent: only the first call gives anything back. It does nothing for a
-// reservation that is not OK or that FailOpen granted. It returns the store's error, if
-// the refund failed. A done ctx does not stop it: the refund still goes to the store
-// (bounded by the timeouts), so that the usual
-// "if err := r.Wait(ctx); err != nil { r.Cancel(ctx) }" gives the permits back.
+// Cancel gives the permits back to the store, as far as the algorithm allows, so that later
+// requests may use them: a window that has passed is not reopened, and the buckets give back
+// what golang.org/x/time/rate's CancelAt does (the permits minus those reserved after this
+// one). It does so only while the permits are not yet usable (Delay > 0); from then on they
+// count as used. Cancel is idempotent, and does nothing for a reservation that is not OK or
+// that FailOpen granted. It returns the store's error if the refund failed. A done ctx does
+// not stop it, so "if err := r.Wait(ctx); err != nil { r.Cancel(ctx) }" gives the permits
+// back. docs/algorithms.md ("Conventions", Refund) explains the rule.
 func (r *Reservation) Cancel(ctx context.Context) error {
 	if r.lim == nil || !r.clock.Now().Before(r.readyAt) || r.done.Swap(true) {
 		return nil

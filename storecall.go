@@ -149,7 +149,8 @@ func settle(ctx context.Context, rules []*Limiter, probes []bool, key string, er
 		}
 		return nil
 	}
-	err, failed := classify(ctx, err)
+	err = classify(ctx, err)
+	u, failed := err.(*unavailable)
 	for i, r := range rules {
 		if b := r.breaker; b != nil {
 			if failed {
@@ -159,28 +160,26 @@ func settle(ctx context.Context, rules []*Limiter, probes []bool, key string, er
 			}
 		}
 		if failed {
-			r.report(key, err)
+			r.report(key, u.err)
 		}
-	}
-	if failed {
-		return &unavailable{err}
 	}
 	return err
 }
 
-// classify tells a store failure (answered by the policy) from every other error. ctx is
-// the caller's context: once it is done, the error is the caller's, not the store's.
-func classify(ctx context.Context, err error) (error, bool) {
+// classify tells a store failure, which the failure policy answers and which it returns as
+// an *unavailable, from every other error, returned as it is. ctx is the caller's context:
+// once it is done, the error is the caller's, not the store's.
+func classify(ctx context.Context, err error) error {
 	switch {
 	case ctx.Err() != nil:
-		return err, false
+		return err
 	case errors.Is(err, store.ErrUnavailable):
-		return err, true
+		return &unavailable{err}
 	case errors.Is(err, context.DeadlineExceeded):
 		// Not the caller's deadline, so the per-call timeout or the store's own.
-		return fmt.Errorf("%w: no answer in time: %w", store.ErrUnavailable, err), true
+		return &unavailable{fmt.Errorf("%w: no answer in time: %w", store.ErrUnavailable, err)}
 	default:
-		return err, false
+		return err
 	}
 }
 
@@ -203,11 +202,12 @@ func (l *Limiter) refundWithin(ctx context.Context, key string, a algo.Algorithm
 	} else {
 		err = l.store.Refund(ctx, key, a, n, at)
 	}
-	if err != nil {
-		var failed bool
-		if err, failed = classify(ctx, err); failed {
-			l.report(key, err)
-		}
+	if err == nil {
+		return nil
+	}
+	if u, ok := classify(ctx, err).(*unavailable); ok {
+		l.report(key, u.err)
+		return u.err
 	}
 	return err
 }

@@ -138,7 +138,7 @@ func (l *Limiter) Algorithm() algo.Algorithm {
 // Allow reports whether one permit for key is available now, and takes it if so. It is
 // AllowN(ctx, key, 1).
 func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
-	return l.AllowN(ctx, key, 1)
+	return l.decide(ctx, key, request{Request: algo.Request{N: 1}}, nil)
 }
 
 // AllowN reports whether n permits for key are available now, and takes them if so; it
@@ -150,18 +150,8 @@ func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
 // Decision with the store error: under FailOpen that Decision is allowed even though the
 // error is not nil.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Decision, error) {
-	if n <= 0 {
-		return Decision{}, invalidN(n)
-	}
-	if l == nil {
-		return Decision{}, errUnmade
-	}
-	var o outcome
-	d, err := l.decide(ctx, key, request{Request: algo.Request{N: n}}, &o)
-	if err == nil {
-		err = o.soft
-	}
-	return d, err
+	// decide checks n and l: this one call keeps AllowN small enough to be inlined.
+	return l.decide(ctx, key, request{Request: algo.Request{N: n}}, nil)
 }
 
 // keyFor is the key the limiter limits for key (WithKeyFunc).

@@ -57,7 +57,7 @@ func (o *outcome) holds() bool { return o.alg != nil || len(o.parts) > 0 }
 // the store when there is no timeout and the breaker is clean (closed, no failure counted:
 // a success has nothing to record), returning the store's Decision as it is. Each call
 // frame and copy of the Decision kept off this path measured about 5 % of Allow; every
-// other case goes through decideSlow.
+// other case goes through decideOne or the rule set.
 func (l *Limiter) decide(ctx context.Context, key string, q request, o *outcome) (Decision, error) {
 	// AllowN leaves its checks to decide, so that it is small enough to be inlined.
 	if q.N <= 0 {
@@ -66,38 +66,39 @@ func (l *Limiter) decide(ctx context.Context, key string, q request, o *outcome)
 	if l == nil {
 		return Decision{}, errUnmade
 	}
-	if b := l.alg.Load(); b != nil && q.call == callAllow && l.direct && (l.breaker == nil || l.breaker.clean()) {
-		key = l.keyFor(key)
-		d, err := l.store.Apply(ctx, key, b.a, q.Request)
-		if err != nil {
-			return l.directFailed(ctx, key, q, o, err)
-		}
-		return d, nil
-	}
-	return l.decideSlow(ctx, key, q, o)
-}
-
-// decideSlow is decide off Allow's hot path: a rule set, or one rule through callOne.
-func (l *Limiter) decideSlow(ctx context.Context, key string, q request, o *outcome) (Decision, error) {
-	if o == nil {
-		var scratch outcome
-		return scratch.folded(l.decideSlow(ctx, key, q, &scratch))
-	}
 	b := l.alg.Load()
 	if b == nil {
-		// Only a rule set and a Limiter not made by New have no algorithm.
+		// Only a rule set and a Limiter not made by New have no algorithm: this one nil
+		// comparison keeps both off the path of one rule.
 		if l.set != nil {
 			return l.set.decide(ctx, key, q, o)
 		}
 		return Decision{}, errUnmade
 	}
 	key = l.keyFor(key)
+	if q.call == callAllow && l.direct && (l.breaker == nil || l.breaker.clean()) {
+		d, err := l.store.Apply(ctx, key, b.a, q.Request)
+		if err != nil {
+			return l.directFailed(ctx, key, q, o, err)
+		}
+		return d, nil
+	}
+	return l.decideOne(ctx, key, b.a, q, o)
+}
+
+// decideOne is decide for one rule off Allow's hot path, through callOne; key is after
+// the rule's key function.
+func (l *Limiter) decideOne(ctx context.Context, key string, a algo.Algorithm, q request, o *outcome) (Decision, error) {
+	if o == nil {
+		var scratch outcome
+		return scratch.folded(l.decideOne(ctx, key, a, q, &scratch))
+	}
 	o.key = key
-	d, err := l.callOne(ctx, key, b.a, q.Request, l.timeout)
+	d, err := l.callOne(ctx, key, a, q.Request, l.timeout)
 	if err != nil {
 		return l.answerFailure(ctx, key, q, o, err)
 	}
-	o.alg = b.a
+	o.alg = a
 	return d, nil
 }
 
@@ -109,8 +110,9 @@ func (l *Limiter) directFailed(ctx context.Context, key string, q request, o *ou
 		return scratch.folded(l.directFailed(ctx, key, q, &scratch, err))
 	}
 	o.key = key
-	single := [1]*Limiter{l}
-	return l.answerFailure(ctx, key, q, o, settle(ctx, single[:], []bool{false}, key, err))
+	err = classify(ctx, err)
+	l.record(key, err, false)
+	return l.answerFailure(ctx, key, q, o, err)
 }
 
 // answerFailure answers a store call of one rule that failed with err: a store failure by

@@ -19,7 +19,6 @@ import (
 // ctx, each bounded by its rule's timeout or detachedTimeout; ctx is checked before each
 // group and at the end, and when it has ended everything granted is refunded.
 func (c *ruleSet) decide(ctx context.Context, key string, q request, o *outcome) (Decision, error) {
-	o.key = key
 	// Each rule's failure policy answers for it as for a Reserve: a Fallback reserves
 	// within the same bound, and the rule set sleeps for all of them.
 	q.call = callReserve
@@ -31,28 +30,48 @@ func (c *ruleSet) decide(ctx context.Context, key string, q request, o *outcome)
 	for _, g := range c.groups(key) {
 		if err := ctx.Err(); err != nil {
 			_ = refundGrants(ctx, t.held)
-			return Decision{}, err
+			return t.failed(o, key, err)
 		}
 		ok, err := t.group(sctx, g, q)
 		if err != nil {
 			// Failures of the refunds reach each rule's error handler. refundGrants
 			// detaches from ctx: the rollback reaches the stores even when ctx has ended.
 			_ = refundGrants(ctx, t.held)
-			o.refused = t.refused
-			return Decision{}, err
+			return t.failed(o, key, err)
 		}
 		if !ok {
 			_ = refundGrants(ctx, t.held)
-			o.soft = errors.Join(t.soft...)
-			return combine(t.answers, false), nil
+			return t.answer(o, key, false)
 		}
 	}
 	if err := ctx.Err(); err != nil {
 		_ = refundGrants(ctx, t.held)
-		return Decision{}, err
+		return t.failed(o, key, err)
 	}
-	o.parts, o.soft = t.held, errors.Join(t.soft...)
-	return combine(t.answers, true), nil
+	return t.answer(o, key, true)
+}
+
+// failed is the rule set's answer to a request that failed with err.
+func (t *tally) failed(o *outcome, key string, err error) (Decision, error) {
+	if o != nil {
+		o.key, o.refused = key, t.refused
+	}
+	return Decision{}, err
+}
+
+// answer is the rule set's answer to a request that every rule granted (allowed) or one
+// denied; with no outcome (Allow), the store failures FailOpen or Fallback answered are its
+// error.
+func (t *tally) answer(o *outcome, key string, allowed bool) (Decision, error) {
+	soft := errors.Join(t.soft...)
+	if o == nil {
+		return combine(t.answers, allowed), soft
+	}
+	o.key, o.soft = key, soft
+	if allowed {
+		o.parts = t.held
+	}
+	return combine(t.answers, allowed), nil
 }
 
 // group is the rules of a rule set that share a store and a key (after their key

@@ -12,7 +12,7 @@ import (
 
 // Every store call of the facade goes through here: the circuit breakers of the rules it
 // decides for, a per-call timeout, and the classification of its error. One rule's call
-// (callOne) and a group's atomic call (callGroup) share admit, refusal and settle.
+// (callOne) and a group's atomic call (callGroup) share refusal, classify and record.
 
 // unavailable is the error of a store call that found the store unavailable (err wraps
 // store.ErrUnavailable): the failure policy answers it (onFailure), so it never reaches
@@ -35,12 +35,16 @@ var (
 // by timeout (0: no bound).
 //
 // This is the path of Allow whenever there is a timeout or the breaker has counted a
-// failure: no closure, no defer, no allocation unless a timeout is configured
-// (context.WithTimeout allocates) or something fails.
+// failure, and of every rule of a rule set on other stores: no closure, no defer, no
+// allocation unless a timeout is configured (context.WithTimeout allocates) or something
+// fails.
 func (l *Limiter) callOne(ctx context.Context, key string, a algo.Algorithm, req algo.Request, timeout time.Duration) (Decision, error) {
-	rules, probes := [1]*Limiter{l}, [1]bool{}
-	if r := admit(rules[:], probes[:]); r != nil {
-		return Decision{}, refusal(ctx, r, key, store.Check(key, a, req))
+	probe := false
+	if b := l.breaker; b != nil {
+		var pass bool
+		if pass, probe = b.allow(); !pass {
+			return Decision{}, refusal(ctx, l, key, store.Check(key, a, req))
+		}
 	}
 	var (
 		d   Decision
@@ -53,8 +57,13 @@ func (l *Limiter) callOne(ctx context.Context, key string, a algo.Algorithm, req
 	} else {
 		d, err = l.store.Apply(ctx, key, a, req)
 	}
-	if err = settle(ctx, rules[:], probes[:], key, err); err != nil {
+	if err != nil {
+		err = classify(ctx, err)
+		l.record(key, err, probe)
 		return Decision{}, err
+	}
+	if l.breaker != nil {
+		l.breaker.success()
 	}
 	return d, nil
 }
@@ -70,8 +79,20 @@ func callGroup(ctx context.Context, ma store.MultiApplier, g group, req algo.Req
 		probes = make([]bool, 0, len(g.rules))
 	}
 	probes = probes[:len(g.rules)]
-	if r := admit(g.rules, probes); r != nil {
-		return nil, false, refusal(ctx, r, g.key, store.CheckAll(g.key, g.algs, req))
+	for i, r := range g.rules {
+		b := r.breaker
+		if b == nil {
+			continue
+		}
+		var pass bool
+		if pass, probes[i] = b.allow(); !pass {
+			for j, q := range g.rules[:i] {
+				if q.breaker != nil {
+					q.breaker.release(probes[j])
+				}
+			}
+			return nil, false, refusal(ctx, r, g.key, store.CheckAll(g.key, g.algs, req))
+		}
 	}
 	var timeout time.Duration
 	for _, r := range g.rules {
@@ -94,32 +115,19 @@ func callGroup(ctx context.Context, ma store.MultiApplier, g group, req algo.Req
 	} else {
 		ds, ok, err = ma.ApplyAll(ctx, g.key, g.algs, req)
 	}
-	if err = settle(ctx, g.rules, probes, g.key, err); err != nil {
+	if err != nil {
+		err = classify(ctx, err)
+		for i, r := range g.rules {
+			r.record(g.key, err, probes[i])
+		}
 		return nil, false, err
 	}
-	return ds, ok, nil
-}
-
-// admit asks the breaker of every rule to let one store call through, setting probes[i]
-// when the call is rule i's half-open probe. When one refuses, it releases the probes
-// claimed so far and returns that rule; else nil.
-func admit(rules []*Limiter, probes []bool) *Limiter {
-	for i, r := range rules {
-		b := r.breaker
-		if b == nil {
-			continue
-		}
-		var pass bool
-		if pass, probes[i] = b.allow(); !pass {
-			for j, q := range rules[:i] {
-				if q.breaker != nil {
-					q.breaker.release(probes[j])
-				}
-			}
-			return r
+	for _, r := range g.rules {
+		if r.breaker != nil {
+			r.breaker.success()
 		}
 	}
-	return nil
+	return ds, ok, nil
 }
 
 // refusal is the error of a call r's open breaker kept from the store: bad input stays an
@@ -136,34 +144,22 @@ func refusal(ctx context.Context, r *Limiter, key string, inputErr error) error 
 	return circuitOpen
 }
 
-// settle records the outcome of a store call admitted for rules (probes from admit) and
-// returns its error: nil on success; an *unavailable, reported to every rule's error
-// handler, when the store was unavailable; any other error as it is, releasing the probes.
-// ctx is the caller's context: once it is done, the error is the caller's, not the store's.
-func settle(ctx context.Context, rules []*Limiter, probes []bool, key string, err error) error {
-	if err == nil {
-		for _, r := range rules {
-			if r.breaker != nil {
-				r.breaker.success()
-			}
-		}
-		return nil
-	}
-	err = classify(ctx, err)
+// record moves l's breaker by the error of a store call it let through (probe: as its
+// half-open probe), classified: an *unavailable is a failure, also reported to the error
+// handler; any other error (bad input, the caller's done context) tells nothing about the
+// store. (A success is the breaker's success, called on the spot.)
+func (l *Limiter) record(key string, err error, probe bool) {
 	u, failed := err.(*unavailable)
-	for i, r := range rules {
-		if b := r.breaker; b != nil {
-			if failed {
-				b.failure(probes[i])
-			} else {
-				b.release(probes[i])
-			}
-		}
+	if b := l.breaker; b != nil {
 		if failed {
-			r.report(key, u.err)
+			b.failure(probe)
+		} else {
+			b.release(probe)
 		}
 	}
-	return err
+	if failed {
+		l.report(key, u.err)
+	}
 }
 
 // classify tells a store failure, which the failure policy answers and which it returns as

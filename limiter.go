@@ -32,7 +32,7 @@ type Limiter struct {
 	onError func(key string, err error)
 	keyFn   func(key string) string // WithKeyFunc; nil: the key as given
 
-	// set is set, and store and alg are not, on a composite made by All (all.go).
+	// set holds the rules of a composite made by All (all.go), which has no store or alg.
 	set *ruleSet
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/internal/ctxutil"
 )
 
 // Reservation is a grant of permits that may only be used after a delay. Get one with
@@ -102,7 +103,7 @@ func (r *Reservation) Cancel(ctx context.Context) error {
 	if r.lim == nil || !r.clock.Now().Before(r.readyAt) || r.done.Swap(true) {
 		return nil
 	}
-	return r.giveBack(cleanupCtx(ctx), r.lim.timeout)
+	return r.giveBack(ctxutil.Cleanup(ctx), r.lim.timeout) // a cancelled caller still gives back what it held
 }
 
 // abandon gives the permits back for a caller that gave up waiting for them and gets an

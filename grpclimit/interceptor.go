@@ -19,7 +19,8 @@ import (
 
 // Interceptors limits the calls of a gRPC server with one limiter.Limiter: Unary and
 // Stream return its interceptors, which share the limiter, the options and so the keys'
-// limits. It is safe for concurrent use. Make one with New.
+// limits. It is safe for concurrent use. Make one with New; the interceptors of a nil or
+// zero Interceptors answer every call with codes.Internal.
 type Interceptors struct {
 	l *limiter.Limiter
 	o options
@@ -75,6 +76,11 @@ func (i *Interceptors) Stream() grpc.StreamServerInterceptor {
 
 // admit decides on one call: nil serves it, an error ends it with that error.
 func (i *Interceptors) admit(ctx context.Context, method string) error {
+	if i == nil || i.l == nil {
+		// A nil or zero Interceptors (not made by New): the server's bug, answered as one
+		// rather than with a panic in the middle of serving.
+		return DefaultErrorHandler(ctx, method, errUnmade)
+	}
 	if i.o.skip[method] {
 		return nil
 	}
@@ -111,6 +117,9 @@ func (i *Interceptors) admit(ctx context.Context, method string) error {
 		return i.o.onError(ctx, method, err)
 	}
 }
+
+// errUnmade is the error of every call through an Interceptors not made by New.
+var errUnmade = fmt.Errorf("%w: grpclimit: Interceptors not made by New", limiter.ErrInvalidConfig)
 
 // deniedMessage is the status message of every denial.
 const deniedMessage = "grpclimit: rate limit exceeded"

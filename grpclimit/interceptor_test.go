@@ -225,3 +225,18 @@ func contains(s, sub string) bool {
 	}
 	return false
 }
+
+// TestZeroInterceptors checks that the interceptors of an Interceptors not made by New
+// answer Internal instead of panicking.
+func TestZeroInterceptors(t *testing.T) {
+	t.Parallel()
+	for _, lim := range []*grpclimit.Interceptors{nil, {}} {
+		s := startServer(t, lim, true)
+		c := s.dial(t, "192.0.2.1:1000")
+		want(t, "check", check(t, c), outcome{codes.Internal, -1})
+		want(t, "watch", watch(t, c), outcome{codes.Internal, -1})
+		if s.served() != 0 {
+			t.Error("handler called through unmade interceptors")
+		}
+	}
+}

@@ -108,7 +108,7 @@ func WithErrorHandler(f func(ctx context.Context, fullMethod string, err error) 
 //     could not have got wrong (ByPeer on a Unix socket), a negative cost, a limiter that
 //     reports limiter.ErrInvalidConfig (a zero limiter.Limiter). These are the server's
 //     bugs, which no retry and no change of system state will fix.
-func DefaultErrorHandler(_ context.Context, _ string, err error) error {
+func DefaultErrorHandler(ctx context.Context, fullMethod string, err error) error {
 	switch {
 	case errors.Is(err, ErrMissingKey):
 		return status.Error(codes.InvalidArgument, "grpclimit: call has no rate-limit key")

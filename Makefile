@@ -1,5 +1,6 @@
 # make test: vet, format check, every test under the race detector (Redis tests required,
-# never skipped), then a brief fuzz of each algorithm. make run: the CLI demo.
+# never skipped), the nested grpclimit module's tests (and vet), then a brief fuzz of each
+# algorithm. make run: the CLI demo.
 GO       ?= go
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 FUZZTIME ?= 3s
@@ -20,6 +21,8 @@ test: redis-server
 	echo "# the conformance suite on a batching Redis store (skipped under -race: time budget)"; \
 	LIMITER_REQUIRE_REDIS=1 $(GO) test -count=1 -run '^TestBatchingSingleNode$$/^Conformance$$' ./distributed \
 		|| failed="$$failed batching-conformance"; \
+	echo "# the nested module grpclimit (its own go.mod)"; \
+	(cd grpclimit && $(GO) test -race -count=1 ./...) || failed="$$failed grpclimit-test"; \
 	$(MAKE) --no-print-directory fuzz || failed="$$failed fuzz"; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed" >&2; exit 1; fi; \
 	echo "make test: all steps passed"
@@ -27,6 +30,7 @@ test: redis-server
 vet:
 	$(GO) vet ./...
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	cd grpclimit && $(GO) vet ./...
 
 run:
 	$(GO) run ./cmd/ratekit sim --algo token-bucket --rate 10 --burst 20 --traffic burst --duration 10s --svg docs/sim-token-bucket.svg

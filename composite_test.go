@@ -18,7 +18,7 @@ import (
 // newLocal returns a local store on clk, closed when tb ends.
 func newLocal(tb testing.TB, clk clockx.Clock) *local.Store {
 	tb.Helper()
-	st := local.New(local.WithClock(clk), local.WithSweepInterval(0))
+	st := mustLocal(tb, local.WithClock(clk), local.WithSweepInterval(0))
 	tb.Cleanup(func() { _ = st.Close() })
 	return st
 }

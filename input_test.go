@@ -47,7 +47,7 @@ func TestBadInput(t *testing.T) {
 
 func TestNewInvalidConfig(t *testing.T) {
 	t.Parallel()
-	st := local.New(local.WithSweepInterval(0))
+	st := mustLocal(t, local.WithSweepInterval(0))
 	t.Cleanup(func() { _ = st.Close() })
 	tests := []struct {
 		name  string

@@ -290,7 +290,7 @@ func testBatchedMoved(t *testing.T, cl *redistest.Cluster) {
 	t.Cleanup(func() { _ = cc.Close() })
 	cc.OnNewNode(func(n *redis.Client) { n.AddHook(&moved) })
 	prefix := freshPrefix()
-	s := distributed.New(cc, distributed.WithTimeout(testTimeout), distributed.WithPrefix(prefix), distributed.WithClientClock(fakeClock()),
+	s := mustDistributed(t, cc, distributed.WithTimeout(testTimeout), distributed.WithPrefix(prefix), distributed.WithClientClock(fakeClock()),
 		distributed.WithBatching(distributed.Batching{}))
 	t.Cleanup(func() { _ = s.Close() })
 	a := counter{Limit: 10}

@@ -117,9 +117,6 @@ func (s *Store) semRun(ctx context.Context, op, name, token string, queue int64,
 	if err := store.CheckContext(ctx); err != nil {
 		return nil, err // the caller gave up: nothing is sent
 	}
-	if err := s.ack.check(); err != nil {
-		return nil, err
-	}
 	keys := stateKeys(s.prefix, name, semSlot, cfg.Script().Keys)
 	args := make([]any, 4, 7)
 	args[0] = op

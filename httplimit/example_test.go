@@ -22,7 +22,10 @@ func exampleClock() *clockx.Fake {
 // exampleLimiter returns a limiter on a local store and the fake clock both run on.
 func exampleLimiter(a algo.Algorithm) (*limiter.Limiter, *clockx.Fake, func()) {
 	clk := exampleClock()
-	st := local.New(local.WithClock(clk))
+	st, err := local.New(local.WithClock(clk))
+	if err != nil {
+		panic(err) // a fixed, valid config
+	}
 	l, err := limiter.New(st, a, limiter.WithClock(clk))
 	if err != nil {
 		panic(err) // a fixed, valid config

@@ -25,7 +25,7 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 func newLimiter(tb testing.TB, a algo.Algorithm, start time.Time, opts ...limiter.Option) (*limiter.Limiter, *clockx.Fake) {
 	tb.Helper()
 	clk := clockx.NewFake(start)
-	st := local.New(local.WithClock(clk), local.WithSweepInterval(0))
+	st := mustLocal(tb, local.WithClock(clk), local.WithSweepInterval(0))
 	tb.Cleanup(func() { _ = st.Close() })
 	l, err := limiter.New(st, a, append([]limiter.Option{limiter.WithClock(clk)}, opts...)...)
 	if err != nil {

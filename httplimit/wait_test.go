@@ -129,7 +129,7 @@ func (c *cancellingClock) Sleep(ctx context.Context, d time.Duration) error {
 func TestWaitClientGone(t *testing.T) {
 	t.Parallel()
 	clk := &cancellingClock{Fake: clockx.NewFake(epoch)}
-	st := local.New(local.WithClock(clk.Fake), local.WithSweepInterval(0))
+	st := mustLocal(t, local.WithClock(clk.Fake), local.WithSweepInterval(0))
 	t.Cleanup(func() { _ = st.Close() })
 	l, err := limiter.New(st, algo.TokenBucket{Rate: 1, Burst: 1}, limiter.WithClock(clk))
 	if err != nil {

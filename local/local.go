@@ -106,15 +106,22 @@ func (sh *shard) remove(h uint64, e *entry) {
 }
 
 // New returns an in-memory store. It starts one sweeper goroutine (unless disabled with
-// WithSweepInterval(0)); call Close to stop it.
-func New(opts ...Option) *Store {
+// WithSweepInterval(0)); call Close to stop it. Nil options are skipped. An option with a
+// value it cannot use (see each option) makes New return an error wrapping
+// algo.ErrInvalidConfig that names it, and no Store.
+func New(opts ...Option) (*Store, error) {
 	o := options{
 		clock:  clockx.Real(),
 		shards: 4 * runtime.GOMAXPROCS(0),
 		sweep:  time.Minute,
 	}
 	for _, opt := range opts {
-		opt.apply(&o)
+		if opt != nil {
+			opt.apply(&o)
+		}
+	}
+	if o.err != nil {
+		return nil, o.err
 	}
 	n := 1
 	if o.shards > 1 {
@@ -129,7 +136,7 @@ func New(opts ...Option) *Store {
 		stop:   make(chan struct{}),
 	}
 	if o.maxKeys > 0 {
-		s.perMax = max(1, (o.maxKeys+n-1)/n)
+		s.perMax = max(1, o.maxKeys/n+min(1, o.maxKeys%n)) // rounded up without overflow
 	}
 	for i := range s.shards {
 		s.shards[i].m = make(map[uint64]*entry)
@@ -138,7 +145,7 @@ func New(opts ...Option) *Store {
 		s.stopped.Add(1)
 		go s.sweeper(o.sweep)
 	}
-	return s
+	return s, nil
 }
 
 // now returns the store's time in µs since the Unix epoch.

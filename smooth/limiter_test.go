@@ -58,7 +58,7 @@ func TestSmoothConstructorsRejectBadArguments(t *testing.T) {
 		}, algo.ErrInvalidConfig},
 		{"nil store", func() (*smooth.Limiter, error) { return smooth.NewBursty(5, smooth.WithStore(nil, "k")) }, algo.ErrInvalidConfig},
 		{"empty key", func() (*smooth.Limiter, error) {
-			return smooth.NewBursty(5, smooth.WithStore(local.New(local.WithClock(clk)), ""))
+			return smooth.NewBursty(5, smooth.WithStore(mustLocal(t, local.WithClock(clk)), ""))
 		}, store.ErrInvalidKey},
 		{"nil options", func() (*smooth.Limiter, error) { return smooth.NewBursty(5, nil, smooth.WithClock(nil)) }, nil},
 	}
@@ -281,7 +281,7 @@ func TestSmoothLimitersSharingAKeyArePacedAsOne(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	clk := clockx.NewFake(epoch)
-	st := local.New(local.WithClock(clk))
+	st := mustLocal(t, local.WithClock(clk))
 	t.Cleanup(func() { _ = st.Close() })
 	var ls []*smooth.Limiter
 	for i := 0; i < 3; i++ {

@@ -253,7 +253,6 @@ func TestBatchingLimits(t *testing.T) {
 		maxBatch, maxFlight int
 	}{
 		{distributed.Batching{}, distributed.DefaultMaxBatch, distributed.DefaultMaxInFlight},
-		{distributed.Batching{MaxBatch: -5, MaxInFlight: -1}, distributed.DefaultMaxBatch, distributed.DefaultMaxInFlight},
 		{distributed.Batching{MaxBatch: 1, MaxInFlight: 1}, 1, 1},
 		{distributed.Batching{MaxBatch: 1 << 40, MaxInFlight: 1 << 40}, distributed.MaxBatchLimit, distributed.MaxInFlightLimit},
 	} {

@@ -23,7 +23,7 @@ func TestStoreClock(t *testing.T) {
 		want clockx.Clock
 	}{
 		{"server TIME", nil, clockx.Real()},
-		{"nil client clock", []distributed.Option{distributed.WithClientClock(nil)}, clockx.Real()},
+		{"nil option", []distributed.Option{nil}, clockx.Real()},
 		{"client clock", []distributed.Option{distributed.WithClientClock(fake)}, fake},
 	} {
 		s := mustDistributed(t, c, tc.opts...)

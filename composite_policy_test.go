@@ -175,7 +175,15 @@ func TestAllMiddleware(t *testing.T) {
 	all := mustAll(t,
 		mustNew(t, st, algo.TokenBucket{Rate: 1, Burst: 2}, limiter.WithClock(clk)),
 		mustNew(t, st, algo.FixedWindow{Limit: 2, Window: 10 * time.Second}, limiter.WithClock(clk)))
-	h := httplimit.Middleware(all, httplimit.ByHeader("X-Key"))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	key, err := httplimit.ByHeader("X-Key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mw, err := httplimit.Middleware(all, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	var codes []int
 	var retry, policies []string
 	for i := 0; i < 3; i++ {

@@ -29,7 +29,7 @@ func TestStoreClosed(t *testing.T) {
 			_ = st.Close()
 			var got error
 			next := &counter{}
-			h := httplimit.Middleware(l, httplimit.ByIP(), httplimit.WithWait(wait),
+			h := mustMiddleware(t, l, mustByIP(t), httplimit.WithWait(wait),
 				httplimit.WithErrorHandler(func(w http.ResponseWriter, r *http.Request, err error) {
 					got = err
 					httplimit.DefaultErrorHandler(w, r, err)

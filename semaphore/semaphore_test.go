@@ -102,13 +102,16 @@ func TestNewInvalid(t *testing.T) {
 		{st, algo.Semaphore{LeaseTTL: time.Second}, nil, "Semaphore.Permits"},
 		{st, algo.Semaphore{Permits: 1}, nil, "Semaphore.LeaseTTL"},
 		{st, good, []semaphore.Option{semaphore.WithPoll(0)}, "semaphore.WithPoll"},
+		{st, good, []semaphore.Option{semaphore.WithPoll(-time.Second)}, "semaphore.WithPoll"},
+		{(*local.Store)(nil), good, nil, "store is nil"},
+		{st, good, []semaphore.Option{semaphore.WithClock(nil)}, "semaphore.WithClock"},
 	} {
 		_, err := semaphore.New(tc.s, tc.cfg, tc.opts...)
 		if !errors.Is(err, algo.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("semaphore.New(%v, %+v) = %v, want ErrInvalidConfig naming %s", tc.s, tc.cfg, err, tc.want)
 		}
 	}
-	if _, err := semaphore.New(st, good, nil, semaphore.WithClock(nil)); err != nil {
+	if _, err := semaphore.New(st, good, nil, semaphore.WithPoll(time.Second), nil); err != nil {
 		t.Errorf("nil options: %v", err)
 	}
 }

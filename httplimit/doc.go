@@ -3,11 +3,19 @@
 // Retry-After, and tells clients their quota in the RateLimit-Policy and RateLimit
 // headers of the IETF draft.
 //
-//	st := local.New()
+//	st, err := local.New()
+//	...
 //	l, err := limiter.New(st, algo.FixedWindow{Limit: 100, Window: time.Minute})
 //	...
-//	mw := httplimit.Middleware(l, httplimit.ByIP(httplimit.TrustedProxies("10.0.0.0/8")))
+//	key, err := httplimit.ByIP(httplimit.TrustedProxies("10.0.0.0/8"))
+//	...
+//	mw, err := httplimit.Middleware(l, key)
+//	...
 //	http.ListenAndServe(":8080", mw(mux))
+//
+// Middleware, ByIP and ByHeader return an error wrapping limiter.ErrInvalidConfig for an
+// argument or option they cannot use, so a mistake shows at start-up, not as a 500 on
+// every request.
 //
 // # Keys
 //

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -130,7 +131,7 @@ func (t *tally) addSoft(err error) {
 // error that fails the whole request.
 func (t *tally) group(ctx context.Context, g group, req algo.Request) (bool, error) {
 	if len(g.rules) > 1 {
-		if err := store.DistinctSlots(g.algs); err != nil {
+		if err := storecheck.DistinctSlots(g.algs); err != nil {
 			return false, fmt.Errorf("limiter: All: on key %q: %w", g.key, err)
 		}
 		if ma, ok := g.store.(store.MultiApplier); ok {
@@ -223,10 +224,10 @@ func callGroup(ctx context.Context, ma store.MultiApplier, g group, req algo.Req
 					q.breaker.release(probes[j])
 				}
 			}
-			if err := store.CheckAll(g.key, g.algs, req); err != nil {
+			if err := storecheck.ApplyAll(g.key, g.algs, req); err != nil {
 				return nil, false, false, err
 			}
-			if err := store.CheckContext(ctx); err != nil {
+			if err := storecheck.Context(ctx); err != nil {
 				return nil, false, false, err
 			}
 			r.report(g.key, errCircuitOpen)

@@ -12,6 +12,7 @@ import (
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/httplimit"
+	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/store"
 )
@@ -26,7 +27,7 @@ type flakyMulti struct {
 
 func (s *flakyMulti) ApplyAll(ctx context.Context, key string, rules []algo.Algorithm, req algo.Request) ([]algo.Decision, bool, error) {
 	s.multis++
-	if err := store.CheckAll(key, rules, req); err != nil {
+	if err := storecheck.ApplyAll(key, rules, req); err != nil {
 		return nil, false, err
 	}
 	if err := s.fail(ctx); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/internal/storeclock"
 	"github.com/ratekit/limiter/store"
 )
@@ -235,10 +236,10 @@ func (l *Limiter) callWithin(ctx context.Context, key string, a algo.Algorithm, 
 		if ok, probe = b.allow(); !ok {
 			// Bad input stays an input error, and a done context the caller's, whatever
 			// the breaker's state.
-			if err := store.Check(key, a, req); err != nil {
+			if err := storecheck.Apply(key, a, req); err != nil {
 				return d, false, err
 			}
-			if err := store.CheckContext(ctx); err != nil {
+			if err := storecheck.Context(ctx); err != nil {
 				return d, false, err
 			}
 			l.report(key, errCircuitOpen)
@@ -288,7 +289,7 @@ func (l *Limiter) refund(ctx context.Context, key string, a algo.Algorithm, n, a
 // refundWithin is refund bounded by timeout instead of the limiter's own (0: no bound).
 func (l *Limiter) refundWithin(ctx context.Context, key string, a algo.Algorithm, n, at int64, timeout time.Duration) error {
 	if l.breaker != nil && l.breaker.open() {
-		if err := store.CheckContext(ctx); err != nil {
+		if err := storecheck.Context(ctx); err != nil {
 			return err
 		}
 		l.report(key, errCircuitOpen)

@@ -13,6 +13,7 @@ import (
 	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/store"
 )
@@ -52,7 +53,7 @@ func (s *flakyStore) Apply(ctx context.Context, key string, a algo.Algorithm, re
 		s.entered <- struct{}{}
 		<-s.gate
 	}
-	if err := store.Check(key, a, req); err != nil {
+	if err := storecheck.Apply(key, a, req); err != nil {
 		return algo.Decision{}, err
 	}
 	if err := s.fail(ctx); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -32,13 +33,13 @@ var _ store.MultiApplier = (*Store)(nil)
 // The composite script of each sequence of algorithm names is built once and cached (up
 // to 256 distinct sequences per process; beyond that each call builds its own).
 func (s *Store) ApplyAll(ctx context.Context, key string, rules []algo.Algorithm, req algo.Request) ([]algo.Decision, bool, error) {
-	if err := store.CheckAll(key, rules, req); err != nil {
+	if err := storecheck.ApplyAll(key, rules, req); err != nil {
 		return nil, false, err
 	}
 	if s.closed.Load() {
 		return nil, false, store.ErrClosed
 	}
-	if err := store.CheckContext(ctx); err != nil {
+	if err := storecheck.Context(ctx); err != nil {
 		return nil, false, err
 	}
 	if len(rules) == 1 {
@@ -107,7 +108,7 @@ func parseMulti(reply any, rules int) ([]algo.Decision, bool, error) {
 
 // failAll wraps an error of a composite script like fail does for one rule.
 func (s *Store) failAll(ctx context.Context, key string, keys []string, rules []algo.Algorithm, err error) error {
-	if cerr := store.CheckContext(ctx); cerr != nil {
+	if cerr := storecheck.Context(ctx); cerr != nil {
 		return fmt.Errorf("distributed: composite of %s on key %s: %w", names(rules), quoteKey(key), cerr)
 	}
 	if isWrongType(err) {

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -109,7 +110,7 @@ func (s *Store) fail(ctx context.Context, op, key string, keys []string, a algo.
 	if err == store.ErrClosed {
 		return err // the batcher was closed under the call: no backend failure
 	}
-	if cerr := store.CheckContext(ctx); cerr != nil {
+	if cerr := storecheck.Context(ctx); cerr != nil {
 		// The caller gave up: its cancellation is not the store's failure (see store.Store).
 		return fmt.Errorf("distributed: %s %s on key %s: %w", op, a.Name(), quoteKey(key), cerr)
 	}

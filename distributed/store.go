@@ -13,6 +13,7 @@ import (
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/internal/nilcheck"
+	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -140,13 +141,13 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 // the call or while it waits for Redis, the error is ctx's (context.Canceled or
 // context.DeadlineExceeded) and does not wrap store.ErrUnavailable: see store.Store.
 func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
-	if err := store.Check(key, a, req); err != nil {
+	if err := storecheck.Apply(key, a, req); err != nil {
 		return algo.Decision{}, err
 	}
 	if s.closed.Load() {
 		return algo.Decision{}, store.ErrClosed
 	}
-	if err := store.CheckContext(ctx); err != nil {
+	if err := storecheck.Context(ctx); err != nil {
 		return algo.Decision{}, err // the caller gave up: nothing is sent
 	}
 	sa, e, err := s.script(a)
@@ -172,13 +173,13 @@ func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req alg
 // Refund gives back n permits of the grant of key under a identified by at (its
 // Decision.At), as far as the algorithm allows. Its errors are those of Apply.
 func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int64, at int64) error {
-	if err := store.Check(key, a, algo.Request{N: n}); err != nil {
+	if err := storecheck.Apply(key, a, algo.Request{N: n}); err != nil {
 		return err
 	}
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	if err := store.CheckContext(ctx); err != nil {
+	if err := storecheck.Context(ctx); err != nil {
 		return err
 	}
 	sa, e, err := s.script(a)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -167,13 +168,13 @@ func (s *Store) locate(key string) (uint64, *shard) {
 
 // Apply answers req for key under a at the store's now. See store.Store.
 func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
-	if err := store.Check(key, a, req); err != nil {
+	if err := storecheck.Apply(key, a, req); err != nil {
 		return algo.Decision{}, err
 	}
 	if s.closed.Load() {
 		return algo.Decision{}, store.ErrClosed
 	}
-	if err := store.CheckContext(ctx); err != nil {
+	if err := storecheck.Context(ctx); err != nil {
 		return algo.Decision{}, err
 	}
 	slot := a.Slot()
@@ -255,13 +256,13 @@ func freshAt(now int64, d algo.Decision) int64 {
 
 // Refund gives back n permits of an earlier grant. See store.Store.
 func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int64, at int64) error {
-	if err := store.Check(key, a, algo.Request{N: n}); err != nil {
+	if err := storecheck.Apply(key, a, algo.Request{N: n}); err != nil {
 		return err
 	}
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	if err := store.CheckContext(ctx); err != nil {
+	if err := storecheck.Context(ctx); err != nil {
 		return err
 	}
 	slot := a.Slot()
@@ -403,7 +404,7 @@ func (sh *shard) overflowState(slot string, now int64) *entry {
 }
 
 // overflow reports whether e is an overflow state. Its key is empty, which no user key is
-// (store.Check rejects it).
+// (storecheck.Apply rejects it).
 func (e *entry) overflow() bool { return e.key == "" }
 
 // Overflows returns how many requests of new keys found the store full, with no idle key

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/ratekit/limiter/algo"
 )
@@ -15,7 +14,7 @@ import (
 // for concurrent use and must apply each call atomically.
 //
 // A call whose context is already done (cancelled, or past its deadline) when it starts
-// does nothing: it returns the context's error (see CheckContext), so that errors.Is(err,
+// does nothing: it returns the context's error, so that errors.Is(err,
 // context.Canceled) or errors.Is(err, context.DeadlineExceeded) holds, with a zero Decision
 // (Allowed false), and it consumes and refunds nothing. Such an error is the caller's,
 // never a store failure: it does not wrap ErrUnavailable. The same holds for a call whose
@@ -45,33 +44,3 @@ var (
 	// parse): the decision could not be made. Failure policies key off it.
 	ErrUnavailable = errors.New("limiter: store unavailable")
 )
-
-// CheckContext returns nil while ctx is live, and ctx.Err() once it is done: stores call it
-// before doing anything, so a call on a cancelled or expired context consumes nothing and
-// is not mistaken for a store failure. A nil ctx counts as live. It costs one
-// non-blocking channel receive, not a lock.
-func CheckContext(ctx context.Context) error {
-	if ctx == nil {
-		return nil
-	}
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	default:
-		return nil
-	}
-}
-
-// Check validates the arguments of an Apply call; stores call it first.
-func Check(key string, a algo.Algorithm, req algo.Request) error {
-	if key == "" {
-		return fmt.Errorf("%w: key must not be empty", ErrInvalidKey)
-	}
-	if a == nil {
-		return fmt.Errorf("%w: algorithm is nil", algo.ErrInvalidConfig)
-	}
-	if err := a.Validate(); err != nil {
-		return err
-	}
-	return req.Validate()
-}

@@ -58,7 +58,7 @@ func TestDefaultsHungOrRefusedRedis(t *testing.T) {
 				if batched {
 					opts = append(opts, distributed.WithBatching(distributed.Batching{}))
 				}
-				st := distributed.New(c, opts...)
+				st := mustDistributed(t, c, opts...)
 				t.Cleanup(func() { _ = st.Close() })
 				l, err := limiter.New(st, algo.TokenBucket{Rate: 1e6, Burst: 1e6})
 				if err != nil {

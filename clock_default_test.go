@@ -27,7 +27,7 @@ func TestNewSleepsOnStoreClock(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			storeClk, ownClk := clockx.NewFake(start), clockx.NewFake(start)
-			st := local.New(local.WithClock(storeClk), local.WithSweepInterval(0))
+			st := mustLocal(t, local.WithClock(storeClk), local.WithSweepInterval(0))
 			t.Cleanup(func() { _ = st.Close() })
 			var opts []limiter.Option
 			if tc.override {

@@ -12,6 +12,7 @@ import (
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/httplimit"
+	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/store"
 )
@@ -26,7 +27,7 @@ type flakyMulti struct {
 
 func (s *flakyMulti) ApplyAll(ctx context.Context, key string, rules []algo.Algorithm, req algo.Request) ([]algo.Decision, bool, error) {
 	s.multis++
-	if err := store.CheckAll(key, rules, req); err != nil {
+	if err := storecheck.ApplyAll(key, rules, req); err != nil {
 		return nil, false, err
 	}
 	if err := s.fail(ctx); err != nil {
@@ -175,7 +176,15 @@ func TestAllMiddleware(t *testing.T) {
 	all := mustAll(t,
 		mustNew(t, st, algo.TokenBucket{Rate: 1, Burst: 2}, limiter.WithClock(clk)),
 		mustNew(t, st, algo.FixedWindow{Limit: 2, Window: 10 * time.Second}, limiter.WithClock(clk)))
-	h := httplimit.Middleware(all, httplimit.ByHeader("X-Key"))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	key, err := httplimit.ByHeader("X-Key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mw, err := httplimit.Middleware(all, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	var codes []int
 	var retry, policies []string
 	for i := 0; i < 3; i++ {

@@ -15,10 +15,14 @@ import (
 	"github.com/ratekit/limiter/store"
 )
 
-// newLocal returns a local store on clk, closed when tb ends.
+// newLocal returns a local store on clk (real time when nil), closed when tb ends.
 func newLocal(tb testing.TB, clk clockx.Clock) *local.Store {
 	tb.Helper()
-	st := local.New(local.WithClock(clk), local.WithSweepInterval(0))
+	opts := []local.Option{local.WithSweepInterval(0)}
+	if clk != nil {
+		opts = append(opts, local.WithClock(clk))
+	}
+	st := mustLocal(tb, opts...)
 	tb.Cleanup(func() { _ = st.Close() })
 	return st
 }

@@ -2,7 +2,8 @@
 // any number of keys (users, IP addresses, API tokens), with its state either in memory or
 // shared between processes in Redis.
 //
-//	st := local.New()                       // or distributed.New(redisClient)
+//	st, err := local.New()                  // or distributed.New(redisClient)
+//	...
 //	defer st.Close()
 //	l, err := limiter.New(st, algo.TokenBucket{Rate: 10, Burst: 20})
 //	...

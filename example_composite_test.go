@@ -16,7 +16,11 @@ import (
 // request the second rule denies takes nothing from the first.
 func ExampleAll() {
 	clk := exampleClock()
-	st := local.New(local.WithClock(clk))
+	st, err := local.New(local.WithClock(clk))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer st.Close()
 
 	perSecond, _ := limiter.New(st, algo.FixedWindow{Limit: 5, Window: time.Second})
@@ -53,7 +57,11 @@ func ExampleAll() {
 // user rule.
 func ExampleAll_perUserAndItem() {
 	clk := exampleClock()
-	st := local.New(local.WithClock(clk))
+	st, err := local.New(local.WithClock(clk))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer st.Close()
 
 	user := func(k string) string { u, _, _ := strings.Cut(k, "/"); return "user:" + u }

@@ -21,7 +21,11 @@ func exampleClock() *clockx.Fake {
 
 func Example() {
 	clk := exampleClock()
-	st := local.New(local.WithClock(clk))
+	st, err := local.New(local.WithClock(clk))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer st.Close()
 
 	// 2 requests per second per user, in bursts of up to 3.
@@ -55,7 +59,11 @@ func Example() {
 
 func ExampleLimiter_Reserve() {
 	clk := exampleClock()
-	st := local.New(local.WithClock(clk))
+	st, err := local.New(local.WithClock(clk))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer st.Close()
 	l, _ := limiter.New(st, algo.GCRA{Rate: 4, Burst: 1}, limiter.WithClock(clk))
 	ctx := context.Background()
@@ -86,7 +94,11 @@ func ExampleLimiter_Reserve() {
 
 func ExampleLimiter_Wait() {
 	clk := exampleClock()
-	st := local.New(local.WithClock(clk))
+	st, err := local.New(local.WithClock(clk))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer st.Close()
 	// A leaky bucket spaces requests evenly: one every 100ms.
 	l, _ := limiter.New(st, algo.LeakyBucket{Rate: 10, Capacity: 5}, limiter.WithClock(clk))
@@ -111,7 +123,11 @@ func ExampleLimiter_Wait() {
 
 func ExampleLimiter_TryAcquire() {
 	clk := exampleClock()
-	st := local.New(local.WithClock(clk))
+	st, err := local.New(local.WithClock(clk))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer st.Close()
 	l, _ := limiter.New(st, algo.TokenBucket{Rate: 1, Burst: 1}, limiter.WithClock(clk))
 	ctx := context.Background()

@@ -88,14 +88,14 @@ func TestConfigChangeAfterExpiry(t *testing.T) {
 	} {
 		stores := map[string]func(clk *clockx.Fake) store.Store{
 			"local": func(clk *clockx.Fake) store.Store {
-				return local.New(local.WithClock(clk), local.WithSweepInterval(0))
+				return mustLocal(t, local.WithClock(clk), local.WithSweepInterval(0))
 			},
 		}
 		if rc != nil {
 			stores["redis"] = func(clk *clockx.Fake) store.Store {
 				expiryPrefixes++
 				p := fmt.Sprintf("expiry-%d:", expiryPrefixes)
-				return &expiringRedis{Store: distributed.New(rc, distributed.WithClientClock(clk), distributed.WithPrefix(p)),
+				return &expiringRedis{Store: mustDistributed(t, rc, distributed.WithClientClock(clk), distributed.WithPrefix(p)),
 					c: rc, clk: clk, prefix: p}
 			}
 		}

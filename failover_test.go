@@ -29,9 +29,9 @@ func TestRedisKilledMidTrafficFollowsThePolicy(t *testing.T) {
 	// slack covers a goroutine descheduled on a loaded machine; a call that waited for the
 	// dead server (go-redis's 3 s read timeout, 5 s dial timeout) still exceeds it.
 	const slack = 1500 * time.Millisecond
-	rs := distributed.New(client, distributed.WithTimeout(timeout), distributed.WithPrefix("failover:"))
+	rs := mustDistributed(t, client, distributed.WithTimeout(timeout), distributed.WithPrefix("failover:"))
 	t.Cleanup(func() { _ = rs.Close() })
-	ls := local.New(local.WithSweepInterval(0))
+	ls := mustLocal(t, local.WithSweepInterval(0))
 	t.Cleanup(func() { _ = ls.Close() })
 
 	rule := algo.TokenBucket{Rate: 1e6, Burst: 1e6}

@@ -47,7 +47,7 @@ func TestBadInput(t *testing.T) {
 
 func TestNewInvalidConfig(t *testing.T) {
 	t.Parallel()
-	st := local.New(local.WithSweepInterval(0))
+	st := mustLocal(t, local.WithSweepInterval(0))
 	t.Cleanup(func() { _ = st.Close() })
 	tests := []struct {
 		name  string
@@ -57,6 +57,8 @@ func TestNewInvalidConfig(t *testing.T) {
 		field string
 	}{
 		{"nil store", nil, algo.TokenBucket{Rate: 1, Burst: 1}, nil, "store"},
+		{"typed nil store", (*local.Store)(nil), algo.TokenBucket{Rate: 1, Burst: 1}, nil, "store"},
+		{"nil clock", st, algo.GCRA{Rate: 1, Burst: 1}, []limiter.Option{limiter.WithClock(nil)}, "WithClock"},
 		{"nil algorithm", st, nil, nil, "algorithm"},
 		{"fixed window limit", st, algo.FixedWindow{Limit: 0, Window: time.Second}, nil, "FixedWindow.Limit"},
 		{"fixed window window", st, algo.FixedWindow{Limit: 1, Window: time.Nanosecond}, nil, "FixedWindow.Window"},

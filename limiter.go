@@ -8,6 +8,7 @@ import (
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/internal/nilcheck"
 	"github.com/ratekit/limiter/internal/storeclock"
 	"github.com/ratekit/limiter/store"
 )
@@ -52,7 +53,7 @@ type algoBox struct {
 // (for example "TokenBucket.Rate must be a finite number > 0"), or when an option is
 // invalid. The Limiter does not own s: closing s is the caller's business.
 func New(s store.Store, a algo.Algorithm, opts ...Option) (*Limiter, error) {
-	if s == nil {
+	if nilcheck.Nil(s) { // a typed nil (*local.Store)(nil) too: it would panic on first use
 		return nil, fmt.Errorf("%w: store is nil", ErrInvalidConfig)
 	}
 	if err := checkAlgorithm(a); err != nil {

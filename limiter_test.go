@@ -40,7 +40,7 @@ func algCases() []algCase {
 func newTest(tb testing.TB, a algo.Algorithm, opts ...limiter.Option) (*limiter.Limiter, *clockx.Fake) {
 	tb.Helper()
 	clk := clockx.NewFake(start)
-	st := local.New(local.WithClock(clk), local.WithSweepInterval(0))
+	st := mustLocal(tb, local.WithClock(clk), local.WithSweepInterval(0))
 	tb.Cleanup(func() { _ = st.Close() })
 	l, err := limiter.New(st, a, append([]limiter.Option{limiter.WithClock(clk)}, opts...)...)
 	if err != nil {
@@ -314,7 +314,7 @@ func TestAllowDoesNotAllocate(t *testing.T) {
 }
 
 func BenchmarkAllow(b *testing.B) {
-	st := local.New(local.WithSweepInterval(0))
+	st := mustLocal(b, local.WithSweepInterval(0))
 	b.Cleanup(func() { _ = st.Close() })
 	l, err := limiter.New(st, algo.TokenBucket{Rate: 1e9, Burst: 1 << 40})
 	if err != nil {

@@ -65,7 +65,11 @@ func localModelStore(bounded bool) modelStore {
 		if bounded && p.evict {
 			opts = append(opts, local.WithMaxKeys(modelMaxKeys))
 		}
-		return local.New(opts...)
+		s, err := local.New(opts...)
+		if err != nil {
+			panic(err) // the options above are valid: a failure is a bug in local.New
+		}
+		return s
 	}, nil, "", bounded}
 }
 
@@ -85,8 +89,12 @@ func modelStores(p modelPlan, others ...modelStore) []modelStore {
 func redisModelStore(c redis.UniversalClient, prefix string) modelStore {
 	return modelStore{"redis", func(_ modelPlan, clk clockx.Clock) store.Store {
 		// A generous timeout: a loaded machine must not turn a slow round trip into a failure.
-		return distributed.New(c, distributed.WithClientClock(clk), distributed.WithPrefix(prefix),
+		s, err := distributed.New(c, distributed.WithClientClock(clk), distributed.WithPrefix(prefix),
 			distributed.WithTimeout(30*time.Second))
+		if err != nil {
+			panic(err) // the options above are valid: a failure is a bug in distributed.New
+		}
+		return s
 	}, c, prefix, false}
 }
 

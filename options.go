@@ -15,6 +15,7 @@ type Option interface {
 // options holds what the Options set; New copies it into the Limiter.
 type options struct {
 	clock        clockx.Clock
+	nilClock     bool // WithClock(nil)
 	policy       FailurePolicy
 	timeout      time.Duration
 	breakerSet   bool // WithCircuitBreaker was used: its arguments are validated
@@ -32,6 +33,9 @@ func defaultOptions() options {
 
 // validate reports, wrapping ErrInvalidConfig, the option that cannot be used.
 func (o *options) validate() error {
+	if o.nilClock {
+		return fmt.Errorf("%w: WithClock: clock is nil", ErrInvalidConfig)
+	}
 	if o.policy.kind == failFallback && o.policy.fallback == nil {
 		return fmt.Errorf("%w: WithFailurePolicy: Fallback limiter is nil", ErrInvalidConfig)
 	}
@@ -58,13 +62,11 @@ func (f optionFunc) apply(o *options) { f(o) }
 // and the circuit breaker's cool-down, overriding the default: the store's clock when the
 // store reports one (store.Clocked; local.WithClock, distributed.WithClientClock), else
 // clockx.Real(). It does not decide what "now" is for the algorithm: the store does. A nil
-// clock keeps the default. Set it only when the Limiter must sleep on another time than
-// its store decides on.
+// clock is an error. Set it only when the Limiter must sleep on another time than its
+// store decides on.
 func WithClock(c clockx.Clock) Option {
 	return optionFunc(func(o *options) {
-		if c != nil {
-			o.clock = c
-		}
+		o.clock, o.nilClock = c, c == nil
 	})
 }
 

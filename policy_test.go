@@ -13,6 +13,7 @@ import (
 	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/store"
 )
@@ -52,7 +53,7 @@ func (s *flakyStore) Apply(ctx context.Context, key string, a algo.Algorithm, re
 		s.entered <- struct{}{}
 		<-s.gate
 	}
-	if err := store.Check(key, a, req); err != nil {
+	if err := storecheck.Apply(key, a, req); err != nil {
 		return algo.Decision{}, err
 	}
 	if err := s.fail(ctx); err != nil {
@@ -92,7 +93,7 @@ func (h *handlerLog) count() int {
 func newFlaky(t *testing.T, opts ...limiter.Option) (*limiter.Limiter, *flakyStore, *handlerLog, *clockx.Fake) {
 	t.Helper()
 	clk := clockx.NewFake(start)
-	st := &flakyStore{Store: local.New(local.WithClock(clk), local.WithSweepInterval(0))}
+	st := &flakyStore{Store: mustLocal(t, local.WithClock(clk), local.WithSweepInterval(0))}
 	t.Cleanup(func() { _ = st.Close() })
 	h := &handlerLog{}
 	opts = append([]limiter.Option{limiter.WithClock(clk), limiter.WithErrorHandler(h.handle)}, opts...)
@@ -170,7 +171,7 @@ func TestFallback(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	_, st, h, clk := newFlaky(t)
-	fbStore := local.New(local.WithClock(clk), local.WithSweepInterval(0))
+	fbStore := mustLocal(t, local.WithClock(clk), local.WithSweepInterval(0))
 	t.Cleanup(func() { _ = fbStore.Close() })
 	fb, err := limiter.New(fbStore, algo.TokenBucket{Rate: 0.5, Burst: 1}, limiter.WithClock(clk))
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -156,7 +157,7 @@ func (t *tally) addSoft(err error) {
 // error that fails the whole request.
 func (t *tally) group(ctx context.Context, g group, q request) (bool, error) {
 	if len(g.rules) > 1 {
-		if err := store.DistinctSlots(g.algs); err != nil {
+		if err := storecheck.DistinctSlots(g.algs); err != nil {
 			return false, fmt.Errorf("limiter: All: on key %q: %w", g.key, err)
 		}
 		if ma, ok := g.store.(store.MultiApplier); ok {

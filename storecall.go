@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -43,7 +44,7 @@ func (l *Limiter) callOne(ctx context.Context, key string, a algo.Algorithm, req
 	if b := l.breaker; b != nil {
 		var pass bool
 		if pass, probe = b.allow(); !pass {
-			return Decision{}, refusal(ctx, l, key, store.Check(key, a, req))
+			return Decision{}, refusal(ctx, l, key, storecheck.Apply(key, a, req))
 		}
 	}
 	var (
@@ -91,7 +92,7 @@ func callGroup(ctx context.Context, ma store.MultiApplier, g group, req algo.Req
 					q.breaker.release(probes[j])
 				}
 			}
-			return nil, false, refusal(ctx, r, g.key, store.CheckAll(g.key, g.algs, req))
+			return nil, false, refusal(ctx, r, g.key, storecheck.ApplyAll(g.key, g.algs, req))
 		}
 	}
 	var timeout time.Duration
@@ -137,7 +138,7 @@ func refusal(ctx context.Context, r *Limiter, key string, inputErr error) error 
 	if inputErr != nil {
 		return inputErr
 	}
-	if err := store.CheckContext(ctx); err != nil {
+	if err := storecheck.Context(ctx); err != nil {
 		return err
 	}
 	r.report(key, errCircuitOpen)
@@ -184,7 +185,7 @@ func classify(ctx context.Context, err error) error {
 // failure is reported to the error handler and returned.
 func (l *Limiter) refundWithin(ctx context.Context, key string, a algo.Algorithm, n, at int64, timeout time.Duration) error {
 	if l.breaker != nil && l.breaker.open() {
-		if err := store.CheckContext(ctx); err != nil {
+		if err := storecheck.Context(ctx); err != nil {
 			return err
 		}
 		l.report(key, errCircuitOpen)

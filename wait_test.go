@@ -114,7 +114,7 @@ func TestWaitCancelledDuringSleepRefunds(t *testing.T) {
 			t.Parallel()
 			clk := clockx.NewMock()
 			clk.Set(start)
-			st := &appliedStore{Store: local.New(local.WithClock(clk), local.WithSweepInterval(0)),
+			st := &appliedStore{Store: mustLocal(t, local.WithClock(clk), local.WithSweepInterval(0)),
 				applied: make(chan limiter.Decision, 100)}
 			t.Cleanup(func() { _ = st.Close() })
 			l, err := limiter.New(st, c.a, limiter.WithClock(clk))

@@ -103,7 +103,10 @@ func parallel(b *testing.B, g int, body func(i int)) {
 // newLocal returns our in-memory store without its background sweeper (the peers' sweepers
 // are set to run rarely too).
 func newLocal(b *testing.B) *local.Store {
-	s := local.New(local.WithSweepInterval(0))
+	s, err := local.New(local.WithSweepInterval(0))
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.Cleanup(func() { _ = s.Close() })
 	return s
 }
@@ -163,7 +166,10 @@ func BenchmarkLocalKeyed(b *testing.B) {
 		key := func(i int) string { return ks.keys[ks.seq[i&(seqLen-1)]] }
 		// Each contender is filled once, outside b.Run (which calls its body several times).
 		{
-			s := local.New(local.WithSweepInterval(0))
+			s, err := local.New(local.WithSweepInterval(0))
+			if err != nil {
+				b.Fatal(err)
+			}
 			l, err := limiter.New(s, tokenBucket)
 			if err != nil {
 				b.Fatal(err)
@@ -274,7 +280,7 @@ func BenchmarkLocalMemory(b *testing.B) {
 	}
 	b.Run("ratekit-allow", func(b *testing.B) {
 		measure(b, func() func() {
-			s := local.New(local.WithSweepInterval(0))
+			s, _ := local.New(local.WithSweepInterval(0)) // valid options: no error
 			l, _ := limiter.New(s, tokenBucket)
 			for _, k := range ks.keys {
 				_, _ = l.Allow(ctx, k)

@@ -78,7 +78,10 @@ func BenchmarkRedis(b *testing.B) {
 		algo.SlidingWindowLog{Limit: redisBurst, Window: time.Second},
 	} {
 		b.Run("ratekit-"+a.Name(), func(b *testing.B) {
-			s := distributed.New(redisClient(b, addr), distributed.WithPrefix("bench:"))
+			s, err := distributed.New(redisClient(b, addr), distributed.WithPrefix("bench:"))
+			if err != nil {
+				b.Fatal(err)
+			}
 			l, err := limiter.New(s, a)
 			if err != nil {
 				b.Fatal(err)
@@ -92,8 +95,11 @@ func BenchmarkRedis(b *testing.B) {
 	// The token bucket again with WithBatching (its defaults): the concurrent calls of the
 	// 64 goroutines share pipelines instead of taking a round trip each.
 	b.Run("ratekit-token-bucket-batched", func(b *testing.B) {
-		s := distributed.New(redisClient(b, addr), distributed.WithPrefix("bench:"),
+		s, err := distributed.New(redisClient(b, addr), distributed.WithPrefix("bench:"),
 			distributed.WithBatching(distributed.Batching{}))
+		if err != nil {
+			b.Fatal(err)
+		}
 		b.Cleanup(func() { _ = s.Close() })
 		l, err := limiter.New(s, algo.TokenBucket{Rate: redisRate, Burst: redisBurst})
 		if err != nil {

@@ -30,13 +30,14 @@ const (
 // Batching configures the client-side batching that [WithBatching] turns on. Its zero value
 // means the defaults: pipelines of up to 64 commands, at most 2 of them in flight.
 type Batching struct {
-	// MaxBatch is the largest number of commands one pipeline carries. 0 or less means
-	// DefaultMaxBatch (64); more than MaxBatchLimit (4096) means MaxBatchLimit.
+	// MaxBatch is the largest number of commands one pipeline carries. 0 means
+	// DefaultMaxBatch (64); more than MaxBatchLimit (4096) means MaxBatchLimit; less than 0
+	// is an error of WithBatching.
 	MaxBatch int
 	// MaxInFlight is the number of pipelines that may be in flight at once, which is also
 	// the number of flusher goroutines the store runs and, on a single server, the number
-	// of connections batching uses. 0 or less means DefaultMaxInFlight (2); more than
-	// MaxInFlightLimit (64) means MaxInFlightLimit.
+	// of connections batching uses. 0 means DefaultMaxInFlight (2); more than
+	// MaxInFlightLimit (64) means MaxInFlightLimit; less than 0 is an error of WithBatching.
 	MaxInFlight int
 }
 

@@ -166,7 +166,7 @@ func testBatchedWrongType(t *testing.T, srv *redistest.Server) {
 	prefix := freshPrefix()
 	s, g, ctx := heldStore(t, srv, distributed.WithPrefix(prefix))
 	c := srv.Client(t)
-	plainStore := distributed.New(c, distributed.WithTimeout(testTimeout), distributed.WithPrefix(prefix), distributed.WithClientClock(fakeClock()))
+	plainStore := mustDistributed(t, c, distributed.WithTimeout(testTimeout), distributed.WithPrefix(prefix), distributed.WithClientClock(fakeClock()))
 	a := counter{Limit: 3}
 	if err := c.HSet(ctx, prefix+"{user 1}:ctr", "f", "v").Err(); err != nil {
 		t.Fatal(err)
@@ -287,7 +287,7 @@ func TestBatchingKillMidTraffic(t *testing.T) {
 	srv := redistest.Start(t)
 	baseline := runtime.NumGoroutine()
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
-	s := distributed.New(c, distributed.WithTimeout(timeout), distributed.WithPrefix(freshPrefix()),
+	s := mustDistributed(t, c, distributed.WithTimeout(timeout), distributed.WithPrefix(freshPrefix()),
 		distributed.WithBatching(distributed.Batching{MaxBatch: 4}))
 	a := algo.TokenBucket{Rate: 1e6, Burst: 1000}
 

@@ -20,7 +20,7 @@ import (
 // each. Small batches and two flushers, so that the suites' concurrent parts do batch.
 func batchedFactory(c redis.UniversalClient) storetest.Factory {
 	return func(t *testing.T, clk *clockx.Fake) store.Store {
-		s := distributed.New(c, distributed.WithTimeout(testTimeout), distributed.WithPrefix(freshPrefix()), distributed.WithClientClock(clk),
+		s := mustDistributed(t, c, distributed.WithTimeout(testTimeout), distributed.WithPrefix(freshPrefix()), distributed.WithClientClock(clk),
 			distributed.WithBatching(distributed.Batching{MaxBatch: 16, MaxInFlight: 2}))
 		t.Cleanup(func() { _ = s.Close() })
 		return s

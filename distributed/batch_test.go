@@ -253,7 +253,6 @@ func TestBatchingLimits(t *testing.T) {
 		maxBatch, maxFlight int
 	}{
 		{distributed.Batching{}, distributed.DefaultMaxBatch, distributed.DefaultMaxInFlight},
-		{distributed.Batching{MaxBatch: -5, MaxInFlight: -1}, distributed.DefaultMaxBatch, distributed.DefaultMaxInFlight},
 		{distributed.Batching{MaxBatch: 1, MaxInFlight: 1}, 1, 1},
 		{distributed.Batching{MaxBatch: 1 << 40, MaxInFlight: 1 << 40}, distributed.MaxBatchLimit, distributed.MaxInFlightLimit},
 	} {
@@ -290,7 +289,7 @@ func testBatchedMoved(t *testing.T, cl *redistest.Cluster) {
 	t.Cleanup(func() { _ = cc.Close() })
 	cc.OnNewNode(func(n *redis.Client) { n.AddHook(&moved) })
 	prefix := freshPrefix()
-	s := distributed.New(cc, distributed.WithTimeout(testTimeout), distributed.WithPrefix(prefix), distributed.WithClientClock(fakeClock()),
+	s := mustDistributed(t, cc, distributed.WithTimeout(testTimeout), distributed.WithPrefix(prefix), distributed.WithClientClock(fakeClock()),
 		distributed.WithBatching(distributed.Batching{}))
 	t.Cleanup(func() { _ = s.Close() })
 	a := counter{Limit: 10}

@@ -46,11 +46,11 @@ func BenchmarkApply(b *testing.B) {
 		algo.SlidingWindowLog{Limit: 100, Window: time.Second},
 	} {
 		b.Run(a.Name(), func(b *testing.B) {
-			benchApply(b, distributed.New(c, distributed.WithPrefix("bench:")), keys, a)
+			benchApply(b, mustDistributed(b, c, distributed.WithPrefix("bench:")), keys, a)
 		})
 		// The same load through WithBatching: concurrent calls share pipelines.
 		b.Run(a.Name()+"/batched", func(b *testing.B) {
-			s := distributed.New(c, distributed.WithPrefix("bench:"), distributed.WithBatching(distributed.Batching{}))
+			s := mustDistributed(b, c, distributed.WithPrefix("bench:"), distributed.WithBatching(distributed.Batching{}))
 			defer s.Close()
 			benchApply(b, s, keys, a)
 		})

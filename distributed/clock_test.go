@@ -23,10 +23,10 @@ func TestStoreClock(t *testing.T) {
 		want clockx.Clock
 	}{
 		{"server TIME", nil, clockx.Real()},
-		{"nil client clock", []distributed.Option{distributed.WithClientClock(nil)}, clockx.Real()},
+		{"nil option", []distributed.Option{nil}, clockx.Real()},
 		{"client clock", []distributed.Option{distributed.WithClientClock(fake)}, fake},
 	} {
-		s := distributed.New(c, tc.opts...)
+		s := mustDistributed(t, c, tc.opts...)
 		var cl store.Clocked = s
 		if got := cl.Clock(); got != tc.want {
 			t.Errorf("%s: Clock() = %v, want %v", tc.name, got, tc.want)

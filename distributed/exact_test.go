@@ -137,7 +137,7 @@ func TestExactChild(t *testing.T) {
 	defer cancel()
 	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, PoolSize: exactGoroutines})
 	defer c.Close()
-	s := distributed.New(c, distributed.WithPrefix(prefix), distributed.WithTimeout(10*time.Second))
+	s := mustDistributed(t, c, distributed.WithPrefix(prefix), distributed.WithTimeout(10*time.Second))
 
 	fmt.Println("ready")
 	if err := c.BLPop(ctx, 45*time.Second, prefix+exactBarrier).Err(); err != nil {

@@ -16,7 +16,11 @@ import (
 func ExampleStore_ApplyAll() {
 	client := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
 	defer client.Close()
-	s := distributed.New(client)
+	s, err := distributed.New(client)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer s.Close()
 
 	rules := []algo.Algorithm{

@@ -23,7 +23,11 @@ func Example() {
 	})
 	defer client.Close() // the store does not close the client
 
-	s := distributed.New(client, distributed.WithPrefix("myapp:"), distributed.WithTimeout(200*time.Millisecond))
+	s, err := distributed.New(client, distributed.WithPrefix("myapp:"), distributed.WithTimeout(200*time.Millisecond))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer s.Close()
 
 	// At most 10 requests per second per user, bursts of 20, shared by every process.
@@ -49,7 +53,11 @@ func Example_cluster() {
 		ContextTimeoutEnabled: true,
 	})
 	defer client.Close()
-	s := distributed.New(client)
+	s, err := distributed.New(client)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer s.Close()
 
 	rule := algo.SlidingWindowLog{Limit: 100, Window: time.Minute}
@@ -65,10 +73,14 @@ func Example_cluster() {
 func ExampleWithBatching() {
 	client := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
 	defer client.Close()
-	s := distributed.New(client, distributed.WithBatching(distributed.Batching{
+	s, err := distributed.New(client, distributed.WithBatching(distributed.Batching{
 		MaxBatch:    64, // commands per pipeline at most (the default)
 		MaxInFlight: 2,  // pipelines in flight at once, and flusher goroutines (the default)
 	}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer s.Close() // stops the flushers, after answering every call already queued
 
 	rule := algo.TokenBucket{Rate: 100, Burst: 100}

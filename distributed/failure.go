@@ -10,6 +10,7 @@ import (
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -38,7 +39,7 @@ func (s *Store) fail(ctx context.Context, op, key string, keys []string, a algo.
 // store.ErrUnavailable and err, and a WRONGTYPE reply gets its own explanation: a key is
 // in use by other data, which no retry will fix.
 func (s *Store) callFailed(ctx context.Context, what string, keys []string, err error) error {
-	if cerr := store.CheckContext(ctx); cerr != nil {
+	if cerr := storecheck.Context(ctx); cerr != nil {
 		return fmt.Errorf("distributed: %s: %w", what, cerr)
 	}
 	if isWrongType(err) {

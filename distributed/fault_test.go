@@ -37,7 +37,7 @@ func TestKillMidTraffic(t *testing.T) {
 	baseline := runtime.NumGoroutine()
 
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
-	s := distributed.New(c, distributed.WithTimeout(timeout), distributed.WithPrefix(freshPrefix()))
+	s := mustDistributed(t, c, distributed.WithTimeout(timeout), distributed.WithPrefix(freshPrefix()))
 	a := algo.TokenBucket{Rate: 1e6, Burst: 1000}
 
 	var (

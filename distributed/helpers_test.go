@@ -32,7 +32,7 @@ const testTimeout = 10 * time.Second
 // another), closed when t ends.
 func newStore(t testing.TB, client redis.UniversalClient, opts ...distributed.Option) *distributed.Store {
 	t.Helper()
-	s := distributed.New(client, append([]distributed.Option{distributed.WithPrefix(freshPrefix()),
+	s := mustDistributed(t, client, append([]distributed.Option{distributed.WithPrefix(freshPrefix()),
 		distributed.WithTimeout(testTimeout)}, opts...)...)
 	t.Cleanup(func() { _ = s.Close() })
 	return s

@@ -46,7 +46,7 @@ func TestHungOrRefusedServerBoundedCalls(t *testing.T) {
 						opts = append(opts, distributed.WithBatching(distributed.Batching{}))
 					}
 					// Not newStore, whose generous test timeout would replace the default.
-					s := distributed.New(c, append(opts, distributed.WithPrefix(freshPrefix()))...)
+					s := mustDistributed(t, c, append(opts, distributed.WithPrefix(freshPrefix()))...)
 					t.Cleanup(func() { _ = s.Close() })
 					checkBounded(t, s, proxy, mode)
 				})

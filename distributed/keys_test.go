@@ -32,7 +32,7 @@ func awkwardKeys() []string {
 func checkKeyIndependence(ctx context.Context, t *testing.T, c redis.UniversalClient, a algo.Algorithm) {
 	t.Helper()
 	prefix := freshPrefix()
-	s := distributed.New(c, distributed.WithTimeout(testTimeout), distributed.WithPrefix(prefix), distributed.WithClientClock(fakeClock()))
+	s := mustDistributed(t, c, distributed.WithTimeout(testTimeout), distributed.WithPrefix(prefix), distributed.WithClientClock(fakeClock()))
 	for round, wantAllowed := range []bool{true, false} {
 		for _, key := range awkwardKeys() {
 			d, err := s.Apply(ctx, key, a, algo.Request{N: 1})

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -31,13 +32,13 @@ var _ store.MultiApplier = (*Store)(nil)
 // The composite script of each sequence of algorithm names is built once and cached (up
 // to 256 distinct sequences per process; beyond that each call builds its own).
 func (s *Store) ApplyAll(ctx context.Context, key string, rules []algo.Algorithm, req algo.Request) ([]algo.Decision, bool, error) {
-	if err := store.CheckAll(key, rules, req); err != nil {
+	if err := storecheck.ApplyAll(key, rules, req); err != nil {
 		return nil, false, err
 	}
 	if s.closed.Load() {
 		return nil, false, store.ErrClosed
 	}
-	if err := store.CheckContext(ctx); err != nil {
+	if err := storecheck.Context(ctx); err != nil {
 		return nil, false, err
 	}
 	if len(rules) == 1 {

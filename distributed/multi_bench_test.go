@@ -33,7 +33,7 @@ func BenchmarkApplyAll(b *testing.B) {
 		algo.TokenBucket{Rate: 100, Burst: 100},
 		algo.Named(algo.SlidingWindowLog{Limit: 100, Window: time.Second}, "w"),
 	}
-	s := distributed.New(c, distributed.WithPrefix("bench-multi:"))
+	s := mustDistributed(b, c, distributed.WithPrefix("bench-multi:"))
 	for _, bc := range []struct {
 		name string
 		call func(ctx context.Context, key string) error

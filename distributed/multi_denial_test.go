@@ -65,7 +65,7 @@ func checkDenialTouchesNothing(t *testing.T, c redis.UniversalClient, name strin
 	t.Helper()
 	ctx := ctxTimeout(t, time.Minute)
 	prefix := freshPrefix()
-	s := distributed.New(c, distributed.WithTimeout(testTimeout), distributed.WithPrefix(prefix), distributed.WithClientClock(fakeClock()))
+	s := mustDistributed(t, c, distributed.WithTimeout(testTimeout), distributed.WithPrefix(prefix), distributed.WithClientClock(fakeClock()))
 	denied := false
 	for i := 0; i < 40 && !denied; i++ {
 		before := dumpKeys(t, c, prefix)

@@ -97,7 +97,7 @@ func TestApplyAllMatchesLocal(t *testing.T) {
 			ctx := ctxTimeout(t, time.Minute)
 			rclk, lclk := fakeClock(), fakeClock()
 			rs := newStore(t, c, distributed.WithClientClock(rclk))
-			ls := local.New(local.WithClock(lclk), local.WithSweepInterval(0))
+			ls := mustLocal(t, local.WithClock(lclk), local.WithSweepInterval(0))
 			t.Cleanup(func() { _ = ls.Close() })
 			granted := 0
 			for i, st := range multiTimeline(seed, 1500) {
@@ -253,7 +253,7 @@ func TestApplyAllErrors(t *testing.T) {
 	c := redistest.WithoutExpiry(redistest.Start(t).Client(t))
 	ctx := ctxTimeout(t, 30*time.Second)
 	prefix := freshPrefix()
-	s := distributed.New(c, distributed.WithTimeout(testTimeout), distributed.WithPrefix(prefix), distributed.WithClientClock(fakeClock()))
+	s := mustDistributed(t, c, distributed.WithTimeout(testTimeout), distributed.WithPrefix(prefix), distributed.WithClientClock(fakeClock()))
 	tb := algo.TokenBucket{Rate: 1, Burst: 5}
 	fw := algo.FixedWindow{Limit: 5, Window: time.Second}
 	for _, tc := range []struct {
@@ -341,7 +341,7 @@ func TestApplyAllCluster(t *testing.T) {
 	rules := multiRuleSets()["mixed"]
 	rclk, lclk := fakeClock(), fakeClock()
 	rs := newStore(t, c, distributed.WithClientClock(rclk))
-	ls := local.New(local.WithClock(lclk), local.WithSweepInterval(0))
+	ls := mustLocal(t, local.WithClock(lclk), local.WithSweepInterval(0))
 	t.Cleanup(func() { _ = ls.Close() })
 	for i, st := range multiTimeline(9, 300) {
 		rclk.Add(st.advance)

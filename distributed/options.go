@@ -1,8 +1,10 @@
 package distributed
 
 import (
+	"fmt"
 	"time"
 
+	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/store"
 )
@@ -22,7 +24,8 @@ const (
 	DefaultTimeout = 200 * time.Millisecond
 )
 
-// Option configures a Store.
+// Option configures a Store made by New. A nil Option is ignored; an Option given a value
+// it cannot use makes New return an error wrapping algo.ErrInvalidConfig.
 type Option interface {
 	apply(*options)
 }
@@ -33,11 +36,19 @@ type options struct {
 	clock    clockx.Clock // nil: the server's TIME
 	batching *Batching    // nil: one round trip per call
 	ack      *replicaAck  // nil: no WAIT (WithReplicaAck)
+	err      error        // the first invalid option
 }
 
 type optionFunc func(*options)
 
 func (f optionFunc) apply(o *options) { f(o) }
+
+// invalid records the first invalid option, naming it and its value.
+func (o *options) invalid(format string, args ...any) {
+	if o.err == nil {
+		o.err = fmt.Errorf("%w: distributed.New: "+format, append([]any{algo.ErrInvalidConfig}, args...)...)
+	}
+}
 
 // WithPrefix sets the string every Redis key of the store starts with, so that several
 // applications (or several limiter configurations) can share one Redis without sharing
@@ -51,26 +62,39 @@ func WithPrefix(p string) Option {
 // WithTimeout bounds every call to Redis (Apply, Refund, ApplyAll and the semaphore
 // operations, with or without batching): the call returns by this deadline, or by the
 // caller's context's earlier one, with an error wrapping store.ErrUnavailable and
-// context.DeadlineExceeded. The default is DefaultTimeout (200 ms); d ≤ 0 leaves the
-// caller's context alone.
+// context.DeadlineExceeded. The default is DefaultTimeout (200 ms); d = 0 leaves the
+// caller's context alone; d < 0 is an error.
 //
 // The bound holds whatever the client's options; with a client created without
 // ContextTimeoutEnabled: true, a timed-out call is left to finish behind it (at most
 // MaxAbandonedCalls at once), so prefer ContextTimeoutEnabled. See docs/distributed.md
 // ("Failure modes").
 func WithTimeout(d time.Duration) Option {
-	return optionFunc(func(o *options) { o.timeout = d })
+	return optionFunc(func(o *options) {
+		if d < 0 {
+			o.invalid("WithTimeout(%v): the timeout must be ≥ 0 (0: none)", d)
+			return
+		}
+		o.timeout = d
+	})
 }
 
 // WithClientClock makes the store send c's time with every call, as ARGV[2] of the
 // scripts, instead of letting each script read the server's TIME: client time instead of
-// server time. The default (and a nil c) is the server's time, which every client shares,
+// server time. The default is the server's time, which every client shares,
 // so a client whose clock is skewed cannot admit more than the limit; WithClientClock
 // exists for tests and simulations that drive time with a clockx.Fake, and for
 // deployments that trust their clocks more than the server's. Store.Clock reports c, so
-// the limiter, smooth and semaphore packages sleep on it by default.
+// the limiter, smooth and semaphore packages sleep on it by default. A nil c is an error
+// (leave the option out for the server's time).
 func WithClientClock(c clockx.Clock) Option {
-	return optionFunc(func(o *options) { o.clock = c })
+	return optionFunc(func(o *options) {
+		if c == nil {
+			o.invalid("WithClientClock(nil): the clock is nil")
+			return
+		}
+		o.clock = c
+	})
 }
 
 // WithBatching makes Apply and Refund of concurrent callers share round trips: the store
@@ -78,7 +102,7 @@ func WithClientClock(c clockx.Clock) Option {
 // b.MaxInFlight pipelines in flight. There is no timer: a call made while nothing is in
 // flight is sent at once, so a lone caller sees one round trip, and a call made while
 // pipelines are busy queues until one comes back. The zero Batching means the defaults (see
-// Batching). Without this option, each call is its own round trip.
+// Batching); a negative field is an error. Without this option, each call is its own round trip.
 //
 // Each call still gets exactly the Decision it would get without batching, and failures stay
 // per call: WithTimeout bounds a call's wait in the queue and on the wire together, and a
@@ -86,7 +110,13 @@ func WithClientClock(c clockx.Clock) Option {
 // until Close, which answers the calls already queued. ApplyAll with several rules and the
 // semaphore operations are not batched. See docs/distributed.md ("Batching").
 func WithBatching(b Batching) Option {
-	return optionFunc(func(o *options) { o.batching = &b })
+	return optionFunc(func(o *options) {
+		if b.MaxBatch < 0 || b.MaxInFlight < 0 {
+			o.invalid("WithBatching(%+v): MaxBatch and MaxInFlight must be ≥ 0 (0: the default)", b)
+			return
+		}
+		o.batching = &b
+	})
 }
 
 // Clock returns the clock the store decides on: the client clock set with

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/ratekit/limiter/algo"
 )
 
 // ErrNotReplicated reports a decision that Redis made but that WithReplicaAck's replicas did
@@ -35,8 +33,8 @@ type replicaAck struct {
 // docs/distributed.md, "What a failover can lose").
 //
 // replicas must be ≥ 1 and timeout > 0 (it is rounded up to whole milliseconds, as WAIT
-// takes them; WAIT 0 would block forever); otherwise every call of the store fails with
-// an error wrapping algo.ErrInvalidConfig that names the option. Keep timeout below
+// takes them; WAIT 0 would block forever); otherwise New returns an error wrapping
+// algo.ErrInvalidConfig that names the option. Keep timeout below
 // WithTimeout, which still bounds the whole round trip. Each call costs the replication
 // delay on top of its round trip.
 //
@@ -45,16 +43,13 @@ type replicaAck struct {
 // where WAIT counts that master's replicas). Calls are not batched while it is set:
 // WithBatching is ignored.
 func WithReplicaAck(replicas int, timeout time.Duration) Option {
-	return optionFunc(func(o *options) { o.ack = &replicaAck{replicas: replicas, timeout: timeout} })
-}
-
-// check returns the error every call of a store with an invalid WithReplicaAck returns.
-func (r *replicaAck) check() error {
-	if r == nil || (r.replicas >= 1 && r.timeout > 0) {
-		return nil
-	}
-	return fmt.Errorf("%w: distributed.WithReplicaAck(%d, %v): replicas must be ≥ 1 and timeout > 0",
-		algo.ErrInvalidConfig, r.replicas, r.timeout)
+	return optionFunc(func(o *options) {
+		if replicas < 1 || timeout <= 0 {
+			o.invalid("WithReplicaAck(%d, %v): replicas must be ≥ 1 and timeout > 0", replicas, timeout)
+			return
+		}
+		o.ack = &replicaAck{replicas: replicas, timeout: timeout}
+	})
 }
 
 // waitMillis is the WAIT timeout: timeout in whole milliseconds, rounded up.

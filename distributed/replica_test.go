@@ -81,27 +81,6 @@ func TestReplicaAckNoScript(t *testing.T) {
 	}
 }
 
-// TestReplicaAckInvalid checks that invalid WithReplicaAck values make every call fail
-// with ErrInvalidConfig naming the option, not hang (WAIT 0 blocks forever) nor panic.
-func TestReplicaAckInvalid(t *testing.T) {
-	client := redistest.Start(t).Client(t)
-	ctx := context.Background()
-	for _, c := range []struct {
-		replicas int
-		timeout  time.Duration
-	}{{0, time.Second}, {-1, time.Second}, {1, 0}, {1, -time.Millisecond}} {
-		s := newStore(t, client, distributed.WithReplicaAck(c.replicas, c.timeout))
-		_, err := s.Apply(ctx, "k", algo.TokenBucket{Rate: 1, Burst: 1}, algo.Request{N: 1})
-		if !errors.Is(err, algo.ErrInvalidConfig) || !strings.Contains(err.Error(), "WithReplicaAck") {
-			t.Errorf("WithReplicaAck(%d, %v): apply error %v, want ErrInvalidConfig naming the option", c.replicas, c.timeout, err)
-		}
-		_, err = s.Acquire(ctx, "sem", algo.Semaphore{Permits: 1, LeaseTTL: time.Second}, "tok", 0)
-		if !errors.Is(err, algo.ErrInvalidConfig) {
-			t.Errorf("WithReplicaAck(%d, %v): semaphore error %v, want ErrInvalidConfig", c.replicas, c.timeout, err)
-		}
-	}
-}
-
 // TestReplicaAckCluster checks that on a Cluster each call goes, with its WAIT, to the
 // master of its key: the masters of redistest's cluster have no replicas, so every call
 // fails with ErrNotReplicated, and none with a routing error.

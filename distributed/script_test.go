@@ -93,7 +93,7 @@ func TestWrongType(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := ctxTimeout(t, 30*time.Second)
-	s := distributed.New(c, distributed.WithTimeout(testTimeout), distributed.WithPrefix("wt:"), distributed.WithClientClock(fakeClock()))
+	s := mustDistributed(t, c, distributed.WithTimeout(testTimeout), distributed.WithPrefix("wt:"), distributed.WithClientClock(fakeClock()))
 	a := counter{Limit: 3}
 	// Another application stored a hash where the counter keeps its count: the script's
 	// GET fails with WRONGTYPE.
@@ -162,7 +162,7 @@ func TestBadInput(t *testing.T) {
 	// A client nobody listens behind: any call that reached it would fail differently.
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
 	t.Cleanup(func() { _ = c.Close() })
-	s := distributed.New(c, distributed.WithTimeout(testTimeout))
+	s := mustDistributed(t, c, distributed.WithTimeout(testTimeout))
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
@@ -202,7 +202,7 @@ func TestCloseLeavesClientOpen(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
-	s := distributed.New(c)
+	s := mustDistributed(t, c)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

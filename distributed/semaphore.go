@@ -7,6 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -26,7 +27,7 @@ var semScript = redis.NewScript(algo.Semaphore{}.Script().Source)
 // the rules; the script removes expired leases and queue places from the very keys it
 // then counts, so a crashed holder or waiter frees its permit or place by itself.
 func (s *Store) Acquire(ctx context.Context, name string, cfg algo.Semaphore, token string, queueTTL time.Duration) (algo.SemaphoreResult, error) {
-	if err := store.CheckSemaphore(name, cfg, token); err != nil {
+	if err := storecheck.Semaphore(name, cfg, token); err != nil {
 		return algo.SemaphoreResult{}, err
 	}
 	reply, err := s.semRun(ctx, "acquire", name, token, semQueueMicros(queueTTL), cfg)
@@ -53,10 +54,10 @@ func (s *Store) Acquire(ctx context.Context, name string, cfg algo.Semaphore, to
 // Release gives back token's permit of the semaphore name and removes token from its fair
 // queue, reporting whether token held a live lease. See store.SemaphoreStore.
 func (s *Store) Release(ctx context.Context, name, token string) (bool, error) {
-	if err := store.CheckSemaphoreName(name); err != nil {
+	if err := storecheck.SemaphoreName(name); err != nil {
 		return false, err
 	}
-	if err := store.CheckSemaphoreToken(token); err != nil {
+	if err := storecheck.SemaphoreToken(token); err != nil {
 		return false, err
 	}
 	return s.semBool(ctx, "release", name, token, algo.Semaphore{})
@@ -65,7 +66,7 @@ func (s *Store) Release(ctx context.Context, name, token string) (bool, error) {
 // Renew extends token's live lease of the semaphore name to now + cfg.LeaseTTL, reporting
 // false when token holds no live lease. See store.SemaphoreStore.
 func (s *Store) Renew(ctx context.Context, name string, cfg algo.Semaphore, token string) (bool, error) {
-	if err := store.CheckSemaphore(name, cfg, token); err != nil {
+	if err := storecheck.Semaphore(name, cfg, token); err != nil {
 		return false, err
 	}
 	return s.semBool(ctx, "renew", name, token, cfg)
@@ -74,7 +75,7 @@ func (s *Store) Renew(ctx context.Context, name string, cfg algo.Semaphore, toke
 // Holders returns the number of live leases of the semaphore name (forgetting, like every
 // operation, the leases and queue places that have expired).
 func (s *Store) Holders(ctx context.Context, name string) (int64, error) {
-	if err := store.CheckSemaphoreName(name); err != nil {
+	if err := storecheck.SemaphoreName(name); err != nil {
 		return 0, err
 	}
 	reply, err := s.semRun(ctx, "holders", name, "", 0, algo.Semaphore{})
@@ -108,11 +109,8 @@ func (s *Store) semRun(ctx context.Context, op, name, token string, queue int64,
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
-	if err := store.CheckContext(ctx); err != nil {
+	if err := storecheck.Context(ctx); err != nil {
 		return nil, err // the caller gave up: nothing is sent
-	}
-	if err := s.ack.check(); err != nil {
-		return nil, err
 	}
 	keys := stateKeys(s.prefix, name, semSlot, cfg.Script().Keys)
 	args := cfg.AppendArgs(append(make([]any, 0, 7), op, algo.NowArg(s.now()), token, queue))

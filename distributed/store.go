@@ -12,6 +12,8 @@ import (
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/internal/nilcheck"
+	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -102,20 +104,28 @@ func putBuf(b *callBuf) {
 // New returns a Store that runs its scripts on client: a *redis.Client, a
 // *redis.ClusterClient, a failover client or a Ring. The Store does not own the client:
 // Close leaves it open, and the caller closes it after the Store (and anything else
-// using it) is done.
-func New(client redis.UniversalClient, opts ...Option) *Store {
+// using it) is done. Nil options are skipped. A nil client (also a nil *redis.Client) or
+// an option with a value it cannot use (see each option) makes New return an error
+// wrapping algo.ErrInvalidConfig that names it, and no Store.
+func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
+	if nilcheck.Nil(client) {
+		return nil, fmt.Errorf("%w: distributed.New: the client is nil", algo.ErrInvalidConfig)
+	}
 	o := options{prefix: DefaultPrefix, timeout: DefaultTimeout}
 	for _, opt := range opts {
 		if opt != nil {
 			opt.apply(&o)
 		}
 	}
+	if o.err != nil {
+		return nil, o.err
+	}
 	s := &Store{client: client, prefix: o.prefix, timeout: o.timeout, clock: o.clock, ack: o.ack}
 	s.guard.inline = honoursContext(client)
 	if o.batching != nil && o.ack == nil {
 		s.batch = newBatcher(client, o.timeout, *o.batching, &s.guard)
 	}
-	return s
+	return s, nil
 }
 
 // Apply answers req for key under a, atomically in Redis, at the server's time (or at the
@@ -131,13 +141,13 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 // the call or while it waits for Redis, the error is ctx's (context.Canceled or
 // context.DeadlineExceeded) and does not wrap store.ErrUnavailable: see store.Store.
 func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
-	if err := store.Check(key, a, req); err != nil {
+	if err := storecheck.Apply(key, a, req); err != nil {
 		return algo.Decision{}, err
 	}
 	if s.closed.Load() {
 		return algo.Decision{}, store.ErrClosed
 	}
-	if err := store.CheckContext(ctx); err != nil {
+	if err := storecheck.Context(ctx); err != nil {
 		return algo.Decision{}, err // the caller gave up: nothing is sent
 	}
 	sa, e, err := s.script(a)
@@ -162,13 +172,13 @@ func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req alg
 // Refund gives back n permits of the grant of key under a identified by at (its
 // Decision.At), as far as the algorithm allows. Its errors are those of Apply.
 func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int64, at int64) error {
-	if err := store.Check(key, a, algo.Request{N: n}); err != nil {
+	if err := storecheck.Apply(key, a, algo.Request{N: n}); err != nil {
 		return err
 	}
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	if err := store.CheckContext(ctx); err != nil {
+	if err := storecheck.Context(ctx); err != nil {
 		return err
 	}
 	sa, e, err := s.script(a)
@@ -206,9 +216,6 @@ func (s *Store) Close() error {
 
 // script returns a's Lua twin and its go-redis Script, creating the latter once per name.
 func (s *Store) script(a algo.Algorithm) (algo.Scripted, *scriptEntry, error) {
-	if err := s.ack.check(); err != nil {
-		return nil, nil, err
-	}
 	sa, ok := a.(algo.Scripted)
 	if !ok {
 		return nil, nil, fmt.Errorf("%w: %s (%T) has no Lua script, so the Redis store cannot run it",

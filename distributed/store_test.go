@@ -18,13 +18,13 @@ import (
 // redisFactory makes stores on one shared client, isolated by a fresh prefix each.
 func redisFactory(c redis.UniversalClient) storetest.Factory {
 	return func(t *testing.T, clk *clockx.Fake) store.Store {
-		return distributed.New(c, distributed.WithPrefix(freshPrefix()), distributed.WithClientClock(clk),
+		return mustDistributed(t, c, distributed.WithPrefix(freshPrefix()), distributed.WithClientClock(clk),
 			distributed.WithTimeout(testTimeout))
 	}
 }
 
 func localFactory(t *testing.T, clk *clockx.Fake) store.Store {
-	return local.New(local.WithClock(clk))
+	return mustLocal(t, local.WithClock(clk))
 }
 
 // diffAlgorithms are the configs driven for the long differential runs: one per algorithm,

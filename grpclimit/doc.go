@@ -2,7 +2,8 @@
 // with a limiter.Limiter and answer the ones over the limit with codes.ResourceExhausted
 // and a google.rpc.RetryInfo detail saying when to retry.
 //
-//	st := local.New()
+//	st, err := local.New()
+//	...
 //	l, err := limiter.New(st, algo.TokenBucket{Rate: 100, Burst: 200})
 //	...
 //	lim, err := grpclimit.New(l,

@@ -27,7 +27,10 @@ import (
 // output is the same on every run.
 func Example() {
 	clk := clockx.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	st := local.New(local.WithClock(clk))
+	st, err := local.New(local.WithClock(clk))
+	if err != nil {
+		panic(err)
+	}
 	defer st.Close()
 	l, err := limiter.New(st, algo.TokenBucket{Rate: 2, Burst: 2})
 	if err != nil {

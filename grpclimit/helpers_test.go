@@ -41,7 +41,10 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // closed when the test ends.
 func newStore(tb testing.TB, clk clockx.Clock) *local.Store {
 	tb.Helper()
-	st := local.New(local.WithClock(clk), local.WithSweepInterval(0))
+	st, err := local.New(local.WithClock(clk), local.WithSweepInterval(0))
+	if err != nil {
+		tb.Fatal(err)
+	}
 	tb.Cleanup(func() { _ = st.Close() })
 	return st
 }

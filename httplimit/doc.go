@@ -3,15 +3,23 @@
 // Retry-After, and tells clients their quota in the RateLimit-Policy and RateLimit
 // headers of the IETF draft (draft-ietf-httpapi-ratelimit-headers-11).
 //
-//	st := local.New()
+//	st, err := local.New()
+//	...
 //	l, err := limiter.New(st, algo.FixedWindow{Limit: 100, Window: time.Minute})
 //	...
-//	mw := httplimit.Middleware(l, httplimit.ByIP(httplimit.TrustedProxies("10.0.0.0/8")))
+//	key, err := httplimit.ByIP(httplimit.TrustedProxies("10.0.0.0/8"))
+//	...
+//	mw, err := httplimit.Middleware(l, key)
+//	...
 //	http.ListenAndServe(":8080", mw(mux))
 //
 // Every key has its own limit. A [KeyFunc] computes it from the request: [ByIP] (the
 // client's address, optionally behind [TrustedProxies]), [ByHeader] (an API key, a tenant
 // ID) or any function of your own.
+//
+// Middleware, ByIP and ByHeader return an error wrapping limiter.ErrInvalidConfig for an
+// argument or option they cannot use, so a mistake shows at start-up, not as a 500 on
+// every request.
 //
 // An allowed request reaches the next handler with the RateLimit headers; a denied one gets
 // 429 with Retry-After in whole seconds, rounded up, at least 1 (left out when no wait

@@ -22,12 +22,29 @@ func exampleClock() *clockx.Fake {
 // exampleLimiter returns a limiter on a local store and the fake clock both run on.
 func exampleLimiter(a algo.Algorithm) (*limiter.Limiter, *clockx.Fake, func()) {
 	clk := exampleClock()
-	st := local.New(local.WithClock(clk))
+	st, err := local.New(local.WithClock(clk))
+	if err != nil {
+		panic(err) // a fixed, valid config
+	}
 	l, err := limiter.New(st, a, limiter.WithClock(clk))
 	if err != nil {
 		panic(err) // a fixed, valid config
 	}
 	return l, clk, func() { _ = st.Close() }
+}
+
+// perIP returns Middleware(l, ByIP(), opts...) for the examples of options, whose
+// configurations are fixed and valid; Example shows the error handling.
+func perIP(l *limiter.Limiter, opts ...httplimit.Option) func(http.Handler) http.Handler {
+	key, err := httplimit.ByIP()
+	if err != nil {
+		panic(err)
+	}
+	mw, err := httplimit.Middleware(l, key, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return mw
 }
 
 var hello = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -57,7 +74,17 @@ func Example() {
 	// 2 requests per minute per client IP.
 	l, _, done := exampleLimiter(algo.FixedWindow{Limit: 2, Window: time.Minute})
 	defer done()
-	h := httplimit.Middleware(l, httplimit.ByIP())(hello)
+	key, err := httplimit.ByIP()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	mw, err := httplimit.Middleware(l, key)
+	if err != nil {
+		fmt.Println(err) // a nil limiter or KeyFunc, an invalid option
+		return
+	}
+	h := mw(hello)
 
 	send(h, "192.0.2.1:51000")
 	send(h, "192.0.2.1:51001")
@@ -78,8 +105,8 @@ func ExampleMiddleware_storeDown() {
 		limiter.WithFailurePolicy(limiter.FailOpen))
 	closed, _ := limiter.New(down, algo.TokenBucket{Rate: 10, Burst: 10})
 
-	send(httplimit.Middleware(open, httplimit.ByIP())(hello), "192.0.2.1:1")
-	send(httplimit.Middleware(closed, httplimit.ByIP())(hello), "192.0.2.1:1")
+	send(perIP(open)(hello), "192.0.2.1:1")
+	send(perIP(closed)(hello), "192.0.2.1:1")
 	// Output:
 	// 200
 	// 503
@@ -88,7 +115,11 @@ func ExampleMiddleware_storeDown() {
 func ExampleByIP() {
 	// Behind a load balancer in 10.0.0.0/8 that appends the address it sees to
 	// X-Forwarded-For.
-	key := httplimit.ByIP(httplimit.TrustedProxies("10.0.0.0/8"))
+	key, err := httplimit.ByIP(httplimit.TrustedProxies("10.0.0.0/8"))
+	if err != nil {
+		fmt.Println(err) // a proxy that does not parse as an address or CIDR prefix
+		return
+	}
 	show := func(remote, xff string) {
 		req := httptest.NewRequest(http.MethodGet, "/", nil)
 		req.RemoteAddr = remote
@@ -112,7 +143,11 @@ func ExampleByIP() {
 }
 
 func ExampleIPv6Prefix() {
-	key := httplimit.ByIP(httplimit.IPv6Prefix(64))
+	key, err := httplimit.ByIP(httplimit.IPv6Prefix(64))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	for _, remote := range []string{"[2001:db8:1:2::10]:443", "[2001:db8:1:2:aaaa::1]:443", "192.0.2.1:80"} {
 		req := httptest.NewRequest(http.MethodGet, "/", nil)
 		req.RemoteAddr = remote
@@ -128,8 +163,17 @@ func ExampleIPv6Prefix() {
 func ExampleByHeader() {
 	l, _, done := exampleLimiter(algo.TokenBucket{Rate: 1, Burst: 5})
 	defer done()
-	h := httplimit.Middleware(l, httplimit.ByHeader("X-API-Key"),
-		httplimit.WithPolicyName("per-key"))(hello)
+	key, err := httplimit.ByHeader("X-API-Key")
+	if err != nil {
+		fmt.Println(err) // not a header field name
+		return
+	}
+	mw, err := httplimit.Middleware(l, key, httplimit.WithPolicyName("per-key"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	h := mw(hello)
 
 	send(h, "192.0.2.1:1", "X-API-Key", "k-123")
 	send(h, "192.0.2.1:1") // no key: the client's mistake
@@ -144,7 +188,7 @@ func ExampleWithWait() {
 	l, clk, done := exampleLimiter(algo.GCRA{Rate: 1, Burst: 1})
 	defer done()
 	start := clk.Now()
-	h := httplimit.Middleware(l, httplimit.ByIP(), httplimit.WithWait(2*time.Second))(
+	h := perIP(l, httplimit.WithWait(2*time.Second))(
 		http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			fmt.Printf("served after %v: ", clk.Now().Sub(start))
 		}))
@@ -171,7 +215,7 @@ func ExampleWithCost() {
 			return 1
 		}
 	}
-	h := httplimit.Middleware(l, httplimit.ByIP(), httplimit.WithCost(cost))(hello)
+	h := perIP(l, httplimit.WithCost(cost))(hello)
 	for _, path := range []string{"/search", "/item", "/healthz"} {
 		req := httptest.NewRequest(http.MethodGet, path, nil)
 		req.RemoteAddr = "192.0.2.1:1"
@@ -194,7 +238,7 @@ func ExampleWithDeniedHandler() {
 		w.WriteHeader(http.StatusTooManyRequests)
 		fmt.Fprintf(w, `{"title":"Too Many Requests","retry_after":%s}`, w.Header().Get("Retry-After"))
 	})
-	h := httplimit.Middleware(l, httplimit.ByIP(), httplimit.WithDeniedHandler(problem))(hello)
+	h := perIP(l, httplimit.WithDeniedHandler(problem))(hello)
 	for i := 0; i < 2; i++ {
 		req := httptest.NewRequest(http.MethodGet, "/", nil)
 		req.RemoteAddr = "192.0.2.1:1"

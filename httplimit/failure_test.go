@@ -36,7 +36,7 @@ func TestStoreDown(t *testing.T) {
 			l, st := downLimiter(t, limiter.FailClosed)
 			next := &counter{}
 			var got error
-			h := httplimit.Middleware(l, httplimit.ByIP(), append(opts,
+			h := mustMiddleware(t, l, mustByIP(t), append(opts,
 				httplimit.WithErrorHandler(func(w http.ResponseWriter, r *http.Request, err error) {
 					got = err
 					httplimit.DefaultErrorHandler(w, r, err)
@@ -61,7 +61,7 @@ func TestStoreDown(t *testing.T) {
 			t.Parallel()
 			l, _ := downLimiter(t, limiter.FailOpen)
 			next := &counter{}
-			h := httplimit.Middleware(l, httplimit.ByIP(), opts...)(next)
+			h := mustMiddleware(t, l, mustByIP(t), opts...)(next)
 			for i := 0; i < 3; i++ {
 				checkResponse(t, "fail-open", get(h, "192.0.2.1:1"), response{200, "", "", ""})
 			}
@@ -77,7 +77,7 @@ func TestStoreDownFallback(t *testing.T) {
 	fb, fbClock := newLimiter(t, algo.TokenBucket{Rate: 1, Burst: 1}, epoch)
 	l, _ := downLimiter(t, limiter.Fallback(fb))
 	next := &counter{}
-	h := httplimit.Middleware(l, httplimit.ByIP())(next)
+	h := mustMiddleware(t, l, mustByIP(t))(next)
 	// The fallback's figures are not the advertised policy's: no RateLimit headers, but a
 	// fallback denial is a rate-limit denial, with Retry-After.
 	checkResponse(t, "fallback allows", get(h, "192.0.2.1:1"), response{200, "", "", ""})
@@ -87,14 +87,14 @@ func TestStoreDownFallback(t *testing.T) {
 	}
 
 	// In wait mode the fallback's reservation is waited for, on the fallback's clock.
-	hw := httplimit.Middleware(l, httplimit.ByIP(), httplimit.WithWait(2*time.Second))(next)
+	hw := mustMiddleware(t, l, mustByIP(t), httplimit.WithWait(2*time.Second))(next)
 	fbClock.Add(time.Second) // the token is back
 	checkResponse(t, "wait: fallback grants now", get(hw, "192.0.2.1:1"), response{200, "", "", ""})
 	checkResponse(t, "wait: fallback grants in 1s", get(hw, "192.0.2.1:1"), response{200, "", "", ""})
 	if got, want := fbClock.Now().Sub(epoch), 2*time.Second; got != want {
 		t.Errorf("fallback clock at %v, want %v", got, want)
 	}
-	hs := httplimit.Middleware(l, httplimit.ByIP(), httplimit.WithWait(500*time.Millisecond))(next)
+	hs := mustMiddleware(t, l, mustByIP(t), httplimit.WithWait(500*time.Millisecond))(next)
 	checkResponse(t, "wait: fallback denies", get(hs, "192.0.2.1:1"), response{429, "", "", "1"})
 	if got, want := next.calls(), int64(3); got != want {
 		t.Errorf("handler called %d times, want %d", got, want)

@@ -12,6 +12,7 @@ import (
 	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/httplimit"
 	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/store"
 )
@@ -25,7 +26,7 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 func newLimiter(tb testing.TB, a algo.Algorithm, start time.Time, opts ...limiter.Option) (*limiter.Limiter, *clockx.Fake) {
 	tb.Helper()
 	clk := clockx.NewFake(start)
-	st := local.New(local.WithClock(clk), local.WithSweepInterval(0))
+	st := mustLocal(tb, local.WithClock(clk), local.WithSweepInterval(0))
 	tb.Cleanup(func() { _ = st.Close() })
 	l, err := limiter.New(st, a, append([]limiter.Option{limiter.WithClock(clk)}, opts...)...)
 	if err != nil {
@@ -102,3 +103,34 @@ func (s *failingStore) Refund(context.Context, string, algo.Algorithm, int64, in
 }
 
 func (s *failingStore) Close() error { return nil }
+
+// mustMiddleware returns httplimit.Middleware(l, key, opts...), failing the test if it
+// returns an error.
+func mustMiddleware(tb testing.TB, l *limiter.Limiter, key httplimit.KeyFunc, opts ...httplimit.Option) func(http.Handler) http.Handler {
+	tb.Helper()
+	mw, err := httplimit.Middleware(l, key, opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return mw
+}
+
+// mustByIP returns httplimit.ByIP(opts...), failing the test if it returns an error.
+func mustByIP(tb testing.TB, opts ...httplimit.IPOption) httplimit.KeyFunc {
+	tb.Helper()
+	key, err := httplimit.ByIP(opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return key
+}
+
+// mustByHeader returns httplimit.ByHeader(name), failing the test if it returns an error.
+func mustByHeader(tb testing.TB, name string) httplimit.KeyFunc {
+	tb.Helper()
+	key, err := httplimit.ByHeader(name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return key
+}

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+
+	"github.com/ratekit/limiter/algo"
 )
 
 // KeyFunc returns the key a request is limited under: a client IP address, an API token,
@@ -26,20 +28,22 @@ var (
 	ErrMissingKey = errors.New("httplimit: request has no key")
 
 	// ErrInvalidAddress reports a client address that does not parse as an IP address:
-	// a RemoteAddr rewritten by a faulty middleware, a TrustedProxies option that is not a
-	// CIDR, or a trusted proxy that forwards garbage in X-Forwarded-For. It is the server's
-	// (or its proxies') fault: the default error handler answers 500 Internal Server Error.
+	// a RemoteAddr rewritten by a faulty middleware, or a trusted proxy that forwards
+	// garbage in X-Forwarded-For. It is the server's (or its proxies') fault: the default
+	// error handler answers 500 Internal Server Error. ByIP's error for a TrustedProxies
+	// argument that is not an address or CIDR prefix wraps it too.
 	ErrInvalidAddress = errors.New("httplimit: invalid client address")
 )
 
-// IPOption configures ByIP.
+// IPOption configures ByIP. A nil IPOption is ignored; an IPOption given a value it cannot
+// use makes ByIP return an error wrapping limiter.ErrInvalidConfig.
 type IPOption interface {
 	applyIP(*ipOptions)
 }
 
 type ipOptions struct {
 	trusted []netip.Prefix
-	err     error // a TrustedProxies argument that does not parse
+	err     error // the first invalid option
 	v6Bits  int
 }
 
@@ -55,15 +59,16 @@ func (f ipOptionFunc) applyIP(o *ipOptions) { f(o) }
 // proxy saw, the right-most X-Forwarded-For entry that is not a trusted proxy, so a spoofed
 // header cannot choose the key.
 //
-// An argument that does not parse makes every call of the KeyFunc fail with an error
-// wrapping ErrInvalidAddress (500 by default). docs/httplimit.md describes the walk.
+// An argument that does not parse makes ByIP return an error wrapping both
+// limiter.ErrInvalidConfig and ErrInvalidAddress, so the mistake shows at construction
+// instead of silently trusting nobody.
 func TrustedProxies(cidrs ...string) IPOption {
 	return ipOptionFunc(func(o *ipOptions) {
 		for _, c := range cidrs {
 			p, err := parsePrefix(c)
 			if err != nil {
 				if o.err == nil {
-					o.err = err
+					o.err = fmt.Errorf("%w: httplimit.ByIP: %w", algo.ErrInvalidConfig, err)
 				}
 				continue
 			}
@@ -76,12 +81,16 @@ func TrustedProxies(cidrs ...string) IPOption {
 // full address, for example 64: a single host usually owns a whole /64 and can pick any
 // address in it, so per-address keys let it multiply its limit. The key is then the
 // prefix in CIDR form ("2001:db8:1:2::/64"). The default, 128, keys by the full address;
-// a value outside [1, 128] keeps the default. IPv4 clients are always keyed by address.
+// a value outside [1, 128] is an error. IPv4 clients are always keyed by address.
 func IPv6Prefix(bits int) IPOption {
 	return ipOptionFunc(func(o *ipOptions) {
-		if bits >= 1 && bits <= 128 {
-			o.v6Bits = bits
+		if bits < 1 || bits > 128 {
+			if o.err == nil {
+				o.err = fmt.Errorf("%w: httplimit.ByIP: IPv6Prefix(%d): bits must be in [1, 128]", algo.ErrInvalidConfig, bits)
+			}
+			return
 		}
+		o.v6Bits = bits
 	})
 }
 
@@ -117,18 +126,21 @@ func parsePrefix(s string) (netip.Prefix, error) {
 // connection's (http.Request.RemoteAddr); see TrustedProxies for X-Forwarded-For and
 // IPv6Prefix for keying IPv6 clients by network.
 //
-// An address that does not parse is an error wrapping ErrInvalidAddress.
-func ByIP(opts ...IPOption) KeyFunc {
+// A request whose address does not parse is an error of the KeyFunc wrapping
+// ErrInvalidAddress. Nil options are skipped; an option with a value it cannot use (see
+// each option) makes ByIP return an error wrapping limiter.ErrInvalidConfig that names
+// it, and no KeyFunc.
+func ByIP(opts ...IPOption) (KeyFunc, error) {
 	o := ipOptions{v6Bits: 128}
 	for _, opt := range opts {
 		if opt != nil {
 			opt.applyIP(&o)
 		}
 	}
+	if o.err != nil {
+		return nil, o.err
+	}
 	return func(r *http.Request) (string, error) {
-		if o.err != nil {
-			return "", o.err
-		}
 		a, err := clientAddr(r, o.trusted)
 		if err != nil {
 			return "", err
@@ -138,7 +150,7 @@ func ByIP(opts ...IPOption) KeyFunc {
 			return p.String(), nil
 		}
 		return a.String(), nil
-	}
+	}, nil
 }
 
 // clientAddr finds the client's address as ByIP documents.
@@ -214,12 +226,37 @@ func parseAddr(s string) (netip.Addr, error) {
 // The value is taken as the client sends it: key by a header only when something upstream
 // (an authenticating proxy, an earlier middleware) has checked it, or when a client that
 // invents values only hurts itself, since each new value starts with a full limit.
-func ByHeader(name string) KeyFunc {
+//
+// A name that is not a valid header field name (empty, or with characters outside the
+// RFC 9110 token set, such as spaces or ':') makes ByHeader return an error wrapping
+// limiter.ErrInvalidConfig, and no KeyFunc: no request could ever carry it.
+func ByHeader(name string) (KeyFunc, error) {
+	if !validHeaderName(name) {
+		return nil, fmt.Errorf("%w: httplimit.ByHeader(%q): not a header field name", algo.ErrInvalidConfig, name)
+	}
+	canonical := http.CanonicalHeaderKey(name)
 	return func(r *http.Request) (string, error) {
-		v := strings.TrimSpace(r.Header.Get(name))
+		v := strings.TrimSpace(r.Header.Get(canonical))
 		if v == "" {
-			return "", fmt.Errorf("%w: header %s is missing or empty", ErrMissingKey, http.CanonicalHeaderKey(name))
+			return "", fmt.Errorf("%w: header %s is missing or empty", ErrMissingKey, canonical)
 		}
 		return v, nil
+	}, nil
+}
+
+// validHeaderName reports whether name is an RFC 9110 token, the syntax of a field name.
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
 	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
 }

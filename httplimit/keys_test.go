@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/httplimit"
 )
 
@@ -48,7 +49,7 @@ func checkKeys(t *testing.T, key httplimit.KeyFunc, cases []keyCase) {
 
 func TestByIPRemoteAddr(t *testing.T) {
 	t.Parallel()
-	checkKeys(t, httplimit.ByIP(), []keyCase{
+	checkKeys(t, mustByIP(t), []keyCase{
 		{"IPv4 with port", "192.0.2.1:1234", nil, "192.0.2.1"},
 		{"IPv4 without port", "192.0.2.1", nil, "192.0.2.1"},
 		{"IPv6 with port", "[2001:DB8:0:0::1]:443", nil, "2001:db8::1"},
@@ -68,7 +69,7 @@ func TestByIPRemoteAddr(t *testing.T) {
 
 func TestByIPTrustedProxies(t *testing.T) {
 	t.Parallel()
-	key := httplimit.ByIP(httplimit.TrustedProxies("10.0.0.0/8", "2001:db8:ffff::/48"), httplimit.TrustedProxies("192.0.2.7"))
+	key := mustByIP(t, httplimit.TrustedProxies("10.0.0.0/8", "2001:db8:ffff::/48"), httplimit.TrustedProxies("192.0.2.7"))
 	const client = "198.51.100.7"
 	checkKeys(t, key, []keyCase{
 		{"untrusted peer: spoofed header ignored", "203.0.113.9:1", []string{"1.2.3.4"}, "203.0.113.9"},
@@ -98,14 +99,14 @@ func TestByIPTrustedProxies(t *testing.T) {
 func TestTrustedProxiesInvalid(t *testing.T) {
 	t.Parallel()
 	for _, arg := range []string{"10.0.0.0/33", "nope", "10.0.0.0/", "::ffff:10.0.0.0/90"} {
-		key := httplimit.ByIP(httplimit.TrustedProxies("10.0.0.0/8", arg))
-		_, err := key(request("192.0.2.1:1"))
-		if !errors.Is(err, httplimit.ErrInvalidAddress) {
-			t.Errorf("TrustedProxies(%q): error %v, want one wrapping ErrInvalidAddress", arg, err)
+		key, err := httplimit.ByIP(httplimit.TrustedProxies("10.0.0.0/8", arg))
+		if key != nil || !errors.Is(err, httplimit.ErrInvalidAddress) || !errors.Is(err, limiter.ErrInvalidConfig) ||
+			!strings.Contains(err.Error(), "httplimit.ByIP") || !strings.Contains(err.Error(), arg) {
+			t.Errorf("TrustedProxies(%q): ByIP error %v, want one wrapping ErrInvalidConfig and ErrInvalidAddress naming ByIP and the argument", arg, err)
 		}
 	}
 	// IPv4-mapped prefixes stand for their IPv4 prefix.
-	key := httplimit.ByIP(httplimit.TrustedProxies("::ffff:10.0.0.0/104"))
+	key := mustByIP(t, httplimit.TrustedProxies("::ffff:10.0.0.0/104"))
 	if got, err := key(request("10.1.2.3:1", "198.51.100.7")); err != nil || got != "198.51.100.7" {
 		t.Errorf("TrustedProxies(::ffff:10.0.0.0/104): key %q, %v; want 198.51.100.7", got, err)
 	}
@@ -113,17 +114,25 @@ func TestTrustedProxiesInvalid(t *testing.T) {
 
 func TestIPv6Prefix(t *testing.T) {
 	t.Parallel()
-	checkKeys(t, httplimit.ByIP(httplimit.IPv6Prefix(64)), []keyCase{
+	checkKeys(t, mustByIP(t, httplimit.IPv6Prefix(64)), []keyCase{
 		{"IPv6 keyed by /64", "[2001:db8:1:2:3:4:5:6]:1", nil, "2001:db8:1:2::/64"},
 		{"same /64, another address", "[2001:db8:1:2:ffff::1]:1", nil, "2001:db8:1:2::/64"},
 		{"IPv4 keyed by address", "192.0.2.1:1", nil, "192.0.2.1"},
 		{"IPv4-mapped keyed as IPv4", "[::ffff:192.0.2.1]:1", nil, "192.0.2.1"},
 	})
-	for _, bits := range []int{0, -1, 129} { // out of range: the default, full addresses
-		checkKeys(t, httplimit.ByIP(httplimit.IPv6Prefix(bits)), []keyCase{
-			{fmt.Sprintf("IPv6Prefix(%d)", bits), "[2001:db8::1]:1", nil, "2001:db8::1"},
-		})
+	for _, bits := range []int{0, -1, 129} {
+		key, err := httplimit.ByIP(httplimit.IPv6Prefix(bits))
+		want := fmt.Sprintf("IPv6Prefix(%d)", bits)
+		if key != nil || !errors.Is(err, limiter.ErrInvalidConfig) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: ByIP error %v, want one wrapping ErrInvalidConfig naming the option", want, err)
+		}
 	}
+	checkKeys(t, mustByIP(t, httplimit.IPv6Prefix(128)), []keyCase{
+		{"IPv6Prefix(128)", "[2001:db8::1]:1", nil, "2001:db8::1"},
+	})
+	checkKeys(t, mustByIP(t, nil, httplimit.IPv6Prefix(1), nil), []keyCase{
+		{"IPv6Prefix(1), nil options", "[2001:db8::1]:1", nil, "::/1"},
+	})
 }
 
 // TestByIPSpoofing builds random proxy chains: a client, whatever it chose to put in
@@ -134,7 +143,7 @@ func TestByIPSpoofing(t *testing.T) {
 	seed := uint64(20260101)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	trusted := []string{"10.0.0.0/8", "2001:db8:ffff::/48"}
-	key := httplimit.ByIP(httplimit.TrustedProxies(trusted...))
+	key := mustByIP(t, httplimit.TrustedProxies(trusted...))
 	untrusted := func() netip.Addr {
 		if rng.IntN(2) == 0 {
 			return netip.AddrFrom4([4]byte{198, 51, byte(rng.IntN(256)), byte(1 + rng.IntN(254))})
@@ -190,9 +199,24 @@ func TestByIPSpoofing(t *testing.T) {
 	}
 }
 
+func TestByHeaderInvalidName(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"", " ", "X API Key", "X-Key:", "X-Kéy", "X-Key\n"} {
+		key, err := httplimit.ByHeader(name)
+		if key != nil || !errors.Is(err, limiter.ErrInvalidConfig) || !strings.Contains(err.Error(), "httplimit.ByHeader") {
+			t.Errorf("ByHeader(%q): error %v, want one wrapping ErrInvalidConfig naming ByHeader", name, err)
+		}
+	}
+	for _, name := range []string{"X-API-Key", "x_tenant.id", "!#$%&'*+-.^_`|~0"} {
+		if _, err := httplimit.ByHeader(name); err != nil {
+			t.Errorf("ByHeader(%q): %v, want a KeyFunc", name, err)
+		}
+	}
+}
+
 func TestByHeader(t *testing.T) {
 	t.Parallel()
-	key := httplimit.ByHeader("x-api-key")
+	key := mustByHeader(t, "x-api-key")
 	for _, c := range []struct {
 		name   string
 		values []string

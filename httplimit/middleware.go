@@ -26,30 +26,35 @@ import (
 // and when the store is closed, the error handler answers (503 Service Unavailable by
 // default).
 //
-// A nil l, key or next handler is a configuration error reported to the error handler on
-// every request (500 by default), rather than a panic. The returned handler is safe for
+// Nil options are skipped. A nil l or key, or an option with a value it cannot use (see
+// each option), makes Middleware return an error wrapping limiter.ErrInvalidConfig that
+// names it, and no middleware. A nil next handler, which only shows when the middleware
+// wraps it, does not panic: every request goes to the error handler with an error
+// wrapping limiter.ErrInvalidConfig (500 by default). The returned handler is safe for
 // concurrent use.
-func Middleware(l *limiter.Limiter, key KeyFunc, opts ...Option) func(http.Handler) http.Handler {
+func Middleware(l *limiter.Limiter, key KeyFunc, opts ...Option) (func(http.Handler) http.Handler, error) {
+	switch {
+	case l == nil:
+		return nil, fmt.Errorf("%w: httplimit.Middleware: the limiter is nil", limiter.ErrInvalidConfig)
+	case key == nil:
+		return nil, fmt.Errorf("%w: httplimit.Middleware: the KeyFunc is nil", limiter.ErrInvalidConfig)
+	}
 	o := defaultOptions()
 	for _, opt := range opts {
 		if opt != nil {
 			opt.apply(&o)
 		}
 	}
-	var cfgErr error
-	switch {
-	case l == nil:
-		cfgErr = fmt.Errorf("%w: httplimit.Middleware: limiter is nil", limiter.ErrInvalidConfig)
-	case key == nil:
-		cfgErr = fmt.Errorf("%w: httplimit.Middleware: KeyFunc is nil", limiter.ErrInvalidConfig)
+	if o.err != nil {
+		return nil, o.err
 	}
 	return func(next http.Handler) http.Handler {
-		err := cfgErr
-		if err == nil && next == nil {
-			err = fmt.Errorf("%w: httplimit.Middleware: next handler is nil", limiter.ErrInvalidConfig)
+		var err error
+		if next == nil {
+			err = fmt.Errorf("%w: httplimit.Middleware: the next handler is nil", limiter.ErrInvalidConfig)
 		}
 		return &handler{l: l, key: key, next: next, o: o, cfgErr: err}
-	}
+	}, nil
 }
 
 // handler is the http.Handler Middleware wraps around next.

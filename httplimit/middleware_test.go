@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,7 +36,7 @@ func TestHeadersFixedWindow(t *testing.T) {
 	// 43 s into a minute: the window ends in 17 s.
 	l, clk := newLimiter(t, algo.FixedWindow{Limit: 3, Window: time.Minute}, epoch.Add(43*time.Second))
 	next := &counter{}
-	h := httplimit.Middleware(l, httplimit.ByIP())(next)
+	h := mustMiddleware(t, l, mustByIP(t))(next)
 	const policy = `"default";q=3;w=60`
 	runSteps(t, h, clk, []step{
 		{0, response{200, policy, `"default";r=2;t=17`, ""}},
@@ -54,7 +55,7 @@ func TestHeadersFixedWindow(t *testing.T) {
 func TestHeadersTokenBucket(t *testing.T) {
 	t.Parallel()
 	l, clk := newLimiter(t, algo.TokenBucket{Rate: 2, Burst: 3}, epoch)
-	h := httplimit.Middleware(l, httplimit.ByIP())(&counter{})
+	h := mustMiddleware(t, l, mustByIP(t))(&counter{})
 	const policy = `"default";q=3;w=2` // 3 tokens take 1.5 s to refill: w rounds up to 2
 	runSteps(t, h, clk, []step{
 		{0, response{200, policy, `"default";r=2;t=1`, ""}}, // full again in 0.5 s
@@ -69,7 +70,7 @@ func TestRetryAfterRoundsUp(t *testing.T) {
 	t.Parallel()
 	// One token every 1.25 s.
 	l, clk := newLimiter(t, algo.TokenBucket{Rate: 0.8, Burst: 1}, epoch)
-	h := httplimit.Middleware(l, httplimit.ByIP())(&counter{})
+	h := mustMiddleware(t, l, mustByIP(t))(&counter{})
 	const policy = `"default";q=1;w=2`
 	runSteps(t, h, clk, []step{
 		{0, response{200, policy, `"default";r=0;t=2`, ""}},
@@ -82,7 +83,7 @@ func TestRetryAfterRoundsUp(t *testing.T) {
 func TestKeysAreIndependent(t *testing.T) {
 	t.Parallel()
 	l, _ := newLimiter(t, algo.FixedWindow{Limit: 1, Window: time.Minute}, epoch)
-	h := httplimit.Middleware(l, httplimit.ByIP())(&counter{})
+	h := mustMiddleware(t, l, mustByIP(t))(&counter{})
 	for _, c := range []struct {
 		remote string
 		code   int
@@ -103,7 +104,7 @@ func TestCostLargerThanLimit(t *testing.T) {
 	t.Parallel()
 	l, _ := newLimiter(t, algo.TokenBucket{Rate: 1, Burst: 3}, epoch)
 	next := &counter{}
-	h := httplimit.Middleware(l, httplimit.ByIP(),
+	h := mustMiddleware(t, l, mustByIP(t),
 		httplimit.WithCost(func(*http.Request) int64 { return 5 }))(next)
 	// Waiting would not help: no Retry-After, and no t (t=0 would invite an immediate
 	// retry). The bucket is untouched and full; q=3 says the most a request may cost.
@@ -118,7 +119,7 @@ func TestCost(t *testing.T) {
 	t.Parallel()
 	l, clk := newLimiter(t, algo.FixedWindow{Limit: 10, Window: time.Minute}, epoch.Add(43*time.Second))
 	next := &counter{}
-	h := httplimit.Middleware(l, httplimit.ByIP(), httplimit.WithCost(func(r *http.Request) int64 {
+	h := mustMiddleware(t, l, mustByIP(t), httplimit.WithCost(func(r *http.Request) int64 {
 		n, _ := strconv.ParseInt(r.Header.Get("X-Cost"), 10, 64)
 		return n
 	}))(next)
@@ -147,7 +148,7 @@ func TestCost(t *testing.T) {
 func TestWithoutHeaders(t *testing.T) {
 	t.Parallel()
 	l, _ := newLimiter(t, algo.FixedWindow{Limit: 1, Window: time.Minute}, epoch.Add(43*time.Second))
-	h := httplimit.Middleware(l, httplimit.ByIP(), httplimit.WithoutHeaders())(&counter{})
+	h := mustMiddleware(t, l, mustByIP(t), httplimit.WithoutHeaders())(&counter{})
 	checkResponse(t, "allowed", get(h, "192.0.2.1:1"), response{200, "", "", ""})
 	checkResponse(t, "denied", get(h, "192.0.2.1:1"), response{429, "", "", "17"})
 }
@@ -162,7 +163,7 @@ func TestWithPolicyName(t *testing.T) {
 		{"", `"default"`},
 		{"\u00e9", `"default"`},
 	} {
-		h := httplimit.Middleware(l, httplimit.ByIP(), httplimit.WithPolicyName(c.name))(&counter{})
+		h := mustMiddleware(t, l, mustByIP(t), httplimit.WithPolicyName(c.name))(&counter{})
 		got := summary(get(h, "192.0.2.1:1"))
 		if want := c.quoted + ";q=5;w=10"; got.policy != want {
 			t.Errorf("WithPolicyName(%q): RateLimit-Policy %q, want %q", c.name, got.policy, want)
@@ -183,7 +184,7 @@ func TestDeniedHandler(t *testing.T) {
 		w.WriteHeader(http.StatusTooManyRequests)
 		_, _ = w.Write([]byte(`{"title":"slow down"}`))
 	})
-	h := httplimit.Middleware(l, httplimit.ByIP(), httplimit.WithDeniedHandler(denied))(&counter{})
+	h := mustMiddleware(t, l, mustByIP(t), httplimit.WithDeniedHandler(denied))(&counter{})
 	get(h, "192.0.2.1:1")
 	rec := get(h, "192.0.2.1:1")
 	if got, want := rec.Body.String(), `{"title":"slow down"}`; got != want {
@@ -200,7 +201,7 @@ func TestDeniedHandler(t *testing.T) {
 func TestDefaultDeniedBody(t *testing.T) {
 	t.Parallel()
 	l, _ := newLimiter(t, algo.FixedWindow{Limit: 1, Window: time.Second}, epoch)
-	h := httplimit.Middleware(l, httplimit.ByIP())(&counter{})
+	h := mustMiddleware(t, l, mustByIP(t))(&counter{})
 	get(h, "192.0.2.1:1")
 	rec := get(h, "192.0.2.1:1")
 	if got, want := rec.Body.String(), "Too Many Requests\n"; got != want {
@@ -221,16 +222,15 @@ func TestKeyErrors(t *testing.T) {
 		code int
 		is   error
 	}{
-		{"missing header", httplimit.ByHeader("X-API-Key"), 400, httplimit.ErrMissingKey},
+		{"missing header", mustByHeader(t, "X-API-Key"), 400, httplimit.ErrMissingKey},
 		{"empty key", func(*http.Request) (string, error) { return "", nil }, 400, httplimit.ErrMissingKey},
 		{"custom error", func(*http.Request) (string, error) { return "", errBoom }, 500, errBoom},
-		{"bad RemoteAddr", httplimit.ByIP(), 500, httplimit.ErrInvalidAddress},
-		{"bad trusted proxy", httplimit.ByIP(httplimit.TrustedProxies("10.0.0.0/33")), 500, httplimit.ErrInvalidAddress},
+		{"bad RemoteAddr", mustByIP(t), 500, httplimit.ErrInvalidAddress},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			next := &counter{}
-			h := httplimit.Middleware(l, c.key)(next)
+			h := mustMiddleware(t, l, c.key)(next)
 			rec := get(h, "not-an-address")
 			checkResponse(t, "default error handler", rec, response{c.code, "", "", ""})
 			if got, want := rec.Body.String(), http.StatusText(c.code)+"\n"; got != want {
@@ -238,7 +238,7 @@ func TestKeyErrors(t *testing.T) {
 			}
 
 			var got error
-			h = httplimit.Middleware(l, c.key, httplimit.WithErrorHandler(func(w http.ResponseWriter, _ *http.Request, err error) {
+			h = mustMiddleware(t, l, c.key, httplimit.WithErrorHandler(func(w http.ResponseWriter, _ *http.Request, err error) {
 				got = err
 				w.WriteHeader(http.StatusTeapot)
 			}))(next)
@@ -255,35 +255,59 @@ func TestKeyErrors(t *testing.T) {
 	}
 }
 
-func TestNilArguments(t *testing.T) {
+// TestMiddlewareRejects checks that every argument Middleware cannot use is an error at
+// construction, wrapping limiter.ErrInvalidConfig and naming Middleware and the cause.
+func TestMiddlewareRejects(t *testing.T) {
 	t.Parallel()
 	l, _ := newLimiter(t, algo.FixedWindow{Limit: 1, Window: time.Minute}, epoch)
-	for _, h := range []http.Handler{
-		httplimit.Middleware(nil, httplimit.ByIP())(&counter{}),
-		httplimit.Middleware(l, nil)(&counter{}),
-		httplimit.Middleware(l, httplimit.ByIP())(nil),
+	key := mustByIP(t)
+	for _, tc := range []struct {
+		l    *limiter.Limiter
+		key  httplimit.KeyFunc
+		opt  httplimit.Option
+		want string
+	}{
+		{nil, key, nil, "limiter is nil"},
+		{l, nil, nil, "KeyFunc is nil"},
+		{l, key, httplimit.WithCost(nil), "WithCost(nil)"},
+		{l, key, httplimit.WithDeniedHandler(nil), "WithDeniedHandler(nil)"},
+		{l, key, httplimit.WithErrorHandler(nil), "WithErrorHandler(nil)"},
+		{l, key, httplimit.WithWait(-time.Second), "WithWait(-1s)"},
 	} {
-		if code := get(h, "192.0.2.1:1").Code; code != http.StatusInternalServerError {
-			t.Errorf("status %d, want 500", code)
+		mw, err := httplimit.Middleware(tc.l, tc.key, tc.opt)
+		if mw != nil || !errors.Is(err, limiter.ErrInvalidConfig) {
+			t.Errorf("%s: Middleware error %v, want one wrapping limiter.ErrInvalidConfig", tc.want, err)
+			continue
 		}
-	}
-	// The configuration error wraps limiter.ErrInvalidConfig.
-	var got error
-	h := httplimit.Middleware(nil, httplimit.ByIP(), httplimit.WithErrorHandler(func(w http.ResponseWriter, _ *http.Request, err error) {
-		got = err
-		w.WriteHeader(http.StatusInternalServerError)
-	}))(&counter{})
-	get(h, "192.0.2.1:1")
-	if !errors.Is(got, limiter.ErrInvalidConfig) {
-		t.Errorf("error %v, want one wrapping limiter.ErrInvalidConfig", got)
+		if msg := err.Error(); !strings.Contains(msg, "httplimit.Middleware") || !strings.Contains(msg, tc.want) {
+			t.Errorf("%s: error %q does not name httplimit.Middleware and the cause", tc.want, msg)
+		}
 	}
 }
 
-func TestNilOptionsKeepDefaults(t *testing.T) {
+// TestNilNextHandler checks that wrapping a nil handler does not panic: every request
+// goes to the error handler (500 by default) with an error wrapping ErrInvalidConfig.
+func TestNilNextHandler(t *testing.T) {
+	t.Parallel()
+	l, _ := newLimiter(t, algo.FixedWindow{Limit: 1, Window: time.Minute}, epoch)
+	if code := get(mustMiddleware(t, l, mustByIP(t))(nil), "192.0.2.1:1").Code; code != http.StatusInternalServerError {
+		t.Errorf("status %d, want 500", code)
+	}
+	var got error
+	h := mustMiddleware(t, l, mustByIP(t), httplimit.WithErrorHandler(func(w http.ResponseWriter, _ *http.Request, err error) {
+		got = err
+		w.WriteHeader(http.StatusInternalServerError)
+	}))(nil)
+	get(h, "192.0.2.1:1")
+	if !errors.Is(got, limiter.ErrInvalidConfig) || !strings.Contains(got.Error(), "next handler is nil") {
+		t.Errorf("error %v, want one wrapping limiter.ErrInvalidConfig naming the next handler", got)
+	}
+}
+
+func TestNilOptionsSkipped(t *testing.T) {
 	t.Parallel()
 	l, _ := newLimiter(t, algo.FixedWindow{Limit: 1, Window: time.Minute}, epoch.Add(43*time.Second))
-	h := httplimit.Middleware(l, httplimit.ByIP(), nil,
-		httplimit.WithCost(nil), httplimit.WithDeniedHandler(nil), httplimit.WithErrorHandler(nil))(&counter{})
+	h := mustMiddleware(t, l, mustByIP(t), nil, httplimit.WithWait(0), nil)(&counter{})
 	checkResponse(t, "allowed", get(h, "192.0.2.1:1"), response{200, `"default";q=1;w=60`, `"default";r=0;t=17`, ""})
 	rec := get(h, "192.0.2.1:1")
 	checkResponse(t, "denied", rec, response{429, `"default";q=1;w=60`, `"default";r=0;t=17`, "17"})
@@ -297,8 +321,8 @@ func TestNestedMiddlewares(t *testing.T) {
 	perIP, _ := newLimiter(t, algo.FixedWindow{Limit: 100, Window: time.Minute}, epoch.Add(43*time.Second))
 	perKey, _ := newLimiter(t, algo.FixedWindow{Limit: 1, Window: time.Second}, epoch.Add(43*time.Second))
 	next := &counter{}
-	h := httplimit.Middleware(perIP, httplimit.ByIP(), httplimit.WithPolicyName("per-ip"))(
-		httplimit.Middleware(perKey, httplimit.ByHeader("X-API-Key"), httplimit.WithPolicyName("per-key"))(next))
+	h := mustMiddleware(t, perIP, mustByIP(t), httplimit.WithPolicyName("per-ip"))(
+		mustMiddleware(t, perKey, mustByHeader(t, "X-API-Key"), httplimit.WithPolicyName("per-key"))(next))
 	for i, want := range []struct {
 		code              int
 		policy, rateLimit []string
@@ -323,7 +347,7 @@ func TestConcurrentRequests(t *testing.T) {
 	t.Parallel()
 	l, _ := newLimiter(t, algo.FixedWindow{Limit: 60, Window: time.Minute}, epoch)
 	next := &counter{}
-	h := httplimit.Middleware(l, httplimit.ByIP())(next)
+	h := mustMiddleware(t, l, mustByIP(t))(next)
 	const goroutines, each = 20, 5
 	codes := make(chan int, goroutines*each)
 	var wg sync.WaitGroup
@@ -352,7 +376,7 @@ func TestConcurrentRequests(t *testing.T) {
 
 func BenchmarkMiddleware(b *testing.B) {
 	l, _ := newLimiter(b, algo.TokenBucket{Rate: 1e9, Burst: 1e9}, epoch)
-	h := httplimit.Middleware(l, httplimit.ByIP())(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	h := mustMiddleware(b, l, mustByIP(b))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		req := httptest.NewRequest(http.MethodGet, "/", nil)

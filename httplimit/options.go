@@ -3,9 +3,11 @@ package httplimit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
+	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -13,7 +15,8 @@ import (
 // unless WithPolicyName sets another.
 const DefaultPolicyName = "default"
 
-// Option configures Middleware.
+// Option configures Middleware. A nil Option is ignored; an Option given a value it cannot
+// use makes Middleware return an error wrapping limiter.ErrInvalidConfig.
 type Option interface {
 	apply(*options)
 }
@@ -25,6 +28,7 @@ type options struct {
 	onError  func(http.ResponseWriter, *http.Request, error)
 	policy   string // quoted sf-string
 	noHeader bool
+	err      error // the first invalid option
 }
 
 func defaultOptions() options {
@@ -39,8 +43,16 @@ type optionFunc func(*options)
 
 func (f optionFunc) apply(o *options) { f(o) }
 
+// invalid records the first invalid option, naming it and its value.
+func (o *options) invalid(format string, args ...any) {
+	if o.err == nil {
+		o.err = fmt.Errorf("%w: httplimit.Middleware: "+format, append([]any{algo.ErrInvalidConfig}, args...)...)
+	}
+}
+
 // WithCost sets how many permits a request takes, for example more for an expensive
-// endpoint or by the size of an upload. The default is 1 per request; a nil f keeps it.
+// endpoint or by the size of an upload. The default is 1 per request; a nil f is an error
+// (leave the option out for the default).
 //
 // A cost of 0 exempts the request: it is served without consulting the limiter and
 // without RateLimit headers (health checks, say). A negative cost is a bug in f: the
@@ -49,9 +61,11 @@ func (f optionFunc) apply(o *options) { f(o) }
 // no Retry-After, since waiting would not help.
 func WithCost(f func(*http.Request) int64) Option {
 	return optionFunc(func(o *options) {
-		if f != nil {
-			o.cost = f
+		if f == nil {
+			o.invalid("WithCost(nil): the cost function is nil")
+			return
 		}
+		o.cost = f
 	})
 }
 
@@ -63,23 +77,32 @@ func WithCost(f func(*http.Request) int64) Option {
 // client went away), the permits are given back and the handler is not called; the error
 // handler gets the context's error (503 by default, which a departed client never sees).
 //
-// The default, and maxWait ≤ 0, is no waiting: a request is served or rejected at once.
+// The default, and maxWait = 0, is no waiting: a request is served or rejected at once;
+// maxWait < 0 is an error.
 // Waiting holds a goroutine and a connection per delayed request, so keep maxWait short
 // (well under the clients' timeouts).
 func WithWait(maxWait time.Duration) Option {
-	return optionFunc(func(o *options) { o.wait = maxWait })
+	return optionFunc(func(o *options) {
+		if maxWait < 0 {
+			o.invalid("WithWait(%v): the bound must be ≥ 0 (0: no waiting)", maxWait)
+			return
+		}
+		o.wait = maxWait
+	})
 }
 
 // WithDeniedHandler sets the handler that writes the response to a rate-limited request.
 // It is called with Retry-After and the RateLimit headers already set on the
 // ResponseWriter and must write the status itself, normally 429 Too Many Requests (for
 // example with a JSON problem document). The default writes 429 with the plain-text body
-// "Too Many Requests". A nil h keeps the default.
+// "Too Many Requests". A nil h is an error (leave the option out for the default).
 func WithDeniedHandler(h http.Handler) Option {
 	return optionFunc(func(o *options) {
-		if h != nil {
-			o.denied = h
+		if h == nil {
+			o.invalid("WithDeniedHandler(nil): the handler is nil")
+			return
 		}
+		o.denied = h
 	})
 }
 
@@ -87,16 +110,18 @@ func WithDeniedHandler(h http.Handler) Option {
 // on: its KeyFunc failed, WithCost returned a negative cost, the store is unavailable and
 // the limiter's failure policy is FailClosed, the request's context ended, or the limiter
 // returned another error. The function writes the whole response. The default is
-// DefaultErrorHandler; a nil f keeps it.
+// DefaultErrorHandler; a nil f is an error (leave the option out for the default).
 //
 // Store failures that the failure policy answers with an allowed decision (FailOpen,
 // Fallback) never reach this function: the request is served. Count them with the
 // limiter's own limiter.WithErrorHandler.
 func WithErrorHandler(f func(w http.ResponseWriter, r *http.Request, err error)) Option {
 	return optionFunc(func(o *options) {
-		if f != nil {
-			o.onError = f
+		if f == nil {
+			o.invalid("WithErrorHandler(nil): the function is nil")
+			return
 		}
+		o.onError = f
 	})
 }
 
@@ -134,7 +159,8 @@ func tooManyRequests(w http.ResponseWriter, _ *http.Request) {
 //     during a shutdown), or when the request's context ended;
 //   - 500 Internal Server Error otherwise: a KeyFunc that cannot compute a key from a
 //     request the client could not have got wrong (ByIP with an unparseable RemoteAddr, a
-//     trusted proxy writing garbage in X-Forwarded-For), a negative cost, a nil limiter.
+//     trusted proxy writing garbage in X-Forwarded-For), a negative cost, a nil next
+//     handler.
 func DefaultErrorHandler(w http.ResponseWriter, _ *http.Request, err error) {
 	code := http.StatusInternalServerError
 	switch {

@@ -21,7 +21,7 @@ func TestStoreClosed(t *testing.T) {
 		t.Run("wait="+wait.String(), func(t *testing.T) {
 			t.Parallel()
 			clk := clockx.NewFake(epoch)
-			st := local.New(local.WithClock(clk), local.WithSweepInterval(0))
+			st := mustLocal(t, local.WithClock(clk), local.WithSweepInterval(0))
 			l, err := limiter.New(st, algo.TokenBucket{Rate: 1, Burst: 3}, limiter.WithClock(clk))
 			if err != nil {
 				t.Fatal(err)
@@ -29,7 +29,7 @@ func TestStoreClosed(t *testing.T) {
 			_ = st.Close()
 			var got error
 			next := &counter{}
-			h := httplimit.Middleware(l, httplimit.ByIP(), httplimit.WithWait(wait),
+			h := mustMiddleware(t, l, mustByIP(t), httplimit.WithWait(wait),
 				httplimit.WithErrorHandler(func(w http.ResponseWriter, r *http.Request, err error) {
 					got = err
 					httplimit.DefaultErrorHandler(w, r, err)

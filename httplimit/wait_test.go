@@ -30,7 +30,7 @@ func TestWaitGranted(t *testing.T) {
 	t.Parallel()
 	l, clk := newLimiter(t, algo.TokenBucket{Rate: 1, Burst: 1}, epoch)
 	spy := &clockSpy{clk: clk}
-	h := httplimit.Middleware(l, httplimit.ByIP(), httplimit.WithWait(2*time.Second))(spy)
+	h := mustMiddleware(t, l, mustByIP(t), httplimit.WithWait(2*time.Second))(spy)
 	const policy = `"default";q=1;w=1`
 	// 1: the token is there. 2: one second of debt, waited for; after the wait the
 	// bucket is full again in 1 s. 3: the clock moved by the wait, the next token comes
@@ -57,7 +57,7 @@ func TestWaitTooLong(t *testing.T) {
 	t.Parallel()
 	l, clk := newLimiter(t, algo.TokenBucket{Rate: 1, Burst: 1}, epoch)
 	spy := &clockSpy{clk: clk}
-	h := httplimit.Middleware(l, httplimit.ByIP(), httplimit.WithWait(500*time.Millisecond))(spy)
+	h := mustMiddleware(t, l, mustByIP(t), httplimit.WithWait(500*time.Millisecond))(spy)
 	const policy = `"default";q=1;w=1`
 	checkResponse(t, "request 1", get(h, "192.0.2.1:1"), response{200, policy, `"default";r=0;t=1`, ""})
 	// The token comes in 1 s, beyond the 500 ms bound: rejected at once. Retrying in
@@ -80,7 +80,7 @@ func TestWaitTooLong(t *testing.T) {
 func TestWaitCostLargerThanLimit(t *testing.T) {
 	t.Parallel()
 	l, _ := newLimiter(t, algo.GCRA{Rate: 1, Burst: 2}, epoch)
-	h := httplimit.Middleware(l, httplimit.ByIP(), httplimit.WithWait(time.Hour),
+	h := mustMiddleware(t, l, mustByIP(t), httplimit.WithWait(time.Hour),
 		httplimit.WithCost(func(*http.Request) int64 { return 3 }))(&counter{})
 	checkResponse(t, "cost 3 of 2", get(h, "192.0.2.1:1"), response{429, `"default";q=2;w=2`, `"default";r=2`, ""})
 }
@@ -89,7 +89,7 @@ func TestWaitBoundedByDeadline(t *testing.T) {
 	t.Parallel()
 	l, clk := newLimiter(t, algo.TokenBucket{Rate: 1.0 / 600, Burst: 1}, epoch)
 	spy := &clockSpy{clk: clk}
-	h := httplimit.Middleware(l, httplimit.ByIP(), httplimit.WithWait(time.Hour))(spy)
+	h := mustMiddleware(t, l, mustByIP(t), httplimit.WithWait(time.Hour))(spy)
 	get(h, "192.0.2.1:1")
 	// The request's deadline (real time) is far nearer than the 10 min wait (and than the
 	// 1 h bound), and far enough that a loaded machine cannot pass it before the request is
@@ -129,7 +129,7 @@ func (c *cancellingClock) Sleep(ctx context.Context, d time.Duration) error {
 func TestWaitClientGone(t *testing.T) {
 	t.Parallel()
 	clk := &cancellingClock{Fake: clockx.NewFake(epoch)}
-	st := local.New(local.WithClock(clk.Fake), local.WithSweepInterval(0))
+	st := mustLocal(t, local.WithClock(clk.Fake), local.WithSweepInterval(0))
 	t.Cleanup(func() { _ = st.Close() })
 	l, err := limiter.New(st, algo.TokenBucket{Rate: 1, Burst: 1}, limiter.WithClock(clk))
 	if err != nil {
@@ -137,7 +137,7 @@ func TestWaitClientGone(t *testing.T) {
 	}
 	next := &counter{}
 	var handled error
-	h := httplimit.Middleware(l, httplimit.ByIP(), httplimit.WithWait(5*time.Second),
+	h := mustMiddleware(t, l, mustByIP(t), httplimit.WithWait(5*time.Second),
 		httplimit.WithErrorHandler(func(w http.ResponseWriter, r *http.Request, err error) {
 			handled = err
 			httplimit.DefaultErrorHandler(w, r, err)

@@ -17,10 +17,10 @@ func TestStoreClock(t *testing.T) {
 		want clockx.Clock
 	}{
 		{nil, clockx.Real()},
-		{[]local.Option{local.WithClock(nil)}, clockx.Real()},
+		{[]local.Option{nil}, clockx.Real()},
 		{[]local.Option{local.WithClock(fake)}, fake},
 	} {
-		s := local.New(append(tc.opts, local.WithSweepInterval(0))...)
+		s := mustLocal(t, append(tc.opts, local.WithSweepInterval(0))...)
 		var c store.Clocked = s
 		if got := c.Clock(); got != tc.want {
 			t.Errorf("Clock() = %v, want %v", got, tc.want)

@@ -28,7 +28,7 @@ func BenchmarkInsert(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			clk := clockx.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-			s := New(WithClock(clk), WithSweepInterval(0), WithMaxKeys(bc.maxKeys), WithShards(8))
+			s := mustNew(b, WithClock(clk), WithSweepInterval(0), WithMaxKeys(bc.maxKeys), WithShards(8))
 			defer s.Close()
 			ctx := context.Background()
 			req := algo.Request{N: 1}

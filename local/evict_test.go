@@ -100,8 +100,8 @@ func checkNeverOverAdmits(t *testing.T, rules []algo.Algorithm, seed uint64) {
 	const maxKeys, shards = 8, 2
 	rng := rand.New(rand.NewPCG(seed, 11))
 	clk := clockx.NewFake(start)
-	bounded := New(WithClock(clk), WithSweepInterval(0), WithMaxKeys(maxKeys), WithShards(shards))
-	replay := New(WithClock(clk), WithSweepInterval(0))
+	bounded := mustNew(t, WithClock(clk), WithSweepInterval(0), WithMaxKeys(maxKeys), WithShards(shards))
+	replay := mustNew(t, WithClock(clk), WithSweepInterval(0))
 	defer bounded.Close()
 	defer replay.Close()
 	ctx := context.Background()

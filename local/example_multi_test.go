@@ -13,7 +13,11 @@ import (
 // ApplyAll checks several rules on one key under one lock: all grant, or nothing is taken.
 func ExampleStore_ApplyAll() {
 	clk := clockx.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s := local.New(local.WithClock(clk))
+	s, err := local.New(local.WithClock(clk))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer s.Close()
 	rules := []algo.Algorithm{
 		algo.TokenBucket{Rate: 100, Burst: 100},                        // 100 per second

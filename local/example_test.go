@@ -13,7 +13,11 @@ import (
 // A store used directly: three requests per second per key, on a virtual clock.
 func ExampleNew() {
 	clk := clockx.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s := local.New(local.WithClock(clk), local.WithMaxKeys(100_000))
+	s, err := local.New(local.WithClock(clk), local.WithMaxKeys(100_000))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer s.Close()
 
 	rule := algo.FixedWindow{Limit: 3, Window: time.Second}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -106,15 +107,22 @@ func (sh *shard) remove(h uint64, e *entry) {
 }
 
 // New returns an in-memory store. It starts one sweeper goroutine (unless disabled with
-// WithSweepInterval(0)); call Close to stop it.
-func New(opts ...Option) *Store {
+// WithSweepInterval(0)); call Close to stop it. Nil options are skipped. An option with a
+// value it cannot use (see each option) makes New return an error wrapping
+// algo.ErrInvalidConfig that names it, and no Store.
+func New(opts ...Option) (*Store, error) {
 	o := options{
 		clock:  clockx.Real(),
 		shards: 4 * runtime.GOMAXPROCS(0),
 		sweep:  time.Minute,
 	}
 	for _, opt := range opts {
-		opt.apply(&o)
+		if opt != nil {
+			opt.apply(&o)
+		}
+	}
+	if o.err != nil {
+		return nil, o.err
 	}
 	n := 1
 	if o.shards > 1 {
@@ -129,7 +137,7 @@ func New(opts ...Option) *Store {
 		stop:   make(chan struct{}),
 	}
 	if o.maxKeys > 0 {
-		s.perMax = max(1, (o.maxKeys+n-1)/n)
+		s.perMax = max(1, o.maxKeys/n+min(1, o.maxKeys%n)) // rounded up without overflow
 	}
 	for i := range s.shards {
 		s.shards[i].m = make(map[uint64]*entry)
@@ -138,7 +146,7 @@ func New(opts ...Option) *Store {
 		s.stopped.Add(1)
 		go s.sweeper(o.sweep)
 	}
-	return s
+	return s, nil
 }
 
 // now returns the store's time in µs since the Unix epoch.
@@ -160,13 +168,13 @@ func (s *Store) locate(key string) (uint64, *shard) {
 
 // Apply answers req for key under a at the store's now. See store.Store.
 func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
-	if err := store.Check(key, a, req); err != nil {
+	if err := storecheck.Apply(key, a, req); err != nil {
 		return algo.Decision{}, err
 	}
 	if s.closed.Load() {
 		return algo.Decision{}, store.ErrClosed
 	}
-	if err := store.CheckContext(ctx); err != nil {
+	if err := storecheck.Context(ctx); err != nil {
 		return algo.Decision{}, err
 	}
 	slot := a.Slot()
@@ -248,13 +256,13 @@ func freshAt(now int64, d algo.Decision) int64 {
 
 // Refund gives back n permits of an earlier grant. See store.Store.
 func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int64, at int64) error {
-	if err := store.Check(key, a, algo.Request{N: n}); err != nil {
+	if err := storecheck.Apply(key, a, algo.Request{N: n}); err != nil {
 		return err
 	}
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	if err := store.CheckContext(ctx); err != nil {
+	if err := storecheck.Context(ctx); err != nil {
 		return err
 	}
 	slot := a.Slot()
@@ -396,7 +404,7 @@ func (sh *shard) overflowState(slot string, now int64) *entry {
 }
 
 // overflow reports whether e is an overflow state. Its key is empty, which no user key is
-// (store.Check rejects it).
+// (storecheck.Apply rejects it).
 func (e *entry) overflow() bool { return e.key == "" }
 
 // Overflows returns how many requests of new keys found the store full, with no idle key

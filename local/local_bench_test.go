@@ -21,7 +21,7 @@ func BenchmarkApply(b *testing.B) {
 	}
 	for _, a := range algs {
 		b.Run(a.Name(), func(b *testing.B) {
-			s := New(WithSweepInterval(0))
+			s := mustNew(b, WithSweepInterval(0))
 			defer s.Close()
 			ctx := context.Background()
 			req := algo.Request{N: 1}
@@ -41,7 +41,7 @@ func BenchmarkApply(b *testing.B) {
 
 // BenchmarkApplyParallel spreads decisions over 1,000 existing keys from every P.
 func BenchmarkApplyParallel(b *testing.B) {
-	s := New(WithSweepInterval(0))
+	s := mustNew(b, WithSweepInterval(0))
 	defer s.Close()
 	ctx := context.Background()
 	var a algo.Algorithm = algo.TokenBucket{Rate: 1e9, Burst: 1e9}

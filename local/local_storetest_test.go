@@ -12,5 +12,5 @@ import (
 // TestConformance runs the store conformance suite against the local store.
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	storetest.Run(t, func(_ *testing.T, clk *clockx.Fake) store.Store { return local.New(local.WithClock(clk)) })
+	storetest.Run(t, func(t *testing.T, clk *clockx.Fake) store.Store { return mustLocal(t, local.WithClock(clk)) })
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"testing"
 	"time"
@@ -15,10 +16,20 @@ import (
 
 var start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// mustNew returns New(opts...), failing the test if New does.
+func mustNew(tb testing.TB, opts ...Option) *Store {
+	tb.Helper()
+	s, err := New(opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
 func newTestStore(t *testing.T, opts ...Option) (*Store, *clockx.Fake) {
 	t.Helper()
 	clk := clockx.NewFake(start)
-	s := New(append([]Option{WithClock(clk), WithSweepInterval(0)}, opts...)...)
+	s := mustNew(t, append([]Option{WithClock(clk), WithSweepInterval(0)}, opts...)...)
 	t.Cleanup(func() { _ = s.Close() })
 	return s, clk
 }
@@ -103,7 +114,7 @@ func TestMaxKeysPrefersIdle(t *testing.T) {
 
 func TestCloseStopsSweeper(t *testing.T) {
 	before := runtime.NumGoroutine()
-	s := New(WithSweepInterval(time.Millisecond))
+	s := mustNew(t, WithSweepInterval(time.Millisecond))
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -131,8 +142,8 @@ func TestCloseStopsSweeper(t *testing.T) {
 
 func TestShardsRoundUp(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct{ in, want int }{{0, 1}, {1, 1}, {2, 2}, {3, 4}, {17, 32}} {
-		s := New(WithShards(tc.in), WithSweepInterval(0))
+	for _, tc := range []struct{ in, want int }{{1, 1}, {2, 2}, {3, 4}, {17, 32}, {MaxShards, MaxShards}} {
+		s := mustNew(t, WithShards(tc.in), WithSweepInterval(0))
 		if got := len(s.shards); got != tc.want {
 			t.Errorf("WithShards(%d): %d shards, want %d", tc.in, got, tc.want)
 		}
@@ -202,5 +213,16 @@ func TestChains(t *testing.T) {
 	d, err := s.Apply(ctx, "k", long, algo.Request{N: 1})
 	if err != nil || d.Remaining != 1 {
 		t.Fatalf("hour window after the sweeps: %+v %v; want Remaining 1", d, err)
+	}
+}
+
+// TestMaxKeysLarge checks that a bound near math.MaxInt is split over the shards without
+// overflowing into a bound of one key per shard.
+func TestMaxKeysLarge(t *testing.T) {
+	t.Parallel()
+	s := mustNew(t, WithShards(4), WithMaxKeys(math.MaxInt), WithSweepInterval(0))
+	defer s.Close()
+	if got, want := s.perMax, math.MaxInt/4+1; got != want {
+		t.Fatalf("perMax = %d, want %d", got, want)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -20,13 +21,13 @@ var _ store.MultiApplier = (*Store)(nil)
 // no other call can see the grant, but the refund restores only what the algorithm's
 // Refund restores.
 func (s *Store) ApplyAll(ctx context.Context, key string, rules []algo.Algorithm, req algo.Request) ([]algo.Decision, bool, error) {
-	if err := store.CheckAll(key, rules, req); err != nil {
+	if err := storecheck.ApplyAll(key, rules, req); err != nil {
 		return nil, false, err
 	}
 	if s.closed.Load() {
 		return nil, false, store.ErrClosed
 	}
-	if err := store.CheckContext(ctx); err != nil {
+	if err := storecheck.Context(ctx); err != nil {
 		return nil, false, err
 	}
 	ds := make([]algo.Decision, len(rules))

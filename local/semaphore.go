@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -17,7 +18,7 @@ const semSlot = "\x00semaphore"
 // Acquire tries once to grant token a permit of the semaphore name, at the store's now.
 // See store.SemaphoreStore; the rules are those of algo.SemaphoreState.
 func (s *Store) Acquire(ctx context.Context, name string, cfg algo.Semaphore, token string, queueTTL time.Duration) (algo.SemaphoreResult, error) {
-	if err := store.CheckSemaphore(name, cfg, token); err != nil {
+	if err := storecheck.Semaphore(name, cfg, token); err != nil {
 		return algo.SemaphoreResult{}, err
 	}
 	var r algo.SemaphoreResult
@@ -30,10 +31,10 @@ func (s *Store) Acquire(ctx context.Context, name string, cfg algo.Semaphore, to
 // Release gives back token's permit of the semaphore name and removes token from its fair
 // queue, reporting whether token held a live lease. See store.SemaphoreStore.
 func (s *Store) Release(ctx context.Context, name, token string) (bool, error) {
-	if err := store.CheckSemaphoreName(name); err != nil {
+	if err := storecheck.SemaphoreName(name); err != nil {
 		return false, err
 	}
-	if err := store.CheckSemaphoreToken(token); err != nil {
+	if err := storecheck.SemaphoreToken(token); err != nil {
 		return false, err
 	}
 	var ok bool
@@ -46,7 +47,7 @@ func (s *Store) Release(ctx context.Context, name, token string) (bool, error) {
 // Renew extends token's live lease of the semaphore name to now + cfg.LeaseTTL, reporting
 // false when token holds no live lease. See store.SemaphoreStore.
 func (s *Store) Renew(ctx context.Context, name string, cfg algo.Semaphore, token string) (bool, error) {
-	if err := store.CheckSemaphore(name, cfg, token); err != nil {
+	if err := storecheck.Semaphore(name, cfg, token); err != nil {
 		return false, err
 	}
 	var ok bool
@@ -58,7 +59,7 @@ func (s *Store) Renew(ctx context.Context, name string, cfg algo.Semaphore, toke
 
 // Holders returns the number of live leases of the semaphore name.
 func (s *Store) Holders(ctx context.Context, name string) (int64, error) {
-	if err := store.CheckSemaphoreName(name); err != nil {
+	if err := storecheck.SemaphoreName(name); err != nil {
 		return 0, err
 	}
 	var n int64
@@ -83,7 +84,7 @@ func (s *Store) semaphore(ctx context.Context, name string, create bool, f func(
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	if err := store.CheckContext(ctx); err != nil {
+	if err := storecheck.Context(ctx); err != nil {
 		return err // a done context changes nothing (see store.SemaphoreStore)
 	}
 	h, sh := s.locate(name)

@@ -36,11 +36,11 @@ func TestSemaphoreKeepAliveBlackholedRedis(t *testing.T) {
 	t.Cleanup(func() { _ = hc.Close() })
 	prefix := semPrefix()
 	cfg := algo.Semaphore{Permits: 1, LeaseTTL: ttl}
-	holderSem, err := semaphore.New(distributed.New(hc, distributed.WithPrefix(prefix)), cfg)
+	holderSem, err := semaphore.New(mustDistributed(t, hc, distributed.WithPrefix(prefix)), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	otherSem, err := semaphore.New(distributed.New(srv.Client(t), distributed.WithPrefix(prefix)), cfg)
+	otherSem, err := semaphore.New(mustDistributed(t, srv.Client(t), distributed.WithPrefix(prefix)), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

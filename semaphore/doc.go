@@ -5,7 +5,9 @@
 // The state lives in a store.SemaphoreStore: in memory (package local) for one process, or
 // in Redis (package distributed) for every process sharing it:
 //
-//	sem, err := semaphore.New(local.New(), algo.Semaphore{Permits: 5, LeaseTTL: 10 * time.Second})
+//	st, err := local.New()
+//	...
+//	sem, err := semaphore.New(st, algo.Semaphore{Permits: 5, LeaseTTL: 10 * time.Second})
 //	lease, err := sem.Acquire(ctx, "exports")
 //	defer lease.Release(ctx)
 //

@@ -23,7 +23,11 @@ func ExampleSemaphore() {
 	// A fake clock stands still unless moved, so the output is exact; leave out the clock
 	// option in production. The Semaphore takes its clock from the store.
 	clk := clockx.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	st := local.New(local.WithClock(clk))
+	st, err := local.New(local.WithClock(clk))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer st.Close()
 	sem, err := semaphore.New(st, algo.Semaphore{Permits: 2, LeaseTTL: 30 * time.Second})
 	if err != nil {
@@ -60,8 +64,11 @@ func ExampleSemaphore() {
 func ExampleLease_KeepAlive() {
 	client := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
 	defer client.Close()
-	sem, err := semaphore.New(distributed.New(client),
-		algo.Semaphore{Permits: 100, LeaseTTL: 10 * time.Second, Fair: true})
+	st, err := distributed.New(client)
+	if err != nil {
+		log.Fatal(err)
+	}
+	sem, err := semaphore.New(st, algo.Semaphore{Permits: 100, LeaseTTL: 10 * time.Second, Fair: true})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -91,7 +98,11 @@ func callPaymentProvider(context.Context) {}
 // a fake clock a blocked Acquire returns at the exact instant the holder's lease runs out.
 func ExampleSemaphore_Acquire() {
 	clk := clockx.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	st := local.New(local.WithClock(clk))
+	st, err := local.New(local.WithClock(clk))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer st.Close()
 	sem, _ := semaphore.New(st, algo.Semaphore{Permits: 1, LeaseTTL: 2 * time.Second})
 	ctx := context.Background()
@@ -111,7 +122,11 @@ func ExampleSemaphore_Acquire() {
 // on when it is not the store's, here a fake one that records them.
 func ExampleWithPoll() {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	st := local.New(local.WithClock(clockx.NewFake(start))) // leases never expire: time stands still
+	st, err := local.New(local.WithClock(clockx.NewFake(start))) // leases never expire: time stands still
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer st.Close()
 	waits := &recordingSleeps{Fake: clockx.NewFake(start)}
 	sem, _ := semaphore.New(st, algo.Semaphore{Permits: 1, LeaseTTL: time.Minute},
@@ -120,7 +135,7 @@ func ExampleWithPoll() {
 	_, _ = sem.Acquire(ctx, "report") // held, never released
 	ctx, cancel := context.WithCancel(ctx)
 	waits.after, waits.cancel = 6, cancel // give up after six waits
-	_, err := sem.Acquire(ctx, "report")
+	_, err = sem.Acquire(ctx, "report")
 	fmt.Println(waits.slept, err)
 	// Output: [1ms 2ms 4ms 8ms 8ms 8ms] context canceled
 }

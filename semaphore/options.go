@@ -10,14 +10,16 @@ import (
 // unless WithPoll sets another.
 const DefaultPoll = 100 * time.Millisecond
 
-// Option configures a Semaphore.
+// Option configures a Semaphore made by New. A nil Option is ignored; an Option given a
+// value it cannot use makes New return an error wrapping algo.ErrInvalidConfig.
 type Option interface {
 	apply(*options)
 }
 
 type options struct {
-	clock   clockx.Clock
-	maxPoll time.Duration
+	clock    clockx.Clock
+	clockNil bool // WithClock(nil)
+	maxPoll  time.Duration
 }
 
 type optionFunc func(*options)
@@ -28,14 +30,16 @@ func (f optionFunc) apply(o *options) { f(o) }
 // attempts of Acquire, and between the renewals of KeepAlive. It does not decide when
 // leases expire: the store does (local.WithClock, or the Redis server's TIME). The default
 // is the store's clock when the store reports one (store.Clocked: *local.Store does, and
-// *distributed.Store with WithClientClock), else clockx.Real(); a nil clock keeps the
-// default. KeepAlive needs a clock whose Sleep blocks (Real, or Mock in tests), not a
-// clockx.Fake.
+// *distributed.Store with WithClientClock), else clockx.Real(); a nil clock is an error
+// (leave the option out for the default). KeepAlive needs a clock whose Sleep blocks
+// (Real, or Mock in tests), not a clockx.Fake.
 func WithClock(c clockx.Clock) Option {
 	return optionFunc(func(o *options) {
-		if c != nil {
-			o.clock = c
+		if c == nil {
+			o.clockNil = true
+			return
 		}
+		o.clock = c
 	})
 }
 

@@ -64,7 +64,10 @@ type contendResult struct {
 func contend(ctx context.Context, c *redis.Client, prefix string, fair bool) contendResult {
 	// A generous per-call timeout: the machine running -race tests may be loaded, and the
 	// facade does not retry a failing store.
-	st := distributed.New(c, distributed.WithPrefix(prefix), distributed.WithTimeout(10*time.Second))
+	st, err := distributed.New(c, distributed.WithPrefix(prefix), distributed.WithTimeout(10*time.Second))
+	if err != nil {
+		return contendResult{Errors: []string{err.Error()}}
+	}
 	sem, err := semaphore.New(st, algo.Semaphore{Permits: semPermits, LeaseTTL: 30 * time.Second, Fair: fair},
 		semaphore.WithPoll(5*time.Millisecond))
 	if err != nil {
@@ -217,7 +220,7 @@ func TestSemaphoreHelperProcess(t *testing.T) {
 			opts = append(opts, distributed.WithClientClock(clockx.NewFake(time.UnixMicro(us))))
 		}
 		ttl, _ := time.ParseDuration(os.Getenv(semEnvTTL))
-		sem, err := semaphore.New(distributed.New(c, opts...), algo.Semaphore{Permits: 2, LeaseTTL: ttl, Fair: fair})
+		sem, err := semaphore.New(mustDistributed(t, c, opts...), algo.Semaphore{Permits: 2, LeaseTTL: ttl, Fair: fair})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -295,7 +298,7 @@ func TestSemaphoreKilledHolder(t *testing.T) {
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 
-	sem, err := semaphore.New(distributed.New(c, distributed.WithPrefix(prefix), distributed.WithClientClock(clk),
+	sem, err := semaphore.New(mustDistributed(t, c, distributed.WithPrefix(prefix), distributed.WithClientClock(clk),
 		distributed.WithTimeout(10*time.Second)),
 		algo.Semaphore{Permits: 2, LeaseTTL: ttl, Fair: true})
 	if err != nil {
@@ -333,7 +336,7 @@ func TestSemaphoreKilledHolderServerTime(t *testing.T) {
 	held := time.Now()
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	sem, err := semaphore.New(distributed.New(c, distributed.WithPrefix(prefix), distributed.WithTimeout(10*time.Second)),
+	sem, err := semaphore.New(mustDistributed(t, c, distributed.WithPrefix(prefix), distributed.WithTimeout(10*time.Second)),
 		algo.Semaphore{Permits: 2, LeaseTTL: ttl})
 	if err != nil {
 		t.Fatal(err)
@@ -365,7 +368,7 @@ func TestSemaphoreRedisRestartKeepAlive(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// A dead server refuses connections at once, so the timeout only bounds a loaded machine.
-	st := distributed.New(c, distributed.WithPrefix(semPrefix()), distributed.WithTimeout(5*time.Second))
+	st := mustDistributed(t, c, distributed.WithPrefix(semPrefix()), distributed.WithTimeout(5*time.Second))
 	sem, err := semaphore.New(st, algo.Semaphore{Permits: 2, LeaseTTL: 3 * time.Second, Fair: true})
 	if err != nil {
 		t.Fatal(err)

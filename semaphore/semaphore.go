@@ -10,6 +10,7 @@ import (
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/internal/nilcheck"
 	"github.com/ratekit/limiter/internal/storeclock"
 	"github.com/ratekit/limiter/store"
 )
@@ -43,10 +44,11 @@ type Semaphore struct {
 }
 
 // New returns a Semaphore with cfg on s. It returns an error wrapping
-// algo.ErrInvalidConfig, naming the cause, when s is nil, cfg is invalid (see
-// algo.Semaphore.Validate) or an option is.
+// algo.ErrInvalidConfig, naming the cause, when s is nil (also a typed nil such as a nil
+// *local.Store), cfg is invalid (see algo.Semaphore.Validate) or an option is. Nil options
+// are skipped.
 func New(s store.SemaphoreStore, cfg algo.Semaphore, opts ...Option) (*Semaphore, error) {
-	if s == nil {
+	if nilcheck.Nil(s) {
 		return nil, fmt.Errorf("%w: semaphore.New: store is nil", algo.ErrInvalidConfig)
 	}
 	if err := cfg.Validate(); err != nil {
@@ -57,6 +59,9 @@ func New(s store.SemaphoreStore, cfg algo.Semaphore, opts ...Option) (*Semaphore
 		if opt != nil {
 			opt.apply(&o)
 		}
+	}
+	if o.clockNil {
+		return nil, fmt.Errorf("%w: semaphore.WithClock: the clock is nil", algo.ErrInvalidConfig)
 	}
 	if o.maxPoll <= 0 {
 		return nil, fmt.Errorf("%w: semaphore.WithPoll: the cap must be > 0, got %v", algo.ErrInvalidConfig, o.maxPoll)

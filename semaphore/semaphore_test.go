@@ -77,7 +77,7 @@ func (s *semStore) Renew(ctx context.Context, name string, cfg algo.Semaphore, t
 // semClock.
 func newLocalSem(t *testing.T, cfg algo.Semaphore, storeClock, semClock clockx.Clock, opts ...semaphore.Option) (*semaphore.Semaphore, *semStore) {
 	t.Helper()
-	ls := local.New(local.WithClock(storeClock), local.WithSweepInterval(0))
+	ls := mustLocal(t, local.WithClock(storeClock), local.WithSweepInterval(0))
 	t.Cleanup(func() { _ = ls.Close() })
 	ws := &semStore{SemaphoreStore: ls}
 	sem, err := semaphore.New(ws, cfg, append([]semaphore.Option{semaphore.WithClock(semClock)}, opts...)...)
@@ -89,7 +89,7 @@ func newLocalSem(t *testing.T, cfg algo.Semaphore, storeClock, semClock clockx.C
 
 func TestNewInvalid(t *testing.T) {
 	t.Parallel()
-	st := local.New(local.WithSweepInterval(0))
+	st := mustLocal(t, local.WithSweepInterval(0))
 	t.Cleanup(func() { _ = st.Close() })
 	good := algo.Semaphore{Permits: 1, LeaseTTL: time.Second}
 	for _, tc := range []struct {
@@ -102,13 +102,16 @@ func TestNewInvalid(t *testing.T) {
 		{st, algo.Semaphore{LeaseTTL: time.Second}, nil, "Semaphore.Permits"},
 		{st, algo.Semaphore{Permits: 1}, nil, "Semaphore.LeaseTTL"},
 		{st, good, []semaphore.Option{semaphore.WithPoll(0)}, "semaphore.WithPoll"},
+		{st, good, []semaphore.Option{semaphore.WithPoll(-time.Second)}, "semaphore.WithPoll"},
+		{(*local.Store)(nil), good, nil, "store is nil"},
+		{st, good, []semaphore.Option{semaphore.WithClock(nil)}, "semaphore.WithClock"},
 	} {
 		_, err := semaphore.New(tc.s, tc.cfg, tc.opts...)
 		if !errors.Is(err, algo.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("semaphore.New(%v, %+v) = %v, want ErrInvalidConfig naming %s", tc.s, tc.cfg, err, tc.want)
 		}
 	}
-	if _, err := semaphore.New(st, good, nil, semaphore.WithClock(nil)); err != nil {
+	if _, err := semaphore.New(st, good, nil, semaphore.WithPoll(time.Second), nil); err != nil {
 		t.Errorf("nil options: %v", err)
 	}
 }

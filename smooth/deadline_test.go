@@ -149,7 +149,7 @@ func (s *refundStore) Refund(ctx context.Context, key string, a algo.Algorithm, 
 func TestSmoothCancelledSleepRefundsAndReportsSlept(t *testing.T) {
 	t.Parallel()
 	clk := &steppedClock{now: epoch, sleeping: make(chan time.Duration, 1)}
-	st := &refundStore{Store: local.New(local.WithClock(clk), local.WithSweepInterval(0))}
+	st := &refundStore{Store: mustLocal(t, local.WithClock(clk), local.WithSweepInterval(0))}
 	t.Cleanup(func() { st.Close() })
 	l, err := smooth.NewBursty(1, smooth.WithClock(clk), smooth.WithStore(st, "k"))
 	if err != nil {

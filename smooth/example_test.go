@@ -96,7 +96,11 @@ func ExampleLimiter_SetRate() {
 func ExampleWithStore() {
 	ctx := context.Background()
 	clk := clockx.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	st := local.New(local.WithClock(clk))
+	st, err := local.New(local.WithClock(clk))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer st.Close()
 	a, _ := smooth.NewBursty(10, smooth.WithClock(clk), smooth.WithStore(st, "api.example.com"))
 	b, _ := smooth.NewBursty(10, smooth.WithClock(clk), smooth.WithStore(st, "api.example.com"))

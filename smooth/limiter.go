@@ -88,7 +88,11 @@ func newLimiter(a algo.Algorithm, rate float64, o options) (*Limiter, error) {
 	st, key := o.store, o.key
 	if !o.storeSet {
 		// One key, never forgotten: no sweeper needed (and no goroutine to stop).
-		st, key = local.New(local.WithClock(o.clock), local.WithSweepInterval(0)), defaultKey
+		ls, err := local.New(local.WithClock(o.clock), local.WithSweepInterval(0))
+		if err != nil {
+			return nil, err
+		}
+		st, key = ls, defaultKey
 	}
 	l := &Limiter{st: st, key: key, opt: o, alg: a, rate: rate}
 	// Start the limiter's state now, as Guava does at construction. Best effort: if the

@@ -58,9 +58,17 @@ func TestSmoothConstructorsRejectBadArguments(t *testing.T) {
 		}, algo.ErrInvalidConfig},
 		{"nil store", func() (*smooth.Limiter, error) { return smooth.NewBursty(5, smooth.WithStore(nil, "k")) }, algo.ErrInvalidConfig},
 		{"empty key", func() (*smooth.Limiter, error) {
-			return smooth.NewBursty(5, smooth.WithStore(local.New(local.WithClock(clk)), ""))
+			return smooth.NewBursty(5, smooth.WithStore(mustLocal(t, local.WithClock(clk)), ""))
 		}, store.ErrInvalidKey},
-		{"nil options", func() (*smooth.Limiter, error) { return smooth.NewBursty(5, nil, smooth.WithClock(nil)) }, nil},
+		{"typed nil store", func() (*smooth.Limiter, error) {
+			return smooth.NewBursty(5, smooth.WithStore((*local.Store)(nil), "k"))
+		}, algo.ErrInvalidConfig},
+		{"empty key is a config error too", func() (*smooth.Limiter, error) {
+			return smooth.NewWarmingUp(5, time.Second, smooth.WithStore(mustLocal(t, local.WithClock(clk)), ""))
+		}, algo.ErrInvalidConfig},
+		{"nil clock", func() (*smooth.Limiter, error) { return smooth.NewBursty(5, smooth.WithClock(nil)) }, algo.ErrInvalidConfig},
+		{"warmup nil clock", func() (*smooth.Limiter, error) { return smooth.NewWarmingUp(5, time.Second, smooth.WithClock(nil)) }, algo.ErrInvalidConfig},
+		{"nil options", func() (*smooth.Limiter, error) { return smooth.NewBursty(5, nil, smooth.WithClock(clk), nil) }, nil},
 	}
 	for _, c := range cases {
 		l, err := c.make()
@@ -281,7 +289,7 @@ func TestSmoothLimitersSharingAKeyArePacedAsOne(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	clk := clockx.NewFake(epoch)
-	st := local.New(local.WithClock(clk))
+	st := mustLocal(t, local.WithClock(clk))
 	t.Cleanup(func() { _ = st.Close() })
 	var ls []*smooth.Limiter
 	for i := 0; i < 3; i++ {

@@ -16,7 +16,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/limiter/algo"
-	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/internal/redistest"
 	"github.com/ratekit/limiter/smooth"
 	"github.com/ratekit/limiter/store"
@@ -187,7 +186,7 @@ func multiProcessChild(t *testing.T) {
 	if err := client.Ping(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
-	rec := recordingStore{distributed.New(client)} // the server's TIME
+	rec := recordingStore{mustDistributed(t, client)} // the server's TIME
 	fmt.Println("ready")
 	var startNanos int64
 	if _, err := fmt.Fscanln(os.Stdin, &startNanos); err != nil {

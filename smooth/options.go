@@ -5,17 +5,21 @@ import (
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/internal/nilcheck"
 	"github.com/ratekit/limiter/internal/storeclock"
 	"github.com/ratekit/limiter/store"
 )
 
-// Option configures a Limiter made by NewBursty or NewWarmingUp.
+// Option configures a Limiter made by NewBursty or NewWarmingUp. A nil Option is ignored;
+// an Option given a value it cannot use, or meant for the other constructor, makes it
+// return an error wrapping algo.ErrInvalidConfig.
 type Option interface {
 	apply(*options)
 }
 
 type options struct {
 	clock         clockx.Clock
+	clockNil      bool // WithClock(nil)
 	store         store.Store
 	key           string
 	storeSet      bool
@@ -34,13 +38,10 @@ func (f optionFunc) apply(o *options) { f(o) }
 // clockx.Fake (sleeps then advance virtual time at once) or a clockx.Mock. With WithStore,
 // the store keeps its own "now" and c only overrides the clock slept on, which is by
 // default the store's (store.Clocked; local.WithClock, distributed.WithClientClock), else
-// clockx.Real(). Without either option it is clockx.Real(). A nil c keeps the default.
+// clockx.Real(). Without either option it is clockx.Real(). A nil c is an error (leave the
+// option out for the default).
 func WithClock(c clockx.Clock) Option {
-	return optionFunc(func(o *options) {
-		if c != nil {
-			o.clock = c
-		}
-	})
+	return optionFunc(func(o *options) { o.clock, o.clockNil = c, c == nil })
 }
 
 // WithColdFactor sets the cold factor of NewWarmingUp: the interval between permits when
@@ -75,25 +76,31 @@ func collect(opts []Option, warm bool) (options, error) {
 			opt.apply(&o)
 		}
 	}
+	ctor := "smooth.NewBursty"
+	if warm {
+		ctor = "smooth.NewWarmingUp"
+	}
+	switch {
+	case o.clockNil:
+		return o, fmt.Errorf("%w: %s: WithClock(nil): the clock is nil", algo.ErrInvalidConfig, ctor)
+	case warm && o.maxBurstSet:
+		return o, fmt.Errorf("%w: %s: WithMaxBurstSeconds applies to NewBursty only", algo.ErrInvalidConfig, ctor)
+	case !warm && o.coldFactorSet:
+		return o, fmt.Errorf("%w: %s: WithColdFactor applies to NewWarmingUp only", algo.ErrInvalidConfig, ctor)
+	case o.coldFactorSet && o.coldFactor == 0:
+		return o, fmt.Errorf("%w: %s: WithColdFactor must be in [1, 1e6], got 0", algo.ErrInvalidConfig, ctor)
+	case o.maxBurstSet && o.maxBurst == 0:
+		return o, fmt.Errorf("%w: %s: WithMaxBurstSeconds must be in (0, 1e9], got 0", algo.ErrInvalidConfig, ctor)
+	case o.storeSet && nilcheck.Nil(o.store):
+		return o, fmt.Errorf("%w: %s: WithStore given a nil store", algo.ErrInvalidConfig, ctor)
+	case o.storeSet && o.key == "":
+		return o, fmt.Errorf("%w: %w: %s: WithStore given an empty key", algo.ErrInvalidConfig, store.ErrInvalidKey, ctor)
+	}
 	if o.clock == nil {
 		o.clock = clockx.Real()
 		if o.storeSet {
 			o.clock = storeclock.Of(o.store) // sleep on the time the store decides on
 		}
-	}
-	switch {
-	case warm && o.maxBurstSet:
-		return o, fmt.Errorf("%w: smooth: WithMaxBurstSeconds applies to NewBursty only", algo.ErrInvalidConfig)
-	case !warm && o.coldFactorSet:
-		return o, fmt.Errorf("%w: smooth: WithColdFactor applies to NewWarmingUp only", algo.ErrInvalidConfig)
-	case o.coldFactorSet && o.coldFactor == 0:
-		return o, fmt.Errorf("%w: smooth: WithColdFactor must be in [1, 1e6], got 0", algo.ErrInvalidConfig)
-	case o.maxBurstSet && o.maxBurst == 0:
-		return o, fmt.Errorf("%w: smooth: WithMaxBurstSeconds must be in (0, 1e9], got 0", algo.ErrInvalidConfig)
-	case o.storeSet && o.store == nil:
-		return o, fmt.Errorf("%w: smooth: WithStore given a nil store", algo.ErrInvalidConfig)
-	case o.storeSet && o.key == "":
-		return o, fmt.Errorf("%w: smooth: WithStore given an empty key", store.ErrInvalidKey)
 	}
 	return o, nil
 }

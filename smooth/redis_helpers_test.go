@@ -40,7 +40,7 @@ var prefixes atomic.Int64
 // prefix of its own.
 func redisStoreOption(t *testing.T, c redis.UniversalClient, clk clockx.Clock) smooth.Option {
 	t.Helper()
-	s := distributed.New(c, distributed.WithClientClock(clk), distributed.WithTimeout(10*time.Second),
+	s := mustDistributed(t, c, distributed.WithClientClock(clk), distributed.WithTimeout(10*time.Second),
 		distributed.WithPrefix(fmt.Sprintf("smooth-test-%d:", prefixes.Add(1))))
 	t.Cleanup(func() { _ = s.Close() })
 	return smooth.WithStore(s, "key")

@@ -23,9 +23,9 @@ func TestSmoothStoretestDifferential(t *testing.T) {
 	c := redisClient(t, true)
 	var n atomic.Int64
 	storetest.Differential(t,
-		func(t *testing.T, clk *clockx.Fake) store.Store { return local.New(local.WithClock(clk)) },
+		func(t *testing.T, clk *clockx.Fake) store.Store { return mustLocal(t, local.WithClock(clk)) },
 		func(t *testing.T, clk *clockx.Fake) store.Store {
-			return distributed.New(c, distributed.WithClientClock(clk), distributed.WithTimeout(10*time.Second),
+			return mustDistributed(t, c, distributed.WithClientClock(clk), distributed.WithTimeout(10*time.Second),
 				distributed.WithPrefix(fmt.Sprintf("smooth-diff-%d:", n.Add(1))))
 		},
 		storetest.DiffOptions{Steps: 1500, Seed: 11, Algorithms: []algo.Algorithm{

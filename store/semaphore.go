@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/ratekit/limiter/algo"
@@ -39,31 +38,4 @@ type SemaphoreStore interface {
 	Renew(ctx context.Context, name string, cfg algo.Semaphore, token string) (bool, error)
 	// Holders returns the number of live leases of the semaphore name.
 	Holders(ctx context.Context, name string) (int64, error)
-}
-
-// CheckSemaphoreName validates the name of a semaphore: it must not be empty.
-func CheckSemaphoreName(name string) error {
-	if name == "" {
-		return fmt.Errorf("%w: semaphore name must not be empty", ErrInvalidKey)
-	}
-	return nil
-}
-
-// CheckSemaphoreToken validates an owner token: it must not be empty.
-func CheckSemaphoreToken(token string) error {
-	if token == "" {
-		return fmt.Errorf("%w: semaphore token must not be empty", algo.ErrInvalidRequest)
-	}
-	return nil
-}
-
-// CheckSemaphore validates the arguments of an Acquire or Renew call; stores call it first.
-func CheckSemaphore(name string, cfg algo.Semaphore, token string) error {
-	if err := CheckSemaphoreName(name); err != nil {
-		return err
-	}
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	return CheckSemaphoreToken(token)
 }

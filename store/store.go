@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/ratekit/limiter/algo"
 )
@@ -41,33 +40,3 @@ var (
 	// parse): the decision could not be made. Failure policies key off it.
 	ErrUnavailable = errors.New("limiter: store unavailable")
 )
-
-// CheckContext returns nil while ctx is live, and ctx.Err() once it is done: stores call it
-// before doing anything, so a call on a cancelled or expired context consumes nothing and
-// is not mistaken for a store failure. A nil ctx counts as live. It costs one
-// non-blocking channel receive, not a lock.
-func CheckContext(ctx context.Context) error {
-	if ctx == nil {
-		return nil
-	}
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	default:
-		return nil
-	}
-}
-
-// Check validates the arguments of an Apply call; stores call it first.
-func Check(key string, a algo.Algorithm, req algo.Request) error {
-	if key == "" {
-		return fmt.Errorf("%w: key must not be empty", ErrInvalidKey)
-	}
-	if a == nil {
-		return fmt.Errorf("%w: algorithm is nil", algo.ErrInvalidConfig)
-	}
-	if err := a.Validate(); err != nil {
-		return err
-	}
-	return req.Validate()
-}

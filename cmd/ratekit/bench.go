@@ -98,7 +98,10 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 // does not parse is a usage error, a Redis that does not answer an error (exit status 1).
 func openStore(ctx context.Context, spec string, goroutines int) (store.Store, string, func(), error) {
 	if spec == "memory" {
-		s := local.New()
+		s, err := local.New()
+		if err != nil {
+			return nil, "", nil, fmt.Errorf("bench: %w", err)
+		}
 		return s, "memory", func() { _ = s.Close() }, nil
 	}
 	if isClusterURL(spec) {
@@ -122,7 +125,11 @@ func openStore(ctx context.Context, spec string, goroutines int) (store.Store, s
 		return nil, "", nil, fmt.Errorf("bench: cannot reach Redis at %s: %w", opts.Addr, err)
 	}
 	client := redis.NewClient(opts)
-	s := distributed.New(client, distributed.WithPrefix(benchPrefix))
+	s, err := distributed.New(client, distributed.WithPrefix(benchPrefix))
+	if err != nil {
+		_ = client.Close()
+		return nil, "", nil, fmt.Errorf("bench: %w", err)
+	}
 	where := "redis " + opts.Addr
 	if opts.DB != 0 {
 		where = fmt.Sprintf("%s db %d", where, opts.DB)

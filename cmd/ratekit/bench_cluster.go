@@ -92,7 +92,11 @@ func openCluster(ctx context.Context, spec string, goroutines int) (store.Store,
 		return nil, "", nil, fmt.Errorf("bench: cannot reach Redis Cluster at %s: %w", seeds, err)
 	}
 	client := redis.NewClusterClient(opts)
-	s := distributed.New(client, distributed.WithPrefix(benchPrefix))
+	s, err := distributed.New(client, distributed.WithPrefix(benchPrefix))
+	if err != nil {
+		_ = client.Close()
+		return nil, "", nil, fmt.Errorf("bench: %w", err)
+	}
 	where := fmt.Sprintf("redis cluster %s (%d masters)", seeds, masters)
 	return s, where, func() { _ = s.Close(); _ = client.Close() }, nil
 }

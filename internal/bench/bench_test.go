@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/ratekit/limiter/algo"
-	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -99,7 +98,7 @@ func TestHistogramEdges(t *testing.T) {
 
 func TestRunAgainstLocal(t *testing.T) {
 	t.Parallel()
-	s := &perKey{Store: local.New()}
+	s := &perKey{Store: mustLocal(t)}
 	t.Cleanup(func() { _ = s.Close() })
 	const burst = 5
 	res, err := Run(context.Background(), Config{
@@ -146,7 +145,7 @@ func TestRunAgainstLocal(t *testing.T) {
 // test does not depend on how many 1 ms periods the scheduler lets pass.
 func TestRunProgress(t *testing.T) {
 	t.Parallel()
-	s := local.New()
+	s := mustLocal(t)
 	t.Cleanup(func() { _ = s.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -235,7 +234,7 @@ func TestRunCountsErrorsAndStopsOnCancel(t *testing.T) {
 
 func TestRunRejectsBadConfig(t *testing.T) {
 	t.Parallel()
-	s := local.New()
+	s := mustLocal(t)
 	t.Cleanup(func() { _ = s.Close() })
 	a := algo.GCRA{Rate: 1, Burst: 1}
 	for name, cfg := range map[string]Config{

@@ -135,7 +135,10 @@ func Run(cfg Config) ([]Interval, error) {
 	}
 
 	clk := clockx.NewFake(Start)
-	s := local.New(local.WithClock(clk), local.WithSweepInterval(0))
+	s, err := local.New(local.WithClock(clk), local.WithSweepInterval(0))
+	if err != nil {
+		return nil, err
+	}
 	defer s.Close()
 
 	rows := make([]Interval, n)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -86,11 +87,11 @@ func (s *refStore) applyRacy(k [2]string, a algo.Algorithm, req algo.Request) al
 // Apply implements store.Store.
 func (s *refStore) Apply(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
 	if s.flaw != flawNoValidation {
-		if err := store.Check(key, a, req); err != nil {
+		if err := storecheck.Apply(key, a, req); err != nil {
 			return algo.Decision{}, err
 		}
 	}
-	if err := store.CheckContext(ctx); err != nil && s.flaw != flawIgnoresCtx {
+	if err := storecheck.Context(ctx); err != nil && s.flaw != flawIgnoresCtx {
 		return algo.Decision{}, err
 	}
 	if s.flaw == flawRacy {
@@ -113,10 +114,10 @@ func (s *refStore) Apply(ctx context.Context, key string, a algo.Algorithm, req 
 
 // Refund implements store.Store.
 func (s *refStore) Refund(ctx context.Context, key string, a algo.Algorithm, n int64, at int64) error {
-	if err := store.Check(key, a, algo.Request{N: n}); err != nil {
+	if err := storecheck.Apply(key, a, algo.Request{N: n}); err != nil {
 		return err
 	}
-	if err := store.CheckContext(ctx); err != nil && s.flaw != flawIgnoresCtx {
+	if err := storecheck.Context(ctx); err != nil && s.flaw != flawIgnoresCtx {
 		return err
 	}
 	unlock := s.lock()

@@ -17,7 +17,7 @@ import (
 )
 
 // SemaphoreFactory makes a fresh, empty store.SemaphoreStore whose notion of now is clk,
-// for example local.New(local.WithClock(clk)). RunSemaphore calls it from parallel
+// for example a store from local.New(local.WithClock(clk)). RunSemaphore calls it from parallel
 // subtests, so the stores must be isolated from each other (a fresh prefix on a shared
 // Redis). A store that has a Close() error method is closed when its test ends.
 type SemaphoreFactory func(t *testing.T, clk *clockx.Fake) store.SemaphoreStore

@@ -13,7 +13,7 @@ import (
 )
 
 // Factory makes a fresh, empty store whose notion of now is clk, for example
-// local.New(local.WithClock(clk)) or distributed.New(client, distributed.WithClientClock(clk)).
+// a store from local.New(local.WithClock(clk)) or distributed.New(client, distributed.WithClientClock(clk)).
 //
 // Run and Differential call a Factory from parallel subtests, so every store it returns must
 // be isolated from every other (a fresh prefix on a shared Redis, not FLUSHDB). The suite

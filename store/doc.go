@@ -13,6 +13,10 @@
 // [SemaphoreStore] is the second, separate contract: hosting concurrency limits (holders
 // with leases, fair or not) for package semaphore. Both stores implement both.
 //
+// [Admin] is optional too: a store that implements it answers Peek (what Apply would
+// answer, consuming nothing) and Reset (forget a key's state), which limiter's Peek and
+// Reset use; both stores implement it. Without it they report [ErrUnsupported].
+//
 // [Clocked] is optional too: a store that reports its clock lets the packages that sleep
 // on top of it (limiter, smooth, semaphore) sleep on the time it decides on by default.
 package store

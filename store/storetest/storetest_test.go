@@ -86,6 +86,9 @@ func TestRunFindsFlaws(t *testing.T) {
 		{flawNoValidation, "BadInput"},
 		{flawRacy, "Concurrency"},
 		{flawIgnoresCtx, "Context"},
+		{flawPeekWrites, "Admin/Model"},
+		{flawResetNothing, "Admin/Model"},
+		{flawResetNothing, "Admin/Slots"},
 	} {
 		t.Run(tc.flaw+"/"+tc.part, func(t *testing.T) {
 			t.Parallel()

@@ -54,10 +54,6 @@ var (
 // errUnmade is the error of every call on a Limiter not made by New or All.
 var errUnmade = fmt.Errorf("%w: the Limiter was not made by New or All (it is a zero value or nil)", ErrInvalidConfig)
 
-// errCircuitOpen is the error of every call skipped by an open breaker. It is built once so
-// that a skipped call allocates nothing.
-var errCircuitOpen = fmt.Errorf("%w: %w", ErrCircuitOpen, store.ErrUnavailable)
-
 // invalidN is the error for n ≤ 0.
 func invalidN(n int64) error {
 	return fmt.Errorf("%w: n must be > 0, got %d", ErrInvalidRequest, n)

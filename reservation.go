@@ -8,13 +8,14 @@ import (
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/internal/ctxutil"
 )
 
 // Reservation is a grant of permits that may only be used after a delay. Get one with
 // Reserve; sleep with Wait (or Delay and a timer of your own), or give the permits back with
 // Cancel. A Reservation is safe for concurrent use.
 type Reservation struct {
-	lim     *Limiter // the limiter whose store holds the grant; nil when nothing is held
+	lim     *Limiter // the limiter (or rule set) that holds the grant; nil when nothing is held
 	clock   clockx.Clock
 	key     string
 	alg     algo.Algorithm
@@ -22,7 +23,7 @@ type Reservation struct {
 	d       Decision
 	readyAt time.Time   // on the facade's clock: when the permits may be used
 	done    atomic.Bool // Cancel has run
-	parts   []grant     // a composite's grants, one per rule that holds one (composite.go)
+	parts   []grant     // a rule set's grants, one per rule that holds one (ruleset.go)
 }
 
 // Reserve asks for n permits of key that may be used within maxWait: it is granted when
@@ -43,43 +44,20 @@ func (l *Limiter) Reserve(ctx context.Context, key string, n int64, maxWait time
 	if l.unmade() {
 		return nil, errUnmade
 	}
-	maxWait = max(maxWait, 0)
-	if l.rules != nil {
-		return l.rules.reserve(ctx, key, n, maxWait)
-	}
-	key = l.keyFor(key)
-	a := l.alg.Load().a
-	d, failed, err := l.call(ctx, key, a, algo.Request{N: n, MaxWait: maxWait})
-	if failed {
-		return l.reserveOnFailure(ctx, key, n, maxWait, err)
-	}
-	if err != nil {
+	var o outcome
+	d, err := l.decide(ctx, key, request{Request: algo.Request{N: n, MaxWait: max(maxWait, 0)}, call: callReserve}, &o)
+	switch {
+	case o.final:
+		if err == nil {
+			err = o.soft
+		}
+		return o.res, err
+	case o.refused:
+		return l.reservation(n, Decision{}, &o), err
+	case err != nil:
 		return nil, err
 	}
-	return l.newReservation(key, a, n, d), nil
-}
-
-// newReservation records a store decision, timing it on the limiter's clock.
-func (l *Limiter) newReservation(key string, a algo.Algorithm, n int64, d Decision) *Reservation {
-	r := &Reservation{clock: l.clock, key: key, alg: a, n: n, d: d, readyAt: l.clock.Now()}
-	if d.Allowed {
-		r.lim = l
-		r.readyAt = r.readyAt.Add(d.Wait)
-	}
-	return r
-}
-
-// reserveOnFailure answers a Reserve whose store call failed with err, by the policy.
-func (l *Limiter) reserveOnFailure(ctx context.Context, key string, n int64, maxWait time.Duration, err error) (*Reservation, error) {
-	switch l.policy.kind {
-	case failOpen:
-		return &Reservation{clock: l.clock, key: key, n: n, d: Decision{Allowed: true}, readyAt: l.clock.Now()}, err
-	case failFallback:
-		r, ferr := l.policy.fallback.Reserve(ctx, key, n, maxWait)
-		return r, fallbackErr(err, ferr)
-	default:
-		return &Reservation{clock: l.clock, key: key, n: n, readyAt: l.clock.Now()}, err
-	}
+	return l.reservation(n, d, &o), o.soft
 }
 
 // OK reports whether the permits were granted.
@@ -113,25 +91,19 @@ func (r *Reservation) Wait(ctx context.Context) error {
 	return r.clock.Sleep(ctx, r.Delay())
 }
 
-// Cancel gives the permits back to the store, as far as the algorithm allows (a window
-// that has passed is not reopened), so that later requests may use them. The buckets
-// (TokenBucket, GCRA, LeakyBucket) give back what golang.org/x/time/rate's CancelAt does:
-// the permits minus those reserved after this one, never below zero, because the
-// reservations queued behind it keep their times; cancelling the latest reservation gives
-// back all of it. Cancel does so only while the permits are not yet usable (Delay > 0):
-// at the instant they become usable (Delay 0) and after, they count as used and Cancel
-// does nothing (x/time/rate still gives them back at exactly that instant). The same holds
-// when WaitN or TryAcquire give permits back because their context ended while they slept.
-// Cancel is idempotent: only the first call gives anything back. It does nothing for a
-// reservation that is not OK or that FailOpen granted. It returns the store's error, if
-// the refund failed. A done ctx does not stop it: the refund still goes to the store
-// (bounded by the timeouts), so that the usual
-// "if err := r.Wait(ctx); err != nil { r.Cancel(ctx) }" gives the permits back.
+// Cancel gives the permits back to the store, as far as the algorithm allows, so that later
+// requests may use them: a window that has passed is not reopened, and the buckets give back
+// what golang.org/x/time/rate's CancelAt does (the permits minus those reserved after this
+// one). It does so only while the permits are not yet usable (Delay > 0); from then on they
+// count as used. Cancel is idempotent, and does nothing for a reservation that is not OK or
+// that FailOpen granted. It returns the store's error if the refund failed. A done ctx does
+// not stop it, so "if err := r.Wait(ctx); err != nil { r.Cancel(ctx) }" gives the permits
+// back. docs/algorithms.md ("Conventions", Refund) explains the rule.
 func (r *Reservation) Cancel(ctx context.Context) error {
 	if r.lim == nil || !r.clock.Now().Before(r.readyAt) || r.done.Swap(true) {
 		return nil
 	}
-	return r.giveBack(cleanupCtx(ctx), r.lim.timeout)
+	return r.giveBack(ctxutil.Cleanup(ctx), r.lim.timeout) // a cancelled caller still gives back what it held
 }
 
 // abandon gives the permits back for a caller that gave up waiting for them and gets an
@@ -144,8 +116,8 @@ func (r *Reservation) abandon(ctx context.Context) error {
 	return r.giveBack(context.WithoutCancel(ctx), detachedWithin(r.lim.timeout))
 }
 
-// giveBack refunds what the reservation holds: a single grant within timeout, a
-// composite's grants each within its own limiter's bound (refundGrants).
+// giveBack refunds what the reservation holds: one rule's grant within timeout, a rule
+// set's grants each within its own limiter's bound (refundGrants).
 func (r *Reservation) giveBack(ctx context.Context, timeout time.Duration) error {
 	if r.parts != nil {
 		return refundGrants(ctx, r.parts)

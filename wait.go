@@ -34,10 +34,6 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64) error {
 	if l.unmade() {
 		return errUnmade
 	}
-	if l.rules != nil {
-		return l.rules.waitN(ctx, key, n)
-	}
-	key = l.keyFor(key)
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -48,20 +44,18 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64) error {
 			// A context deadline is real time, whatever clock the limiter sleeps on.
 			maxWait = max(0, time.Until(deadline))
 		}
-		a := l.alg.Load().a
-		d, failed, err := l.call(ctx, key, a, algo.Request{N: n, MaxWait: maxWait})
+		var o outcome
+		d, err := l.decide(ctx, key, request{Request: algo.Request{N: n, MaxWait: maxWait}, call: callWait}, &o)
 		switch {
-		case failed:
-			return l.waitOnFailure(ctx, key, n, err)
-		case err != nil:
+		case o.final || err != nil:
 			return err
 		case d.Allowed:
-			return l.sleep(ctx, l.newReservation(key, a, n, d))
+			return l.sleep(ctx, l.reservation(n, d, &o))
 		case d.RetryAfter == algo.Never:
-			return exceeds(key, n, d.Limit)
+			return exceeds(o.key, n, d.Limit)
 		case hasDeadline:
 			return fmt.Errorf("%w: key %q: n=%d cannot be granted within %v (retry after %v)",
-				ErrWouldExceedDeadline, key, n, maxWait, d.RetryAfter)
+				ErrWouldExceedDeadline, o.key, n, maxWait, d.RetryAfter)
 		}
 		if err := l.clock.Sleep(ctx, max(d.RetryAfter, time.Microsecond)); err != nil {
 			return err
@@ -80,21 +74,6 @@ func (l *Limiter) sleep(ctx context.Context, r *Reservation) error {
 		return err
 	}
 	return nil
-}
-
-// waitOnFailure answers a WaitN whose store call failed with err, by the policy.
-func (l *Limiter) waitOnFailure(ctx context.Context, key string, n int64, err error) error {
-	switch l.policy.kind {
-	case failOpen:
-		return nil
-	case failFallback:
-		if ferr := l.policy.fallback.WaitN(ctx, key, n); ferr != nil {
-			return fallbackErr(err, ferr)
-		}
-		return nil
-	default:
-		return err
-	}
 }
 
 // TryAcquire takes n permits for key if they are available now or will be within timeout,
@@ -118,45 +97,25 @@ func (l *Limiter) TryAcquire(ctx context.Context, key string, n int64, timeout t
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	if l.rules != nil {
-		return l.rules.tryAcquire(ctx, key, n, timeout)
-	}
-	key = l.keyFor(key)
 	maxWait := max(timeout, 0)
 	if deadline, ok := ctx.Deadline(); ok {
 		maxWait = min(maxWait, max(0, time.Until(deadline)))
 	}
-	a := l.alg.Load().a
-	d, failed, err := l.call(ctx, key, a, algo.Request{N: n, MaxWait: maxWait})
+	var o outcome
+	d, err := l.decide(ctx, key, request{Request: algo.Request{N: n, MaxWait: maxWait}, call: callTry, timeout: timeout}, &o)
 	switch {
-	case failed:
-		return l.tryOnFailure(ctx, key, n, timeout, err)
+	case o.final:
+		return d.Allowed, err
 	case err != nil:
 		return false, err
 	case d.Allowed:
-		if err := l.sleep(ctx, l.newReservation(key, a, n, d)); err != nil {
+		if err := l.sleep(ctx, l.reservation(n, d, &o)); err != nil {
 			return false, err
 		}
 		return true, nil
 	case d.RetryAfter == algo.Never:
-		return false, exceeds(key, n, d.Limit)
+		return false, exceeds(o.key, n, d.Limit)
 	default:
 		return false, nil
-	}
-}
-
-// tryOnFailure answers a TryAcquire whose store call failed with err, by the policy.
-func (l *Limiter) tryOnFailure(ctx context.Context, key string, n int64, timeout time.Duration, err error) (bool, error) {
-	switch l.policy.kind {
-	case failOpen:
-		return true, nil
-	case failFallback:
-		ok, ferr := l.policy.fallback.TryAcquire(ctx, key, n, timeout)
-		if ferr != nil {
-			return ok, fallbackErr(err, ferr)
-		}
-		return ok, nil
-	default:
-		return false, err
 	}
 }

@@ -7,17 +7,13 @@ import (
 )
 
 // GCRA is the generic cell rate algorithm: one theoretical arrival time (TAT) per key.
-// Requests are spaced by the emission interval T, and up to Burst may arrive at once. It
-// admits what a TokenBucket admits, but keeps a single number per key.
+// Requests are spaced by the emission interval T, and up to Burst may arrive at once.
 //
-// GCRA works in whole µs: T is 1e6/Rate µs rounded up, and the TAT is a whole number of µs
-// since the Unix epoch, so every step is exact integer arithmetic in float64 (and in the
-// Lua twin). It admits exactly what a TokenBucket with Burst and Rate' = 1e6/T admits:
-// Rate itself when 1e6/Rate is a whole number, otherwise a rate lower by less than one part
-// in T (under 0.1% up to 1000 permits per second). A fractional TAT could not do this: near
-// today's instants (~1.8e15 µs) a float64 resolves only 1/4 µs, so adding fractional
-// intervals would drift, and deny the last permit of a burst taken in pieces. Prefer a
-// TokenBucket for high rates whose interval is not a whole number of µs.
+// GCRA works in whole µs, T being 1e6/Rate µs rounded up, so it admits exactly what a
+// TokenBucket with Burst and rate 1e6/T admits: Rate itself when 1e6/Rate is a whole number,
+// otherwise a rate lower by less than one part in T (under 0.1% up to 1000 permits per
+// second). Prefer a TokenBucket for high rates whose interval is not a whole number of µs;
+// docs/algorithms.md ("GCRA") says why the TAT is kept in whole µs.
 type GCRA struct {
 	Rate  float64 // permits per second; finite, > 0 and at most 1e6
 	Burst int64   // permits that may arrive at once, and the largest N; ≥ 1, Burst·T ≤ MaxMicros

@@ -14,13 +14,9 @@ import (
 //
 // A request for N is allowed at t when estimate(t) + N ≤ Limit. Memory is O(1) per key; the
 // estimate assumes the previous window's grants were spread evenly, so it can be off when
-// they were not. To keep Go and Lua bit-identical the condition is computed once as an
-// integer instant, the earliest t in the window at which it holds:
-//
-//	t_need = start + ceil(Window·(1 − (Limit − curr − N)/prev))
-//
-// A reservation that does not fit in the current window goes to the earliest instant of
-// the next window (or the one after) where it does.
+// they were not. A reservation that does not fit in the current window goes to the earliest
+// instant of the next window (or the one after) where it does. docs/algorithms.md
+// ("SlidingWindowCounter") has the integer arithmetic shared with the Lua twin.
 type SlidingWindowCounter struct {
 	Limit  int64         // permits per sliding window, and the largest N; ≥ 1
 	Window time.Duration // window length; a whole number of µs in [1µs, MaxMicros µs] (31.7 years)

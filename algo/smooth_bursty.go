@@ -9,50 +9,17 @@ import (
 // SmoothBursty is Guava's RateLimiter.create(Rate) (SmoothRateLimiter.SmoothBursty): permits
 // are handed out one every 1/Rate seconds, and the time a key stays unused is saved up as
 // stored permits, at most MaxBurstSeconds × Rate of them, which later requests take at no
-// cost (a burst). The waits are Guava's to the microsecond.
+// cost (a burst). A request waits for the one before it, never for itself, so a large
+// request makes the next caller wait. The waits are Guava's to the microsecond.
 //
-// State, as in Guava: storedPermits (a float), nextFreeTicket (µs) and the config last
-// applied. Every request first resyncs: if now > nextFreeTicket, storedPermits +=
-// (now − nextFreeTicket) / stableInterval, capped at maxPermits, and nextFreeTicket = now.
-// A request for N then waits max(nextFreeTicket − now, 0), computed before it: it pays for
-// the request before it, never for itself, so the first request is never delayed and a
-// large request makes the next caller wait. It spends min(N, storedPermits) stored
-// permits for free and the rest as fresh permits, pushing nextFreeTicket forward by
-// (long)(fresh × stableInterval) µs. A new key starts with no stored permits and
-// nextFreeTicket = now.
+// A new key starts with no stored permits. Request.MaxWait is Guava's tryAcquire timeout:
+// 0 is tryAcquire(N), d > 0 is tryAcquire(N, d), Forever is acquire(N). A request with
+// another config on the same key first applies it as Guava's setRate does. Rate may be +Inf
+// (every permit free). Waits saturate at MaxMicros and are then denied with RetryAfter ==
+// Never; N above 2^53 is never granted; Refund does nothing.
 //
-// Request.MaxWait is Guava's tryAcquire timeout: 0 is tryAcquire(N) (granted only if
-// nextFreeTicket ≤ now); d > 0 is tryAcquire(N, d), denied without reserving anything when
-// nextFreeTicket − d > now; Forever is acquire(N), always granted. Decision.Wait is the wait
-// to sleep, At = now + Wait, and a denial's RetryAfter is nextFreeTicket − MaxWait − now.
-// Waits saturate at MaxMicros (about 31.7 years), where Guava saturates at 2^63 µs: such a
-// wait is reported as RetryAfter == Never. N above 2^53 is never granted.
-//
-// Limit is ceil(maxPermits) (1 when maxPermits rounds to 0). Remaining is the whole
-// stored permits left when no reservation is pending, else 0: it is not a bound, since
-// a request arriving while nothing is pending is granted whatever its size.
-//
-// Config changes are Guava's setRate. The state remembers the config it was last brought up
-// to date with; a request with a different config (same Slot, so the same key) first
-// resyncs with the old one, then rescales storedPermits by maxPermits_new / maxPermits_old,
-// with Guava's special cases (after a +Inf rate the key is full, after a maxPermits of 0
-// it is empty). A change of MaxBurstSeconds, which Guava cannot make, is applied the same
-// way. A request that can never be granted (N > 2^53) still applies the change: package
-// smooth uses one to apply SetRate at the instant it is called, as Guava does.
-//
-// Rate may be +Inf, as in Guava: every permit is then free (waits are only those of
-// reservations made before the rate became infinite) and Limit and Remaining are 2^53.
-//
-// Expiry: a fresh key is empty, but an idle key fills up to maxPermits and stays full,
-// so an idle key never becomes equal to a fresh one. Forgetting a full key makes it restart
-// empty, which never admits more than Guava would (it forgets the burst), so ResetAfter is
-// the time until the key is full plus one minute (smoothLinger): a burst saved up by a key
-// idle for less than its refill time plus a minute is kept, memory stays bounded by the
-// keys used in the last minute or so. With a private store that never forgets its key
-// (package smooth's default), every burst is kept, as in Guava.
-//
-// Refund does nothing: Guava has no way to return permits (later reservations were already
-// placed after this one).
+// The state, the formulas, Limit and Remaining, expiry and the differences from Guava are in
+// docs/algorithms.md ("Smooth: Guava's RateLimiter").
 type SmoothBursty struct {
 	Rate            float64 // permits per second; +Inf, or in [1e-15, 1e15]
 	MaxBurstSeconds float64 // seconds of unused rate saved up as stored permits; 0 means 1, else in (0, 1e9]

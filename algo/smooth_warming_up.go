@@ -11,34 +11,15 @@ import (
 // speeds up to Rate as it is used, over Warmup of saturated use. The waits are Guava's to
 // the microsecond.
 //
-// It shares SmoothBursty's model (storedPermits, nextFreeTicket, resync, a request paying
-// for the one before it, Request.MaxWait as Guava's tryAcquire timeout, config changes as
-// Guava's setRate), with these quantities, stableInterval being 1e6/Rate µs:
+// It shares SmoothBursty's model (a request paying for the one before it, Request.MaxWait as
+// Guava's tryAcquire timeout, config changes as Guava's setRate), but stored permits are not
+// free: the interval between permits rises from 1/Rate to ColdFactor/Rate as they pile up. A
+// new key starts cold, and a key idle for Warmup is cold again, so a forgotten key behaves
+// exactly like the one it replaces. Waits saturate at MaxMicros (reported as Never); N above
+// 2^53 is never granted; Refund does nothing.
 //
-//	coldInterval     = ColdFactor × stableInterval
-//	thresholdPermits = 0.5 × warmup / stableInterval
-//	maxPermits       = thresholdPermits + 2 × warmup / (stableInterval + coldInterval)
-//	slope            = (coldInterval − stableInterval) / (maxPermits − thresholdPermits)
-//	coolDownInterval = warmup / maxPermits (µs of idleness that store one permit)
-//
-// Stored permits are not free: the interval of the permit at x stored permits is
-// stableInterval below thresholdPermits and rises linearly (slope) to coldInterval at
-// maxPermits, and taking k stored permits costs the area under that function between
-// stored−k and stored (a trapezoid above the threshold, a rectangle below), each part
-// truncated to whole µs as Guava does. Going from maxPermits down to thresholdPermits
-// takes Warmup; idle for Warmup, a key cools back down to maxPermits.
-//
-// A new key starts cold (storedPermits = maxPermits, nextFreeTicket = now), so a key is
-// fresh again exactly when it has refilled to maxPermits: ResetAfter is the time until
-// then, and a forgotten key behaves exactly like the one it replaces.
-//
-// Differences from Guava, all at the edges of the parameter space: a Warmup below 1 µs
-// (Guava truncates to µs as well) gives maxPermits 0 and no warm-up at all, where Guava
-// computes 0/0 and, once idle, stops limiting; waits saturate at MaxMicros (about 31.7
-// years, reported as Never). Rate +Inf makes every permit free, as in Guava; a key whose
-// rate was +Inf is kept one minute after its reservations end (it would otherwise restart
-// cold, where Guava restarts hot after a change to a finite rate). N above 2^53 is never
-// granted. Refund does nothing, as Guava cannot return permits.
+// The formulas, the diagram and the differences from Guava are in docs/algorithms.md
+// ("SmoothWarmingUp").
 type SmoothWarmingUp struct {
 	Rate       float64       // permits per second at full speed; +Inf, or in [1e-15, 1e15]
 	Warmup     time.Duration // time of saturated use from cold to full speed; in [0, MaxMicros µs], truncated to µs

@@ -42,7 +42,7 @@ func (f optionFunc) apply(o *options) { f(o) }
 // WithPrefix sets the string every Redis key of the store starts with, so that several
 // applications (or several limiter configurations) can share one Redis without sharing
 // state. The default is "limiter:". Braces and '%' in p are escaped like user keys (see
-// the package documentation), so the prefix can never become, or break, the Cluster hash
+// docs/distributed.md, "Keys"), so the prefix can never become, or break, the Cluster hash
 // tag: the tag is always exactly the user key.
 func WithPrefix(p string) Option {
 	return optionFunc(func(o *options) { o.prefix = escape(p) })
@@ -54,15 +54,10 @@ func WithPrefix(p string) Option {
 // context.DeadlineExceeded. The default is DefaultTimeout (200 ms); d ≤ 0 leaves the
 // caller's context alone.
 //
-// The bound holds whatever the client's options. go-redis honours context deadlines on
-// sockets only when the client was created with ContextTimeoutEnabled: true; otherwise a
-// call to a server that hangs waits for go-redis's ReadTimeout (5 s by default), and its
-// retries. With such a client the store runs each call on a goroutine of its own and
-// returns at the deadline, leaving the call to finish (or time out in go-redis) behind
-// it; at most MaxAbandonedCalls (64) calls may be left so at once, beyond which calls
-// fail at once with store.ErrUnavailable, so a hung server cannot make goroutines pile
-// up. ContextTimeoutEnabled: true is still the better setting: calls run inline, and a
-// timed-out call frees its connection at the deadline.
+// The bound holds whatever the client's options; with a client created without
+// ContextTimeoutEnabled: true, a timed-out call is left to finish behind it (at most
+// MaxAbandonedCalls at once), so prefer ContextTimeoutEnabled. See docs/distributed.md
+// ("Failure modes").
 func WithTimeout(d time.Duration) Option {
 	return optionFunc(func(o *options) { o.timeout = d })
 }
@@ -78,32 +73,18 @@ func WithClientClock(c clockx.Clock) Option {
 	return optionFunc(func(o *options) { o.clock = c })
 }
 
-// WithBatching makes Apply and Refund of concurrent callers share round trips: the
-// store sends their EVALSHA commands as pipelines of at most b.MaxBatch commands, with at
-// most b.MaxInFlight pipelines in flight. There is no timer. A call made while nothing is
-// in flight is sent at once from its own goroutine, so a lone caller sees one round trip
-// and the latency it has without batching; a call made while pipelines are in flight
-// queues, and one of the store's flusher goroutines sends everything queued as soon as
-// fewer than b.MaxInFlight pipelines are in flight. The zero Batching means the defaults
-// (see Batching). Without this option, each call is its own round trip.
+// WithBatching makes Apply and Refund of concurrent callers share round trips: the store
+// sends their EVALSHA commands as pipelines of at most b.MaxBatch commands, with at most
+// b.MaxInFlight pipelines in flight. There is no timer: a call made while nothing is in
+// flight is sent at once, so a lone caller sees one round trip, and a call made while
+// pipelines are busy queues until one comes back. The zero Batching means the defaults (see
+// Batching). Without this option, each call is its own round trip.
 //
-// Each script still runs on its own, atomically, and returns exactly the Decision it
-// would return without batching; NOSCRIPT is handled as usual, invisibly. What changes is
-// the cost: far fewer system calls and allocations per decision under concurrency, for
-// up to one pipeline's round trip of added wait while the pipelines are busy. Calls of
-// different goroutines carry no order, with or without batching.
-//
-// Failures stay per call. WithTimeout bounds a queued call's wait in the queue and on the
-// wire together. A caller whose context ends first returns its context's error at once,
-// wrapped in store.ErrUnavailable like any failed call; its script is not sent if it was
-// still queued, and may still run if it was sent, as a timed-out call's may without
-// batching. A pipeline that fails (connection refused, server gone) fails each of its
-// calls with an error wrapping store.ErrUnavailable; an error of one script (WRONGTYPE)
-// fails only its call, with the message it has without batching.
-//
-// The store runs b.MaxInFlight flusher goroutines until Close, which answers the calls
-// already queued before it returns. ApplyAll with several rules and the semaphore
-// operations are not batched.
+// Each call still gets exactly the Decision it would get without batching, and failures stay
+// per call: WithTimeout bounds a call's wait in the queue and on the wire together, and a
+// caller whose context ends returns at once. The store runs b.MaxInFlight flusher goroutines
+// until Close, which answers the calls already queued. ApplyAll with several rules and the
+// semaphore operations are not batched. See docs/distributed.md ("Batching").
 func WithBatching(b Batching) Option {
 	return optionFunc(func(o *options) { o.batching = &b })
 }

@@ -30,13 +30,9 @@ type replicaAck struct {
 // ErrNotReplicated and store.ErrUnavailable when WAIT confirms fewer replicas. The
 // failure policy answers such a call like any other store failure.
 //
-// Replication in Redis is asynchronous, so without this option a failover loses the
-// decisions its old master made that had not reached the promoted replica, and a planned
-// failover (SENTINEL FAILOVER) keeps the old master taking writes for about a second after
-// the promotion: grants that the new master never learns of. With it, a decision that a
-// caller saw as granted is held by at least replicas replicas, so promoting one of them
-// forgets none, and an old master cut off from its replicas fails its calls instead of
-// granting (see docs/distributed.md for measured figures).
+// Without it a failover can forget decisions that had not reached the promoted replica;
+// with it, a decision a caller saw as granted is held by at least replicas replicas (see
+// docs/distributed.md, "What a failover can lose").
 //
 // replicas must be ≥ 1 and timeout > 0 (it is rounded up to whole milliseconds, as WAIT
 // takes them; WAIT 0 would block forever); otherwise every call of the store fails with

@@ -50,20 +50,13 @@ func (f ipOptionFunc) applyIP(o *ipOptions) { f(o) }
 // TrustedProxies names the reverse proxies (load balancers, CDNs) whose X-Forwarded-For
 // header ByIP believes, as CIDR prefixes ("10.0.0.0/8", "2001:db8::/32") or single
 // addresses ("192.0.2.7"). Several calls add up. The default is none: X-Forwarded-For is
-// ignored and the key is the address of the connection (RemoteAddr), because anyone can
-// write that header.
-//
-// With trusted proxies, when the connection comes from one of them ByIP walks the
-// X-Forwarded-For addresses (every such header, in order, joined) from the right, skipping
-// trusted proxies, and takes the first address that is not one: the address the last
-// trusted proxy saw. Entries to the left of it were written by the client or by untrusted
-// hops, so a spoofed header cannot choose the key. When every address is a trusted proxy,
-// the left-most one is taken. When the connection does not come from a trusted proxy, the
-// header is ignored.
+// ignored and the key is the connection's address (RemoteAddr), because anyone can write
+// that header. A connection from a trusted proxy is keyed by the address the last trusted
+// proxy saw, the right-most X-Forwarded-For entry that is not a trusted proxy, so a spoofed
+// header cannot choose the key.
 //
 // An argument that does not parse makes every call of the KeyFunc fail with an error
-// wrapping ErrInvalidAddress (500 by default), so the mistake shows at the first request
-// instead of silently trusting nobody.
+// wrapping ErrInvalidAddress (500 by default). docs/httplimit.md describes the walk.
 func TrustedProxies(cidrs ...string) IPOption {
 	return ipOptionFunc(func(o *ipOptions) {
 		for _, c := range cidrs {

@@ -16,8 +16,8 @@ import (
 // Middleware returns net/http middleware that limits requests with l, one limit per key
 // that key computes. A request that is allowed goes to the next handler with the
 // RateLimit-Policy and RateLimit headers set; one that is denied gets 429 Too Many
-// Requests with Retry-After and the same headers (see the package documentation for their
-// exact values, and the Options for the variations).
+// Requests with Retry-After and the same headers (docs/httplimit.md has their exact values;
+// the Options give the variations).
 //
 // When l's store is unavailable the middleware follows l's failure policy: a request that
 // the policy allows (FailOpen, or a Fallback limiter that allows it) is served, without

@@ -18,8 +18,8 @@ import (
 
 var _ store.Store = (*Store)(nil)
 
-// Store is an in-memory store.Store. It is safe for concurrent use. Create it with [New]
-// and release its sweeper with Close.
+// Store is an in-memory store.Store. Create it with [New] and release its sweeper with
+// Close; the zero value is not usable. It is safe for concurrent use.
 type Store struct {
 	clock   clockx.Clock
 	onReal  bool // clock is clockx.Real(): read it with realMicros, the cheaper way

@@ -36,29 +36,15 @@ func WithClock(c clockx.Clock) Option {
 	})
 }
 
-// WithMaxKeys bounds the number of keys held (approximately: the bound is split evenly over
-// the shards, rounded up). The default, and n ≤ 0, is no bound.
+// WithMaxKeys bounds the number of keys held, approximately: the bound is split evenly over
+// the shards, rounded up. The default, and n ≤ 0, is no bound.
 //
-// A key is never forgotten while its state still limits it: forgetting it would hand it
-// back permits it already used. When a new key finds its shard full, a sample of the held
-// keys (16) is examined and the idle ones, whose state equals a fresh one, are removed. If
-// none is idle, the new key gets no state of its own, and:
-//
-//   - for FixedWindow, SlidingWindowLog, SlidingWindowCounter, TokenBucket, LeakyBucket and
-//     GCRA, it is decided by the shard's overflow state for its algorithm (its Slot), one
-//     state shared by every such key: together they get what one key gets, per shard (see
-//     WithShards), so a flood of new keys cannot reset or starve a held key. While that
-//     overflow state is not fresh again, a new key that does find room starts from a copy
-//     of it, since it may have been decided by it before;
-//   - for the smooth limiters and algorithms outside package algo, it is denied, with a
-//     RetryAfter at which one of the sampled keys becomes idle (algo.Never if the sample
-//     held none but the key's own states). A shared state could admit such a key sooner
-//     than its own state would: a fresh smooth limiter is its slowest.
-//
-// Store.Overflows counts these requests; a count that keeps growing means n is too small
-// for the keys in use. Semaphores are never removed before their leases expire; a new
-// semaphore is always added, beyond the bound if need be. The overflow states, at most one
-// per shard and algorithm slot, are not counted in n.
+// A key that still limits is never forgotten to make room. When a new key finds its shard
+// full and no idle key to evict, it is decided by an overflow state shared by the new keys
+// of its algorithm (FixedWindow, SlidingWindowLog, SlidingWindowCounter, TokenBucket,
+// LeakyBucket, GCRA), or else denied with a RetryAfter (the smooth limiters and algorithms
+// outside package algo). Store.Overflows counts such requests. Semaphores are never evicted.
+// docs/local.md explains the rules.
 func WithMaxKeys(n int) Option {
 	return optionFunc(func(o *options) { o.maxKeys = n })
 }

@@ -9,36 +9,17 @@
 //	lease, err := sem.Acquire(ctx, "exports")
 //	defer lease.Release(ctx)
 //
-// # Leases
-//
 // A holder gets a [Lease], valid for LeaseTTL unless renewed ([Lease.Renew],
-// [Lease.KeepAlive]) and ended by [Lease.Release]. A holder that crashes frees its permit
-// when its lease expires, without any other process noticing. Each lease carries an owner
-// token of 128 random bits: only its owner can renew or release it. [Lease.Deadline] says
-// until when the lease is certainly held; work that must not overlap should stop by then.
+// [Lease.KeepAlive]) and ended by [Lease.Release]; a crashed holder's permit comes free when
+// its lease expires. [Lease.Deadline] says until when the lease is certainly held: work that
+// must not overlap should stop by then. [Semaphore.Acquire] blocks by polling with backoff
+// up to a cap ([WithPoll]); in fair mode (algo.Semaphore.Fair) waiters are served in arrival
+// order.
 //
-// # Blocking without hammering the store
-//
-// [Semaphore.Acquire] polls: it tries, and while denied sleeps on the semaphore's clock
-// before trying again, 1 ms at first, doubling up to a cap ([DefaultPoll], see [WithPoll]),
-// and never past the moment the earliest lease expires, when a permit is sure to come free
-// unless renewed. A blocked waiter therefore costs the store at most one call per cap
-// interval. A release is noticed at the waiters' next poll, so a freed permit may stay
-// idle for up to the cap; that latency is the price of the design. Notification by
-// pub/sub was not chosen because it cannot replace polling: a crashed holder publishes
-// nothing (only expiry frees its permit), and a message can be lost while a subscriber
-// reconnects, so waiters would poll anyway; one mechanism is simpler to get right.
-//
-// In fair mode (algo.Semaphore.Fair) a waiter keeps its place in the store's queue between
-// polls, for at least 2 s or ten times the cap; a waiter that disappears without giving up
-// (a crashed process) holds up the waiters behind it for that long. A waiter whose
-// context ends gives up its place at once.
-//
-// # Clocks
-//
-// Two clocks are at work. The store's decides when leases expire (local.WithClock, or the
-// Redis server's TIME unless distributed.WithClientClock). The semaphore's clock is the one
-// it sleeps on, between polls and between renewals, and reads Deadline on: by default the
-// store's own clock when the store reports one (store.Clocked), else real time;
+// The store's clock decides when leases expire; the semaphore sleeps, and reads Deadline, on
+// the store's clock when it reports one (store.Clocked), else on real time, unless
 // [WithClock] sets another.
+//
+// docs/semaphore.md explains leases and their deadline, the store's keys and script, why
+// waiters poll rather than subscribe, and the failure modes.
 package semaphore

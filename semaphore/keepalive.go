@@ -15,21 +15,16 @@ type keeper struct {
 }
 
 // KeepAlive renews the lease every LeaseTTL/3, on the semaphore's clock, in a goroutine
-// that runs until Release, until ctx ends, or until the lease is lost. The returned
-// channel receives one value, why it stopped, and is then closed: nil after Release,
-// ctx.Err() when ctx ended, or an error wrapping ErrLeaseExpired when a renewal found the
-// lease gone, or when store failures (a refused connection, a store that hangs) kept it
-// from renewing before the lease's Deadline: it reports that at the Deadline, not later,
-// whatever the store's client options, since each renewal is bounded by the time left
-// (see Renew) and the wait before the next one ends at the Deadline at the latest. The
-// holder should then stop its work: another holder may get the permit once the store
-// sees the lease expire, which is no earlier than Deadline plus the margin. A failed
-// renewal is retried twice as soon, LeaseTTL/6 later (so a lease whose renewals keep
-// failing sees three attempts before its Deadline).
+// that runs until Release, until ctx ends, or until the lease is lost; a failed renewal is
+// retried LeaseTTL/6 later. The returned channel receives one value, why it stopped, and is
+// then closed: nil after Release, ctx.Err() when ctx ended, or an error wrapping
+// ErrLeaseExpired when a renewal found the lease gone or store failures kept it from
+// renewing before the lease's Deadline (reported at the Deadline, not later). The holder
+// should then stop its work.
 //
 // At most one keep-alive runs per lease: while one runs, later calls return its channel;
-// once it has stopped (ctx ended, lease lost), a new call starts another. After Release
-// has begun, KeepAlive starts nothing and returns a channel holding nil.
+// once it has stopped, a new call starts another. After Release has begun, KeepAlive starts
+// nothing and returns a channel holding nil.
 func (l *Lease) KeepAlive(ctx context.Context) <-chan error {
 	l.mu.Lock()
 	defer l.mu.Unlock()

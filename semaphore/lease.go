@@ -85,18 +85,12 @@ func (l *Lease) Release(ctx context.Context) error {
 	return l.relErr
 }
 
-// Renew extends the lease to LeaseTTL from now (on the store's clock), and on success
-// moves Deadline to LeaseTTL minus the margin after the moment the request was sent. It
-// fails with an error wrapping ErrLeaseExpired when the lease is no longer held: once a
-// lease has expired it is never renewed, even if nobody took the permit in between,
-// because the store cannot tell whether another holder came and went, so the holder
-// should assume that more than Permits may have worked at once and stop. It also fails
-// so after Release. A store error is returned as is; the lease may still be valid.
-//
-// Before Deadline, the store call is bounded by the time left until it (on top of ctx
-// and the store's own timeout): an answer that comes later could no longer be trusted
-// to have arrived in time. Past Deadline it is bounded by ctx and the store alone, whose
-// answer then tells whether the lease is still held.
+// Renew extends the lease to LeaseTTL from now (on the store's clock), and on success moves
+// Deadline to LeaseTTL minus the margin after the moment the request was sent. It fails with
+// an error wrapping ErrLeaseExpired when the lease is no longer held, even if nobody took the
+// permit in between (the holder should assume the limit may have been exceeded and stop),
+// and after Release. A store error is returned as is; the lease may still be valid. Before
+// Deadline, the store call is also bounded by the time left until it.
 func (l *Lease) Renew(ctx context.Context) error {
 	l.op.Lock()
 	defer l.op.Unlock()

@@ -31,10 +31,9 @@ const (
 )
 
 // Semaphore limits how many holders work at once under each name, with its state in a
-// store.SemaphoreStore. Create it with [New]; it is safe for concurrent use, and one
-// Semaphore serves any number of names, each an independent semaphore with the same
-// config. A holder gets a [Lease]; see the package documentation for how leases expire,
-// how a blocked Acquire polls the store, and which clock it sleeps on.
+// store.SemaphoreStore. Create it with [New]; the zero value is not usable. It is safe for
+// concurrent use, and one Semaphore serves any number of names, each an independent
+// semaphore with the same config. A holder gets a [Lease].
 type Semaphore struct {
 	st       store.SemaphoreStore
 	cfg      algo.Semaphore
@@ -71,9 +70,10 @@ func New(s store.SemaphoreStore, cfg algo.Semaphore, opts ...Option) (*Semaphore
 // Config returns the semaphore's configuration.
 func (s *Semaphore) Config() algo.Semaphore { return s.cfg }
 
-// Acquire blocks until it holds a permit of the semaphore name, or ctx ends. See the
-// package documentation for how it waits. It returns ctx.Err() when ctx ends first
-// (having given up its place in a fair queue), and a store error (wrapping
+// Acquire blocks until it holds a permit of the semaphore name, or ctx ends. While denied it
+// sleeps on the semaphore's clock and tries again, 1 ms at first, doubling up to the
+// [WithPoll] cap, never past the earliest lease's expiry. It returns ctx.Err() when ctx ends
+// first (having given up its place in a fair queue), and a store error (wrapping
 // store.ErrUnavailable, for example) at once: it does not retry a failing store. A ctx
 // already done returns its error without trying.
 func (s *Semaphore) Acquire(ctx context.Context, name string) (*Lease, error) {

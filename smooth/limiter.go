@@ -99,17 +99,14 @@ func newLimiter(a algo.Algorithm, rate float64, o options) (*Limiter, error) {
 
 // Acquire takes n permits, sleeping until they may be used, and returns the time slept
 // (Guava's acquire(n)). Like Guava it never fails for lack of permits: it reserves at once
-// and waits for the permits reserved before it; the first acquire after idleness is free,
-// and a large acquire makes the next caller wait.
+// and waits for the permits reserved before it.
 //
-// When ctx has a deadline, Acquire reserves only a wait that ends before it: if the permits
-// would come later it returns an error wrapping ErrWouldExceedDeadline at once, reserving
-// nothing, as limiter.WaitN does. The deadline is real time (time.Until), whatever clock
-// the limiter sleeps on (WithClock); the root package does the same. If ctx is done before
-// the permits are reserved, nothing is taken. If it ends during the sleep, Acquire gives
-// the permits back to the store as far as the algorithm allows and returns the time it had
-// slept (on the limiter's clock) with ctx.Err(). Guava's algorithms give nothing back:
-// later callers have already been scheduled after the permits, so they stay taken.
+// When ctx has a deadline (real time, whatever clock the limiter sleeps on) and the permits
+// would come after it, Acquire returns an error wrapping ErrWouldExceedDeadline at once,
+// reserving nothing, as limiter.WaitN does. If ctx is done before the reservation, nothing
+// is taken; if it ends during the sleep, Acquire asks the store to give the permits back
+// (Guava's algorithms keep them taken) and returns the time slept, on the limiter's clock,
+// with ctx.Err().
 //
 // n must be in [1, 2^53] (an error wrapping algo.ErrInvalidRequest otherwise); a wait of
 // 31.7 years or more returns ErrWaitTooLong; a store failure is returned as is.

@@ -8,28 +8,19 @@ import (
 	"github.com/ratekit/limiter/algo"
 )
 
-// SemaphoreStore hosts counting semaphores with leases (see algo.Semaphore): named
-// semaphores whose holders are identified by owner tokens. The local store (package local)
-// and the Redis store (package distributed) implement it; package semaphore builds the
-// blocking API on top of it.
+// SemaphoreStore hosts counting semaphores with leases (see algo.Semaphore), named by opaque
+// strings, whose holders are identified by caller-made owner tokens, unique per lease. Package
+// semaphore builds the blocking API on top of it; the local and Redis stores implement it.
 //
-// Each call is one atomic step at the store's now (its clock, or Redis's TIME), with the
-// rules of algo.SemaphoreState: leases and queue places whose expiry has passed are
-// forgotten first, then the call decides. Nothing blocks: a call tries once and answers.
-// Implementations must be safe for concurrent use.
-//
-// The config is passed with each call that needs it rather than stored, so the store keeps
-// only holders and waiters; every caller of one name must use the same config (a caller
-// with more Permits would admit more holders than the others expect). Names and tokens
-// are opaque strings; tokens are created by the caller, unique per lease (package
-// semaphore uses 128 random bits).
+// Implementations are safe for concurrent use. Each call is one atomic step at the store's
+// now, with the rules of algo.SemaphoreState, and never blocks. The config travels with each
+// call rather than being stored, so every caller of one name must use the same config.
 //
 // Errors: an empty name wraps ErrInvalidKey, an empty token algo.ErrInvalidRequest, an
 // invalid config algo.ErrInvalidConfig; after Close, ErrClosed; a backend failure wraps
-// ErrUnavailable. A denial is a result, never an error. A call whose context is done
-// changes nothing and returns the context's error, not ErrUnavailable, as Store's calls
-// do: so a lease is released on a done context only by passing a live one (for example
-// context.WithoutCancel(ctx)).
+// ErrUnavailable. A denial is a result, not an error. A call whose context is done changes
+// nothing and returns the context's error, as Store's calls do, so releasing a lease needs a
+// live context (for example context.WithoutCancel(ctx)).
 type SemaphoreStore interface {
 	// Acquire tries once to grant token a permit of the semaphore name. A token that
 	// already holds a live lease is granted again and its lease extended (so a retried

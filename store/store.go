@@ -8,20 +8,16 @@ import (
 	"github.com/ratekit/limiter/algo"
 )
 
-// Store applies rate-limiting transitions to keyed state.
+// Store applies rate-limiting transitions to keyed state. Implementations are safe for
+// concurrent use and apply each call atomically, at the store's own now. The state a key holds
+// under an algorithm is named by the key and the algorithm's Slot, so rules with different
+// slots on one key never share state.
 //
-// The state a key holds under an algorithm is named by the key and the algorithm's Slot,
-// so rules with different slots on one key never share state. Implementations must be safe
-// for concurrent use and must apply each call atomically.
-//
-// A call whose context is already done (cancelled, or past its deadline) when it starts
-// does nothing: it returns the context's error (see CheckContext), so that errors.Is(err,
-// context.Canceled) or errors.Is(err, context.DeadlineExceeded) holds, with a zero Decision
-// (Allowed false), and it consumes and refunds nothing. Such an error is the caller's,
-// never a store failure: it does not wrap ErrUnavailable. The same holds for a call whose
-// context ends while the store waits for its backend (a Redis round trip): it returns the
-// context's error, though the backend may then have applied the call. Bad input is
-// reported as such whatever the context.
+// A call whose context is already done when it starts does nothing: it returns the context's
+// error, with a zero Decision, and consumes and refunds nothing. A call whose context ends
+// while the store waits for its backend also returns the context's error, though the backend
+// may have applied the call. Neither wraps ErrUnavailable: the error is the caller's. Bad
+// input is reported as such whatever the context.
 type Store interface {
 	// Apply answers req for key under a at the store's now and commits what it grants.
 	// It returns an error, wrapping ErrInvalidKey, algo.ErrInvalidConfig or

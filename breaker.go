@@ -8,68 +8,6 @@ import (
 	"github.com/ratekit/limiter/clockx"
 )
 
-// FailurePolicy decides what a call answers when the store cannot: when it returns an
-// error wrapping store.ErrUnavailable, when a WithTimeout deadline passes, or when the
-// circuit breaker is open. Errors in the request or the configuration (ErrInvalidRequest,
-// ErrInvalidConfig, store.ErrInvalidKey) and a caller's own cancelled context never go
-// through the policy.
-//
-// The zero value is FailClosed. The policies are FailClosed, FailOpen and Fallback.
-type FailurePolicy struct {
-	kind     failureKind
-	fallback *Limiter
-}
-
-type failureKind uint8
-
-const (
-	failClosed failureKind = iota
-	failOpen
-	failFallback
-)
-
-var (
-	// FailClosed denies when the store is unavailable: Allow and AllowN return a Decision
-	// with Allowed false (and no other field set) together with the error; Reserve returns a
-	// Reservation that is not OK; Wait and WaitN return the error; TryAcquire returns
-	// (false, err). Nothing gets through while the store is down. It is the default.
-	FailClosed = FailurePolicy{kind: failClosed}
-
-	// FailOpen allows when the store is unavailable.
-	//
-	// Allow, AllowN and Reserve return an allowed Decision (Allowed true, no other field
-	// set; an OK Reservation with no delay that Cancel leaves alone) together with a non-nil
-	// error: under FailOpen a caller must look at the Decision, not at the error, to decide.
-	// Wait and WaitN return nil and TryAcquire returns (true, nil) at once, so their only
-	// trace of the failure is the WithErrorHandler function. Everything gets through while
-	// the store is down.
-	FailOpen = FailurePolicy{kind: failOpen}
-)
-
-// Fallback decides with l when the store is unavailable; l is normally a Limiter over a
-// local.Store with a reduced rate (for example the global rate divided by the number of
-// instances), so each process keeps a bound of its own while the shared store is down.
-//
-// Allow, AllowN and Reserve return l's answer with an error wrapping the store failure (and
-// l's error too if l failed as well). Wait, WaitN and TryAcquire hand the whole call to l
-// (it sleeps and retries as l does) and return what l returns: nil or true on success.
-// A Fallback whose l is nil makes New fail with ErrInvalidConfig.
-func Fallback(l *Limiter) FailurePolicy {
-	return FailurePolicy{kind: failFallback, fallback: l}
-}
-
-// String returns "fail-closed", "fail-open" or "fallback".
-func (p FailurePolicy) String() string {
-	switch p.kind {
-	case failOpen:
-		return "fail-open"
-	case failFallback:
-		return "fallback"
-	default:
-		return "fail-closed"
-	}
-}
-
 // breaker is a consecutive-failure circuit breaker timed on the limiter's clock.
 //
 // The healthy path (closed, no recent failure) reads one atomic and takes no lock; every

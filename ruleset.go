@@ -1,0 +1,308 @@
+package limiter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/store"
+)
+
+// decide answers q for key under every rule, all or nothing (see All). Each rule applies
+// its own key function; o.key is key as given.
+//
+// A caller that gives up (ctx ends) must not leave permits taken that it never gets. A
+// store call abandoned in flight may still change the state (a Redis script runs once
+// sent) without telling which grant to refund, so the rules' store calls run detached from
+// ctx, each bounded by its rule's timeout or detachedTimeout; ctx is checked before each
+// group and at the end, and when it has ended everything granted is refunded.
+func (c *ruleSet) decide(ctx context.Context, key string, q request, o *outcome) (Decision, error) {
+	// Each rule's failure policy answers for it as for a Reserve: a Fallback reserves
+	// within the same bound, and the rule set sleeps for all of them.
+	q.call = callReserve
+	t := tally{answers: make([]answer, 0, len(c.rules)), held: make([]grant, 0, len(c.rules)), caller: ctx}
+	sctx := ctx
+	if ctx.Done() != nil {
+		t.detached, sctx = true, context.WithoutCancel(ctx)
+	}
+	for _, g := range c.groups(key) {
+		if err := ctx.Err(); err != nil {
+			_ = refundGrants(ctx, t.held)
+			return t.failed(o, key, err)
+		}
+		ok, err := t.group(sctx, g, q)
+		if err != nil {
+			// Failures of the refunds reach each rule's error handler. refundGrants
+			// detaches from ctx: the rollback reaches the stores even when ctx has ended.
+			_ = refundGrants(ctx, t.held)
+			return t.failed(o, key, err)
+		}
+		if !ok {
+			_ = refundGrants(ctx, t.held)
+			return t.answer(o, key, false)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		_ = refundGrants(ctx, t.held)
+		return t.failed(o, key, err)
+	}
+	return t.answer(o, key, true)
+}
+
+// failed is the rule set's answer to a request that failed with err.
+func (t *tally) failed(o *outcome, key string, err error) (Decision, error) {
+	if o != nil {
+		o.key, o.refused = key, t.refused
+	}
+	return Decision{}, err
+}
+
+// answer is the rule set's answer to a request that every rule granted (allowed) or one
+// denied; with no outcome (Allow), the store failures FailOpen or Fallback answered are its
+// error.
+func (t *tally) answer(o *outcome, key string, allowed bool) (Decision, error) {
+	soft := errors.Join(t.soft...)
+	if o == nil {
+		return combine(t.answers, allowed), soft
+	}
+	o.key, o.soft = key, soft
+	if allowed {
+		o.parts = t.held
+	}
+	return combine(t.answers, allowed), nil
+}
+
+// group is the rules of a rule set that share a store and a key (after their key
+// functions): one atomic step when the store is a store.MultiApplier.
+type group struct {
+	sid   int
+	store store.Store
+	key   string
+	rules []*Limiter
+	algs  []algo.Algorithm // each rule's algorithm, read once for this request
+}
+
+// groups splits the rules by store and key, in the order of their first rule. The groups
+// share two backing arrays, so a request allocates three times whatever the rules.
+func (c *ruleSet) groups(key string) []group {
+	n := len(c.rules)
+	var buf [16]int
+	ints := buf[:]
+	if 2*n > len(buf) {
+		ints = make([]int, 2*n)
+	}
+	gid, count := ints[:n], ints[n:2*n] // each rule's group; each group's size
+	gs := make([]group, 0, n)
+next:
+	for i, r := range c.rules {
+		k := r.keyFor(key)
+		for j := range gs {
+			if gs[j].sid == c.storeID[i] && gs[j].key == k {
+				gid[i] = j
+				count[j]++
+				continue next
+			}
+		}
+		gid[i], count[len(gs)] = len(gs), 1
+		gs = append(gs, group{sid: c.storeID[i], store: r.store, key: k})
+	}
+	rules, algs := make([]*Limiter, n), make([]algo.Algorithm, n)
+	off := 0
+	for j := range gs {
+		gs[j].rules, gs[j].algs = rules[off:off:off+count[j]], algs[off:off:off+count[j]]
+		off += count[j]
+	}
+	for i, r := range c.rules {
+		g := &gs[gid[i]]
+		g.rules, g.algs = append(g.rules, r), append(g.algs, r.alg.Load().a)
+	}
+	return gs
+}
+
+// tally collects the rules' answers to one request of a rule set.
+type tally struct {
+	answers  []answer
+	held     []grant
+	soft     []error
+	refused  bool            // a rule's failure policy failed the request
+	caller   context.Context // the caller's context, for a Fallback limiter
+	detached bool            // store calls run detached from caller: bound each one
+}
+
+// answer is one rule's answer to a request of a rule set.
+type answer struct {
+	d       Decision
+	figures bool // false for a FailOpen answer, which has no Limit or Remaining
+}
+
+// within is the bound of a store call of a rule with timeout.
+func (t *tally) within(timeout time.Duration) time.Duration {
+	if t.detached {
+		return detachedWithin(timeout)
+	}
+	return timeout
+}
+
+func (t *tally) addSoft(err error) {
+	if err != nil && (len(t.soft) == 0 || t.soft[len(t.soft)-1] != err) {
+		t.soft = append(t.soft, err)
+	}
+}
+
+// group applies q to the rules of g: atomically when its store can, else one rule after
+// the other, stopping at the first denial. It reports whether every rule granted, or an
+// error that fails the whole request.
+func (t *tally) group(ctx context.Context, g group, q request) (bool, error) {
+	if len(g.rules) > 1 {
+		if err := store.DistinctSlots(g.algs); err != nil {
+			return false, fmt.Errorf("limiter: All: on key %q: %w", g.key, err)
+		}
+		if ma, ok := g.store.(store.MultiApplier); ok {
+			return t.atomic(ctx, ma, g, q)
+		}
+	}
+	for i, r := range g.rules {
+		d, err := r.callOne(ctx, g.key, g.algs[i], q.Request, t.within(r.timeout))
+		if u, ok := err.(*unavailable); ok {
+			if ok, err := t.onFailure(r, g.key, q, u.err); err != nil || !ok {
+				return false, err
+			}
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		t.answers = append(t.answers, answer{d: d, figures: true})
+		if !d.Allowed {
+			return false, nil
+		}
+		t.held = append(t.held, grant{lim: r, key: g.key, alg: g.algs[i], n: q.N, at: d.At})
+	}
+	return true, nil
+}
+
+// atomic applies the rules of g in one store.MultiApplier call.
+func (t *tally) atomic(ctx context.Context, ma store.MultiApplier, g group, q request) (bool, error) {
+	ds, ok, err := callGroup(ctx, ma, g, q.Request, t.detached)
+	if u, isU := err.(*unavailable); isU {
+		// Each rule's own policy answers for it.
+		for _, r := range g.rules {
+			if ok, err := t.onFailure(r, g.key, q, u.err); err != nil || !ok {
+				return false, err
+			}
+		}
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	for i, d := range ds {
+		t.answers = append(t.answers, answer{d: d, figures: true})
+		if ok {
+			t.held = append(t.held, grant{lim: g.rules[i], key: g.key, alg: g.algs[i], n: q.N, at: d.At})
+		}
+	}
+	return ok, nil
+}
+
+// onFailure takes rule r's failure policy's answer to q, for r's store failure err. It
+// reports whether r counts as granting, or an error that fails the whole request.
+func (t *tally) onFailure(r *Limiter, key string, q request, err error) (bool, error) {
+	// A Fallback is asked on the caller's context: it may be a rule set, which detaches
+	// its own store calls.
+	var o outcome
+	d, err := r.onFailure(t.caller, key, q, &o, err)
+	switch {
+	case o.final: // a Fallback answered with its own Reservation
+		res := o.res
+		if err != nil && (res == nil || !res.OK()) {
+			t.refused = true
+			return false, err
+		}
+		t.answers = append(t.answers, answer{d: d, figures: d.Limit > 0 || !res.OK()})
+		t.held = append(t.held, res.grants()...)
+		if err == nil {
+			err = o.soft
+		}
+		t.addSoft(err)
+		return res.OK(), nil
+	case err != nil: // FailClosed
+		t.refused = true
+		return false, err
+	default: // FailOpen: granted, without figures
+		t.answers = append(t.answers, answer{d: d})
+		t.addSoft(o.soft)
+		return true, nil
+	}
+}
+
+// grant is one rule's share of a rule set's grant: what it takes to refund it.
+type grant struct {
+	lim *Limiter // the limiter whose store holds it
+	key string   // after the limiter's key function
+	alg algo.Algorithm
+	n   int64
+	at  int64
+}
+
+// grants returns what a granted Reservation holds, for a rule set that received it from a
+// Fallback limiter.
+func (r *Reservation) grants() []grant {
+	switch {
+	case r.lim == nil:
+		return nil
+	case r.parts != nil:
+		return r.parts
+	default:
+		return []grant{{lim: r.lim, key: r.key, alg: r.alg, n: r.n, at: r.d.At}}
+	}
+}
+
+// refundGrants gives every grant back, reporting failures to each limiter's error handler;
+// it returns them joined. The refunds must land even when the caller's context is done, so
+// they run detached from it, each bounded by its limiter's timeout (detachedWithin).
+func refundGrants(ctx context.Context, gs []grant) error {
+	ctx = context.WithoutCancel(ctx)
+	var errs []error
+	for _, g := range gs {
+		if err := g.lim.refundWithin(ctx, g.key, g.alg, g.n, g.at, detachedWithin(g.lim.timeout)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// combine builds the rule set's Decision from the rules' answers (see All).
+func combine(as []answer, allowed bool) Decision {
+	var out Decision
+	out.Allowed = allowed
+	first := true
+	for _, a := range as {
+		if !a.figures {
+			continue
+		}
+		d := a.d
+		out.ResetAfter = max(out.ResetAfter, d.ResetAfter)
+		if allowed {
+			if first || d.Remaining < out.Remaining {
+				out.Limit, out.Remaining = d.Limit, d.Remaining
+			}
+			if first || d.Wait > out.Wait {
+				out.Wait, out.At = d.Wait, d.At
+			}
+			first = false
+			continue
+		}
+		if d.Allowed {
+			continue
+		}
+		if first || d.Remaining < out.Remaining {
+			out.Limit, out.Remaining = d.Limit, d.Remaining
+		}
+		out.RetryAfter = max(out.RetryAfter, d.RetryAfter) // algo.Never is the largest
+		first = false
+	}
+	return out
+}

@@ -44,7 +44,9 @@ type Script struct {
 	Keys   []string // suffixes appended to the state key; "" is the key itself
 }
 
-// Scripted is implemented by the algorithms that have a Lua twin.
+// Scripted is implemented by the algorithms that have a Lua twin. Its script answers the
+// operations of the calling convention ([Script]): "apply", "refund", and "peek" for the
+// Redis store's Peek (the scripts of this package get it from their prelude).
 type Scripted interface {
 	Algorithm
 	// Script returns the algorithm's Lua twin. The same *Script is returned on every call.

@@ -43,6 +43,9 @@
 // holders at once, with leases), package smooth is Guava's RateLimiter, and package
 // httplimit is net/http middleware.
 //
+// For operators, [Limiter.Peek] answers what Allow would, taking nothing, and
+// [Limiter.Reset] forgets a key's state; both need a store implementing store.Admin.
+//
 // The docs/ directory explains the design: algorithms.md (each algorithm, config changes),
 // composite.md (All), distributed.md (the Redis store, failure modes and policies),
 // local.md, semaphore.md and httplimit.md.

@@ -49,6 +49,11 @@ var (
 	// ErrInvalidKey reports an empty key (or semaphore name). It is the same value as
 	// store.ErrInvalidKey.
 	ErrInvalidKey = store.ErrInvalidKey
+
+	// ErrUnsupported reports an operation the store does not provide: Peek and Reset on a
+	// store without store.Admin. It is the same value as store.ErrUnsupported, and also
+	// matches errors.ErrUnsupported.
+	ErrUnsupported = store.ErrUnsupported
 )
 
 // errUnmade is the error of every call on a Limiter not made by New or All.

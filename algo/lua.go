@@ -12,14 +12,14 @@ import (
 // its Go transition, run atomically inside Redis by the distributed store.
 //
 // Calling convention, shared by every script (prelude.lua decodes it; [ApplyArgs],
-// [RefundArgs], [ParseDecision] and [ParseRefund] encode and decode it in Go):
+// [PeekArgs], [RefundArgs], [ParseDecision] and [ParseRefund] encode and decode it in Go):
 //
 //	KEYS[i]   the state key of the decision followed by Keys[i] (Keys[0] is "", the key itself);
 //	          every key carries the same Redis Cluster hash tag.
-//	ARGV[1]   "apply" or "refund"
+//	ARGV[1]   "apply", "peek" or "refund"
 //	ARGV[2]   now in µs since the Unix epoch, or "" to read the server's TIME ([NowArg])
 //	ARGV[3]   N (permits asked for, or given back)
-//	ARGV[4]   apply: MaxWait in whole µs, rounded down, in [0, MaxMicros-1] (MaxMicros-1 for
+//	ARGV[4]   apply and peek: MaxWait in whole µs, rounded down, in [0, MaxMicros-1] (MaxMicros-1 for
 //	          Forever, since a wait clamped to MaxMicros is never granted; the script clamps
 //	          any other value the same way); refund: the grant's At in µs
 //	ARGV[5..] the config, as appended by AppendArgs (floats formatted with %.17g)
@@ -27,7 +27,10 @@ import (
 // An "apply" replies with an array of seven integers:
 // {allowed (0/1), limit, remaining, retry_after_us, reset_after_us, wait_us, at_us},
 // where each of the three duration fields (retry_after_us, reset_after_us, wait_us) is
-// MaxMicros for Never. A "refund" replies 0. Every write sets the keys' PEXPIRE to
+// MaxMicros for Never. A "peek" takes the arguments of an "apply" and replies what that
+// apply would reply at the same instant, but writes nothing: no state, no TTL, no key
+// created or deleted (the prelude skips every write; a script of this package needs no
+// code for it). A "refund" replies 0. Every write sets the keys' PEXPIRE to
 // ResetAfter rounded up to whole milliseconds, at least 2 ms (up to Redis 7.0,
 // "PEXPIRE key 1" may delete the key at once), and a state that is fresh again is deleted.
 //
@@ -41,7 +44,9 @@ type Script struct {
 	Keys   []string // suffixes appended to the state key; "" is the key itself
 }
 
-// Scripted is implemented by the algorithms that have a Lua twin.
+// Scripted is implemented by the algorithms that have a Lua twin. Its script answers the
+// operations of the calling convention ([Script]): "apply", "refund", and "peek" for the
+// Redis store's Peek (the scripts of this package get it from their prelude).
 type Scripted interface {
 	Algorithm
 	// Script returns the algorithm's Lua twin. The same *Script is returned on every call.
@@ -69,6 +74,15 @@ func NowArg(now int64) any {
 // config per algorithm: the arguments depend on the config alone.
 func ApplyArgs(dst []any, now int64, req Request, config []any) []any {
 	dst = append(dst, "apply", NowArg(now), req.N, req.maxWaitMicros())
+	return append(dst, config...)
+}
+
+// PeekArgs appends to dst the ARGV of a "peek" of req at now (µs since the Unix epoch, or
+// [ServerTime]), followed by config: the arguments of [ApplyArgs] under the mode "peek",
+// whose reply [ParseDecision] decodes. The Go twin of a peek applies req to a copy of the
+// state ([CloneState]) and keeps the original.
+func PeekArgs(dst []any, now int64, req Request, config []any) []any {
+	dst = append(dst, "peek", NowArg(now), req.N, req.maxWaitMicros())
 	return append(dst, config...)
 }
 

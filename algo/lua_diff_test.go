@@ -127,7 +127,7 @@ var rateShape = &seqShape{
 
 // diffStats counts what the differential tests exercised.
 type diffStats struct {
-	steps, granted, reserved, denied, never, retryNever, refunds, writes, deletes, otherConfig, configChanges, storedChecks int
+	steps, granted, reserved, denied, never, retryNever, refunds, writes, deletes, otherConfig, configChanges, storedChecks, peeks int
 }
 
 // runDifferential runs the sequence of seed, its configs drawn by tw.family, adding to st.
@@ -167,6 +167,9 @@ func runTwinSeq(t *testing.T, rdb *redis.Client, tw luaTwin, r *rand.Rand, fam [
 		keys[k] = scriptKeys(fam[0].Script(), fmt.Sprintf("{%s-%d-%d}:%s", tw.name, seed, k, fam[0].Slot()))
 	}
 	now := sh.start(r, scale0)
+	// pr draws the peeks (see peekTwin) from a source of its own, so the sequence of r is
+	// the one it was before peeks existed.
+	pr := rand.New(rand.NewSource(seed ^ 0x9eec))
 	var history []string
 	fail := func(step int, format string, args ...any) {
 		t.Helper()
@@ -191,6 +194,12 @@ func runTwinSeq(t *testing.T, rdb *redis.Client, tw luaTwin, r *rand.Rand, fam [
 			st.otherConfig++
 		}
 		s := states[k]
+		if pr.Intn(3) == 0 {
+			if msg := peekTwin(ctx, rdb, rs, tw, a, s, keys[k], now, pr, scale); msg != "" {
+				fail(step, "peek on key %d: %s", k, msg)
+			}
+			st.peeks++
+		}
 		before := tw.snap(s)
 		if before != fresh && last[k] != nil && last[k] != a {
 			st.configChanges++

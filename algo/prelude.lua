@@ -2,8 +2,29 @@
 -- the helpers below reproduce algo.go's once for all six.
 --
 -- The calling convention (KEYS, ARGV, the replies, units and precision, expiry) is
--- described once, on algo.Script in lua.go, whose ApplyArgs, RefundArgs and
+-- described once, on algo.Script in lua.go, whose ApplyArgs, PeekArgs, RefundArgs and
 -- ParseDecision encode and decode it in Go. This file decodes ARGV at its end.
+
+-- In "peek" mode (ARGV[1], see algo.Script) the script answers as "apply" and writes
+-- nothing. Rather than a flag checked before every write of every twin, redis is shadowed
+-- for the whole script by a table whose call runs the reads and skips the writes, so the
+-- twins stay unchanged and no write can be forgotten. A command in neither list raises an
+-- error: a twin that starts using one must be listed here (the differential test of
+-- package algo checks that a peek leaves keys and TTLs untouched).
+local redis = redis
+if ARGV[1] == 'peek' then
+  local real = redis
+  local reads = {HMGET = true, HGET = true, HGETALL = true, LLEN = true, LRANGE = true, LINDEX = true,
+    TIME = true, EXISTS = true, PTTL = true}
+  local writes = {HSET = true, HMSET = true, HDEL = true, DEL = true, PEXPIRE = true, EXPIRE = true,
+    RPUSH = true, LPUSH = true, LSET = true, LTRIM = true, LREM = true, SET = true}
+  redis = setmetatable({call = function(cmd, ...)
+    local c = string.upper(cmd)
+    if reads[c] then return real.call(cmd, ...) end
+    if writes[c] then return 0 end -- skipped; no twin reads a write's reply
+    error('peek: command ' .. cmd .. ' is not known to be a read or a write')
+  end}, {__index = real})
+end
 
 local MAX_MICROS = 1e15             -- algo.MaxMicros: bounds every wait; 1e15 µs = never
 local MAX_EXACT = 9007199254740992  -- 2^53: the largest count a double holds exactly
@@ -94,6 +115,7 @@ else
   now = tonumber(ARGV[2])
 end
 local op = ARGV[1]
+if op == 'peek' then op = 'apply' end -- writes are skipped: see the top of this file
 local n = tonumber(ARGV[3])
 -- Above 2^53 tonumber rounds: "9007199254740993" would read as 2^53, a valid size. Any N
 -- above 2^53 exceeds every limit (Go compares int64s), so keep it above: 2^53 + 2.

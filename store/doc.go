@@ -10,5 +10,9 @@
 // [SemaphoreStore] is a separate contract: hosting the concurrency limits of package
 // semaphore. Both stores of the module implement all four.
 //
+// [Admin] is optional too: a store that implements it answers Peek (what Apply would
+// answer, consuming nothing) and Reset (forget a key's state), which limiter's Peek and
+// Reset use; both stores implement it. Without it they report [ErrUnsupported].
+//
 // Package storetest holds the conformance and differential suites every Store must pass.
 package store

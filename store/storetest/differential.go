@@ -3,11 +3,13 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"math/rand"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/store"
 )
 
 // DiffOptions configures Differential.
@@ -19,6 +21,11 @@ type DiffOptions struct {
 	Seed int64
 	// Algorithms are the configs to drive; nil means Algorithms().
 	Algorithms []algo.Algorithm
+	// Admin mixes store.Admin's calls into the sequence (both stores must implement it):
+	// a Peek before about a third of the requests, half of them with the request itself
+	// (then the Apply right after must answer the same), and now and then a Reset of the
+	// key. The other operations are drawn as without Admin, from the same seed.
+	Admin bool
 }
 
 // diffKeys are the few keys a differential run spreads its requests over, so that keys
@@ -52,7 +59,7 @@ func Differential(t *testing.T, a, b Factory, opts DiffOptions) {
 		seed := opts.Seed*1_000_003 + int64(i)
 		t.Run(fmt.Sprintf("%d:%v", i, alg), func(t *testing.T) {
 			t.Parallel()
-			if err := diffRun(t, a, b, alg, seed, opts.Steps); err != nil {
+			if err := diffRun(t, a, b, alg, seed, opts.Steps, opts.Admin); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -66,6 +73,7 @@ type diffOp struct {
 	key    string
 	req    algo.Request
 	refund *grantRef // non-nil for a Refund
+	admin  string    // "peek" or "reset" for a store.Admin call
 	da, db algo.Decision
 	ea, eb error
 }
@@ -78,6 +86,14 @@ type grantRef struct {
 
 func (o diffOp) String() string {
 	when := o.now.UTC().Format("2006-01-02T15:04:05.000000Z")
+	switch o.admin {
+	case "peek":
+		return fmt.Sprintf("step %d at %s (%d µs): Peek(%q, %s)\n    a: %s error %v\n    b: %s error %v",
+			o.step, when, o.now.UnixMicro(), o.key, reqString(o.req), describe(o.da), o.ea, describe(o.db), o.eb)
+	case "reset":
+		return fmt.Sprintf("step %d at %s (%d µs): Reset(%q)\n    a: error %v\n    b: error %v",
+			o.step, when, o.now.UnixMicro(), o.key, o.ea, o.eb)
+	}
 	if o.refund != nil {
 		return fmt.Sprintf("step %d at %s (%d µs): Refund(%q, n=%d, at=%d)\n    a: error %v\n    b: error %v",
 			o.step, when, o.now.UnixMicro(), o.refund.key, o.refund.n, o.refund.at, o.ea, o.eb)
@@ -88,10 +104,17 @@ func (o diffOp) String() string {
 
 // diffRun plays one algorithm's sequence on a fresh pair of stores and describes the
 // first difference, with the operations on its key before it.
-func diffRun(t *testing.T, fa, fb Factory, alg algo.Algorithm, seed int64, steps int) error {
+func diffRun(t *testing.T, fa, fb Factory, alg algo.Algorithm, seed int64, steps int, admin bool) error {
 	start := startFor(seed)
 	ha, hb := newHarness(t, fa, start), newHarness(t, fb, start)
 	g := newGen(seed, alg, true)
+	var adm *diffAdmin
+	if admin {
+		var err error
+		if adm, err = newDiffAdmin(ha, hb, alg, seed); err != nil {
+			return err
+		}
+	}
 	var grants []grantRef
 	var history []diffOp
 	for i := 0; i < steps; i++ {
@@ -99,6 +122,13 @@ func diffRun(t *testing.T, fa, fb Factory, alg algo.Algorithm, seed int64, steps
 		ha.clk.Add(d)
 		hb.clk.Add(d)
 		op := diffOp{step: i, now: ha.clk.Now(), key: diffKeys[g.r.Intn(len(diffKeys))]}
+		if adm != nil {
+			ops, bad := adm.before(i, op)
+			if bad != nil {
+				return diffReport(alg, seed, *bad, history)
+			}
+			history = append(history, ops...)
+		}
 		var mismatch bool
 		switch p := g.r.Intn(100); {
 		case p < 6 && len(grants) > 0:
@@ -119,9 +149,22 @@ func diffRun(t *testing.T, fa, fb Factory, alg algo.Algorithm, seed int64, steps
 			if p == 99 {
 				op.req.N = -g.r.Int63n(2) // invalid: both must fail
 			}
+			var peeked *diffOp
+			if adm != nil {
+				if peeked = adm.peekFirst(i, op); peeked != nil {
+					if peeked.mismatch() {
+						return diffReport(alg, seed, *peeked, history)
+					}
+					history = append(history, *peeked)
+				}
+			}
 			op.da, op.ea = ha.s.Apply(ha.ctx, op.key, alg, op.req)
 			op.db, op.eb = hb.s.Apply(hb.ctx, op.key, alg, op.req)
-			mismatch = (op.ea == nil) != (op.eb == nil) || (op.ea == nil && op.da != op.db)
+			mismatch = op.mismatch()
+			if !mismatch && peeked != nil && peeked.ea == nil && (op.ea != nil || op.da != peeked.da) {
+				return fmt.Errorf("%v, seed %d: at step %d Peek answered %s but the Apply right after it:\n  %v",
+					alg, seed, i, describe(peeked.da), op)
+			}
 			if op.ea == nil && op.da.Allowed {
 				grants = append(grants, grantRef{key: op.key, n: op.req.N, at: op.da.At})
 			}
@@ -150,4 +193,69 @@ func diffReport(alg algo.Algorithm, seed int64, op diffOp, history []diffOp) err
 		fmt.Fprintf(&b, "  %v\n", same[i])
 	}
 	return errors.New(b.String())
+}
+
+// mismatch reports whether the two stores disagree on o: one failed and not the other, or
+// both answered with different decisions.
+func (o diffOp) mismatch() bool {
+	return (o.ea == nil) != (o.eb == nil) || (o.ea == nil && o.da != o.db)
+}
+
+// diffAdmin draws the store.Admin calls of a differential run from a source of its own,
+// so that the other operations are those of the same seed without Admin.
+type diffAdmin struct {
+	r      *rand.Rand
+	a, b   store.Admin
+	ha, hb *harness
+	alg    algo.Algorithm
+}
+
+func newDiffAdmin(ha, hb *harness, alg algo.Algorithm, seed int64) (*diffAdmin, error) {
+	a, okA := ha.s.(store.Admin)
+	b, okB := hb.s.(store.Admin)
+	if !okA || !okB {
+		return nil, fmt.Errorf("DiffOptions.Admin: %T or %T does not implement store.Admin", ha.s, hb.s)
+	}
+	return &diffAdmin{r: rand.New(rand.NewSource(seed ^ 0xad1)), a: a, b: b, ha: ha, hb: hb, alg: alg}, nil
+}
+
+// before runs the admin calls before step i's operation on op.key: sometimes a Peek of
+// one permit, rarely a Reset. It returns them, or the first on which the stores differ.
+func (d *diffAdmin) before(i int, op diffOp) ([]diffOp, *diffOp) {
+	var done []diffOp
+	if d.r.Intn(6) == 0 {
+		p := d.peek(i, op, algo.Request{N: 1})
+		if p.mismatch() {
+			return done, &p
+		}
+		done = append(done, p)
+	}
+	if d.r.Intn(40) == 0 {
+		r := op
+		r.admin = "reset"
+		r.ea = d.a.Reset(d.ha.ctx, op.key, d.alg)
+		r.eb = d.b.Reset(d.hb.ctx, op.key, d.alg)
+		if (r.ea == nil) != (r.eb == nil) {
+			return done, &r
+		}
+		done = append(done, r)
+	}
+	return done, nil
+}
+
+// peekFirst sometimes peeks with the request step i is about to apply (a valid one).
+func (d *diffAdmin) peekFirst(i int, op diffOp) *diffOp {
+	if op.req.N <= 0 || d.r.Intn(6) != 0 {
+		return nil
+	}
+	p := d.peek(i, op, op.req)
+	return &p
+}
+
+func (d *diffAdmin) peek(i int, op diffOp, req algo.Request) diffOp {
+	p := op
+	p.step, p.admin, p.req = i, "peek", req
+	p.da, p.ea = d.a.Peek(d.ha.ctx, op.key, d.alg, req)
+	p.db, p.eb = d.b.Peek(d.hb.ctx, op.key, d.alg, req)
+	return p
 }

@@ -42,6 +42,8 @@ const (
 	flawNoValidation = "no-validation" // Check is skipped
 	flawRacy         = "racy"          // lost updates: decides on a snapshot, then overwrites
 	flawIgnoresCtx   = "ignores-ctx"   // a done context is ignored: the call goes through
+	flawPeekWrites   = "peek-writes"   // Peek commits what it answers, as Apply does
+	flawResetNothing = "reset-nothing" // Reset forgets nothing
 )
 
 func newRefStore(clk clockx.Clock, flaw string) *refStore {
@@ -137,6 +139,55 @@ func (s *refStore) Close() error {
 	defer unlock()
 	if s.flaw != flawNoClose {
 		s.closed = true
+	}
+	return nil
+}
+
+var _ store.Admin = (*refStore)(nil)
+
+// Peek implements store.Admin: Apply on a copy of the state.
+func (s *refStore) Peek(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
+	if err := store.Check(key, a, req); err != nil {
+		return algo.Decision{}, err
+	}
+	if err := store.CheckContext(ctx); err != nil {
+		return algo.Decision{}, err
+	}
+	unlock := s.lock()
+	defer unlock()
+	if s.closed {
+		return algo.Decision{}, store.ErrClosed
+	}
+	now := clockx.Micros(s.clk.Now())
+	st, ok := s.m[s.name(key, a)]
+	if !ok {
+		st = a.NewState()
+	}
+	if s.flaw == flawPeekWrites {
+		s.m[s.name(key, a)] = st
+		return a.Apply(st, now, req), nil
+	}
+	d, _ := algo.Peek(a, st, now, req)
+	return d, nil
+}
+
+// Reset implements store.Admin.
+func (s *refStore) Reset(ctx context.Context, key string, rules ...algo.Algorithm) error {
+	if err := store.CheckReset(key, rules); err != nil {
+		return err
+	}
+	if err := store.CheckContext(ctx); err != nil {
+		return err
+	}
+	unlock := s.lock()
+	defer unlock()
+	if s.closed {
+		return store.ErrClosed
+	}
+	if s.flaw != flawResetNothing {
+		for _, a := range rules {
+			delete(s.m, s.name(key, a))
+		}
 	}
 	return nil
 }

@@ -27,7 +27,9 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Run runs the whole conformance suite against stores made by newStore: exact scenario
 // tables per algorithm, randomised properties with fixed seeds, bad input, key and slot
-// independence, concurrency, Close, and calls on a done context. Subtests run in parallel;
+// independence, concurrency, Close, calls on a done context, and store.Admin's Peek and
+// Reset when the store implements it (a random model of Apply, Refund, Peek and Reset
+// against a twin key; skipped otherwise). Subtests run in parallel;
 // the suite never sleeps (time moves only on the fake clocks it hands to newStore). With -short the randomised
 // parts take a quarter of their steps (about 60,000 calls to Apply instead of 220,000).
 func Run(t *testing.T, newStore Factory) {
@@ -41,6 +43,7 @@ func Run(t *testing.T, newStore Factory) {
 	t.Run("Concurrency", func(t *testing.T) { t.Parallel(); runConcurrency(t, newStore) })
 	t.Run("Close", func(t *testing.T) { t.Parallel(); runClose(t, newStore) })
 	t.Run("Context", func(t *testing.T) { t.Parallel(); runContext(t, newStore) })
+	t.Run("Admin", func(t *testing.T) { t.Parallel(); runAdmin(t, newStore) })
 }
 
 // Algorithms returns a representative set of valid configs of every algorithm: limits of 1

@@ -25,6 +25,32 @@ func TestDifferentialReference(t *testing.T) {
 	Differential(t, refFactory(flawNone), refFactory(flawNone), DiffOptions{Steps: 1000, Seed: 42})
 }
 
+func TestDifferentialAdminReference(t *testing.T) {
+	t.Parallel()
+	Differential(t, refFactory(flawNone), refFactory(flawNone), DiffOptions{Steps: 1000, Seed: 43, Admin: true,
+		Algorithms: adminAlgorithms()})
+}
+
+// TestDifferentialAdminFindsDifference checks that DiffOptions.Admin catches a store
+// whose Peek commits or whose Reset forgets nothing.
+func TestDifferentialAdminFindsDifference(t *testing.T) {
+	t.Parallel()
+	for _, flaw := range []string{flawPeekWrites, flawResetNothing} {
+		t.Run(flaw, func(t *testing.T) {
+			t.Parallel()
+			found := 0
+			for i, a := range Algorithms() {
+				if err := diffRun(t, refFactory(flawNone), refFactory(flaw), a, int64(i+1), 1500, true); err != nil {
+					found++
+				}
+			}
+			if found < len(Algorithms())/2 {
+				t.Fatalf("a %s store went unnoticed by %d of %d algorithms", flaw, len(Algorithms())-found, len(Algorithms()))
+			}
+		})
+	}
+}
+
 // TestDifferentialFindsDifference checks that a store that drops refunds or forgets state
 // now and then is caught, with a message that locates the difference.
 func TestDifferentialFindsDifference(t *testing.T) {
@@ -34,7 +60,7 @@ func TestDifferentialFindsDifference(t *testing.T) {
 			t.Parallel()
 			found := 0
 			for i, a := range Algorithms() {
-				err := diffRun(t, refFactory(flawNone), refFactory(flaw), a, int64(i+1), 1500)
+				err := diffRun(t, refFactory(flawNone), refFactory(flaw), a, int64(i+1), 1500, false)
 				if err == nil {
 					continue
 				}
@@ -86,6 +112,9 @@ func TestRunFindsFlaws(t *testing.T) {
 		{flawNoValidation, "BadInput"},
 		{flawRacy, "Concurrency"},
 		{flawIgnoresCtx, "Context"},
+		{flawPeekWrites, "Admin/Model"},
+		{flawResetNothing, "Admin/Model"},
+		{flawResetNothing, "Admin/Slots"},
 	} {
 		t.Run(tc.flaw+"/"+tc.part, func(t *testing.T) {
 			t.Parallel()

@@ -1,0 +1,92 @@
+package distributed
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/store"
+)
+
+var _ store.Admin = (*Store)(nil)
+
+// Peek answers what Apply(ctx, key, a, req) would answer now, in one round trip, without
+// writing anything: the algorithm's script runs in its "peek" mode (see algo.Script), which
+// reads the state, decides, and skips every write, so no key is created and no TTL moves.
+// Its errors are those of Apply; an algorithm of another package whose script does not
+// know "peek" fails as its script does. See store.Admin.
+func (s *Store) Peek(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
+	if err := store.Check(key, a, req); err != nil {
+		return algo.Decision{}, err
+	}
+	if s.closed.Load() {
+		return algo.Decision{}, store.ErrClosed
+	}
+	if err := store.CheckContext(ctx); err != nil {
+		return algo.Decision{}, err
+	}
+	sa, e, err := s.script(a)
+	if err != nil {
+		return algo.Decision{}, err
+	}
+	b := getBuf()
+	b.keys = appendStateKeys(b.keys, s.prefix, key, a.Slot(), e.def.Keys)
+	b.args = algo.PeekArgs(b.args, s.now(), req, e.config(sa, a))
+	reply, err, left := s.exec(ctx, e, b.keys, b.args)
+	defer recycle(b, left)
+	if err != nil {
+		return algo.Decision{}, s.fail(ctx, "peek", key, b.keys, a, err)
+	}
+	d, err := algo.ParseDecision(reply)
+	if err != nil {
+		return algo.Decision{}, badReply(fmt.Sprintf("%s peek on key %s", a.Name(), quoteKey(key)), err)
+	}
+	return d, nil
+}
+
+// resetLua deletes every key it is given. All of them carry the key's hash tag, so on a
+// Cluster they live in one slot and one DEL removes them at once.
+const resetLua = "return redis.call('DEL', unpack(KEYS))"
+
+// resetEntry runs resetLua like an algorithm's script (batching, NOSCRIPT reload, WAIT
+// under WithReplicaAck); its def is never handed to an algorithm.
+var resetEntry = func() *scriptEntry {
+	run := redis.NewScript(resetLua)
+	return &scriptEntry{def: &algo.Script{Name: "reset", Source: resetLua, Keys: []string{""}}, run: run, sha: run.Hash()}
+}()
+
+// Reset deletes, in one round trip, every Redis key of key's state under each of rules:
+// for each rule, its state key <prefix>{<key>}:<slot> and the keys its script names beside
+// it (algo.Script.Keys). It needs no support from the rules' scripts, only their keys.
+// Its errors are those of Apply. See store.Admin.
+func (s *Store) Reset(ctx context.Context, key string, rules ...algo.Algorithm) error {
+	if err := store.CheckReset(key, rules); err != nil {
+		return err
+	}
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	if err := store.CheckContext(ctx); err != nil {
+		return err
+	}
+	b := getBuf()
+	for _, a := range rules {
+		_, e, err := s.script(a)
+		if err != nil {
+			putBuf(b)
+			return err
+		}
+		b.keys = appendStateKeys(b.keys, s.prefix, key, a.Slot(), e.def.Keys)
+	}
+	reply, err, left := s.exec(ctx, resetEntry, b.keys, b.args)
+	defer recycle(b, left)
+	if err != nil {
+		return s.fail(ctx, "reset", key, b.keys, rules[0], err)
+	}
+	if _, ok := reply.(int64); !ok {
+		return badReply(fmt.Sprintf("reset on key %s", quoteKey(key)), &algo.ReplyError{Reply: reply, Problem: "want an integer"})
+	}
+	return nil
+}

@@ -1,0 +1,54 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/ratekit/limiter/algo"
+)
+
+// Admin is optional: a store that implements it lets operators look at a key's state
+// without spending it (Peek) and forget it (Reset), as limiter's Peek and Reset do. Both
+// stores of the module implement it; a store that does not keeps working for everything
+// else, and the callers that need it report ErrUnsupported.
+//
+// Both calls take the arguments, the checks (Check) and the errors of Store.Apply; each is
+// one atomic step on the key (one round trip on Redis).
+type Admin interface {
+	// Peek answers what Apply(ctx, key, a, req) would answer at the store's now, and
+	// changes nothing: it consumes no permit, creates no key, and does not move the
+	// key's expiry (its TTL, or the local store's idle time).
+	Peek(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error)
+	// Reset forgets the state key holds under each of rules (every key of its slot: a
+	// sliding log's list and its total, say), so that the next Apply finds it fresh. The
+	// state of key under other slots is kept. At least one rule is required; the rules
+	// are forgotten at once, as one step.
+	Reset(ctx context.Context, key string, rules ...algo.Algorithm) error
+}
+
+// ErrUnsupported reports an optional operation that the store, or the algorithm, does not
+// provide (a store without Admin, a custom state that cannot be copied for a peek). It
+// wraps errors.ErrUnsupported, so either sentinel matches.
+var ErrUnsupported = fmt.Errorf("limiter: not supported by the store: %w", errors.ErrUnsupported)
+
+// CheckReset validates the arguments of a Reset call; stores call it first. Beyond what
+// Check verifies of each rule, it reports an empty rule list (wrapping
+// algo.ErrInvalidConfig). Rules may share a slot: their state is forgotten once.
+func CheckReset(key string, rules []algo.Algorithm) error {
+	if len(rules) == 0 {
+		if key == "" {
+			return fmt.Errorf("%w: key must not be empty", ErrInvalidKey)
+		}
+		return fmt.Errorf("%w: no rules", algo.ErrInvalidConfig)
+	}
+	for i, a := range rules {
+		if err := Check(key, a, algo.Request{N: 1}); err != nil {
+			if len(rules) == 1 {
+				return err
+			}
+			return fmt.Errorf("rule %d: %w", i+1, err)
+		}
+	}
+	return nil
+}

@@ -24,11 +24,11 @@ import (
 // and Redis on c when c is not nil (one place to change if the constructors do).
 func adminStores(t *testing.T, clk *clockx.Fake, c redis.UniversalClient) map[string]store.Store {
 	t.Helper()
-	ls := local.New(local.WithClock(clk), local.WithSweepInterval(0))
+	ls := mustLocal(t, local.WithClock(clk), local.WithSweepInterval(0))
 	t.Cleanup(func() { _ = ls.Close() })
 	out := map[string]store.Store{"local": ls}
 	if c != nil {
-		rs := distributed.New(c, distributed.WithClientClock(clk), distributed.WithTimeout(10*time.Second),
+		rs := mustDistributed(t, c, distributed.WithClientClock(clk), distributed.WithTimeout(10*time.Second),
 			distributed.WithPrefix(fmt.Sprintf("admin-%d:", adminPrefix.Add(1))))
 		t.Cleanup(func() { _ = rs.Close() })
 		out["redis"] = rs

@@ -11,7 +11,11 @@ import (
 
 // An operator looks at a user's limit without spending it, then lifts it.
 func ExampleLimiter_Peek() {
-	st := local.New(local.WithClock(exampleClock()))
+	st, err := local.New(local.WithClock(exampleClock()))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer st.Close()
 	l, err := limiter.New(st, algo.TokenBucket{Rate: 1, Burst: 3})
 	if err != nil {

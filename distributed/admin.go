@@ -7,6 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -18,13 +19,13 @@ var _ store.Admin = (*Store)(nil)
 // Its errors are those of Apply; an algorithm of another package whose script does not
 // know "peek" fails as its script does. See store.Admin.
 func (s *Store) Peek(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
-	if err := store.Check(key, a, req); err != nil {
+	if err := storecheck.Apply(key, a, req); err != nil {
 		return algo.Decision{}, err
 	}
 	if s.closed.Load() {
 		return algo.Decision{}, store.ErrClosed
 	}
-	if err := store.CheckContext(ctx); err != nil {
+	if err := storecheck.Context(ctx); err != nil {
 		return algo.Decision{}, err
 	}
 	sa, e, err := s.script(a)
@@ -62,13 +63,13 @@ var resetEntry = func() *scriptEntry {
 // it (algo.Script.Keys). It needs no support from the rules' scripts, only their keys.
 // Its errors are those of Apply. See store.Admin.
 func (s *Store) Reset(ctx context.Context, key string, rules ...algo.Algorithm) error {
-	if err := store.CheckReset(key, rules); err != nil {
+	if err := storecheck.Reset(key, rules); err != nil {
 		return err
 	}
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	if err := store.CheckContext(ctx); err != nil {
+	if err := storecheck.Context(ctx); err != nil {
 		return err
 	}
 	b := getBuf()

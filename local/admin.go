@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -24,13 +25,13 @@ var _ store.Admin = (*Store)(nil)
 // fresh state is applied and thrown away); otherwise Peek returns an error wrapping
 // store.ErrUnsupported.
 func (s *Store) Peek(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
-	if err := store.Check(key, a, req); err != nil {
+	if err := storecheck.Apply(key, a, req); err != nil {
 		return algo.Decision{}, err
 	}
 	if s.closed.Load() {
 		return algo.Decision{}, store.ErrClosed
 	}
-	if err := store.CheckContext(ctx); err != nil {
+	if err := storecheck.Context(ctx); err != nil {
 		return algo.Decision{}, err
 	}
 	slot := a.Slot()
@@ -72,13 +73,13 @@ func (sh *shard) peekState(h uint64, key, slot string, a algo.Algorithm, now int
 // (see WithMaxKeys) stays so: that state is shared with other keys, so it is not reset,
 // and while it limits, a new entry starts as a copy of it.
 func (s *Store) Reset(ctx context.Context, key string, rules ...algo.Algorithm) error {
-	if err := store.CheckReset(key, rules); err != nil {
+	if err := storecheck.Reset(key, rules); err != nil {
 		return err
 	}
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	if err := store.CheckContext(ctx); err != nil {
+	if err := storecheck.Context(ctx); err != nil {
 		return err
 	}
 	h, sh := s.locate(key)

@@ -13,7 +13,11 @@ import (
 // Peek answers what Apply would, keeping no state for a new key; Reset forgets a key.
 func ExampleStore_Peek() {
 	clk := clockx.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s := local.New(local.WithClock(clk))
+	s, err := local.New(local.WithClock(clk))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer s.Close()
 	ctx := context.Background()
 	rule := algo.SlidingWindowLog{Limit: 2, Window: time.Second}

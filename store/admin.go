@@ -13,7 +13,7 @@ import (
 // stores of the module implement it; a store that does not keeps working for everything
 // else, and the callers that need it report ErrUnsupported.
 //
-// Both calls take the arguments, the checks (Check) and the errors of Store.Apply; each is
+// Both calls take the arguments, the checks and the errors of Store.Apply; each is
 // one atomic step on the key (one round trip on Redis).
 type Admin interface {
 	// Peek answers what Apply(ctx, key, a, req) would answer at the store's now, and
@@ -31,24 +31,3 @@ type Admin interface {
 // provide (a store without Admin, a custom state that cannot be copied for a peek). It
 // wraps errors.ErrUnsupported, so either sentinel matches.
 var ErrUnsupported = fmt.Errorf("limiter: not supported by the store: %w", errors.ErrUnsupported)
-
-// CheckReset validates the arguments of a Reset call; stores call it first. Beyond what
-// Check verifies of each rule, it reports an empty rule list (wrapping
-// algo.ErrInvalidConfig). Rules may share a slot: their state is forgotten once.
-func CheckReset(key string, rules []algo.Algorithm) error {
-	if len(rules) == 0 {
-		if key == "" {
-			return fmt.Errorf("%w: key must not be empty", ErrInvalidKey)
-		}
-		return fmt.Errorf("%w: no rules", algo.ErrInvalidConfig)
-	}
-	for i, a := range rules {
-		if err := Check(key, a, algo.Request{N: 1}); err != nil {
-			if len(rules) == 1 {
-				return err
-			}
-			return fmt.Errorf("rule %d: %w", i+1, err)
-		}
-	}
-	return nil
-}

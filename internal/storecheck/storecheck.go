@@ -111,3 +111,24 @@ func Semaphore(name string, cfg algo.Semaphore, token string) error {
 	}
 	return SemaphoreToken(token)
 }
+
+// Reset validates the arguments of a store.Admin Reset call; stores call it first. Beyond
+// what Apply verifies of each rule, it reports an empty rule list (wrapping
+// algo.ErrInvalidConfig). Rules may share a slot: their state is forgotten once.
+func Reset(key string, rules []algo.Algorithm) error {
+	if len(rules) == 0 {
+		if key == "" {
+			return fmt.Errorf("%w: key must not be empty", store.ErrInvalidKey)
+		}
+		return fmt.Errorf("%w: no rules", algo.ErrInvalidConfig)
+	}
+	for i, a := range rules {
+		if err := Apply(key, a, algo.Request{N: 1}); err != nil {
+			if len(rules) == 1 {
+				return err
+			}
+			return fmt.Errorf("rule %d: %w", i+1, err)
+		}
+	}
+	return nil
+}

@@ -147,10 +147,10 @@ var _ store.Admin = (*refStore)(nil)
 
 // Peek implements store.Admin: Apply on a copy of the state.
 func (s *refStore) Peek(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
-	if err := store.Check(key, a, req); err != nil {
+	if err := storecheck.Apply(key, a, req); err != nil {
 		return algo.Decision{}, err
 	}
-	if err := store.CheckContext(ctx); err != nil {
+	if err := storecheck.Context(ctx); err != nil {
 		return algo.Decision{}, err
 	}
 	unlock := s.lock()
@@ -173,10 +173,10 @@ func (s *refStore) Peek(ctx context.Context, key string, a algo.Algorithm, req a
 
 // Reset implements store.Admin.
 func (s *refStore) Reset(ctx context.Context, key string, rules ...algo.Algorithm) error {
-	if err := store.CheckReset(key, rules); err != nil {
+	if err := storecheck.Reset(key, rules); err != nil {
 		return err
 	}
-	if err := store.CheckContext(ctx); err != nil {
+	if err := storecheck.Context(ctx); err != nil {
 		return err
 	}
 	unlock := s.lock()

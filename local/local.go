@@ -168,16 +168,30 @@ func (s *Store) locate(key string) (uint64, *shard) {
 
 // Apply answers req for key under a at the store's now. See store.Store.
 func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
-	if err := storecheck.Apply(key, a, req); err != nil {
-		return algo.Decision{}, err
+	var d algo.Decision
+	err := s.ApplyTo(ctx, key, a, req, &d)
+	return d, err
+}
+
+// ApplyTo is Apply writing its Decision to *d, which it leaves untouched on an error:
+// returned by value, a 56-byte Decision is copied through memory at each call boundary,
+// and a copy of one just returned in registers stalls on the stores it reads. The
+// limiter's Allow calls it on a local store. d must not be nil.
+func (s *Store) ApplyTo(ctx context.Context, key string, a algo.Algorithm, req algo.Request, d *algo.Decision) error {
+	tb, isTB := a.(algo.TokenBucket)
+	if err := check(key, a, tb, isTB, req); err != nil {
+		return err
 	}
 	if s.closed.Load() {
-		return algo.Decision{}, store.ErrClosed
+		return store.ErrClosed
 	}
 	if err := storecheck.Context(ctx); err != nil {
-		return algo.Decision{}, err
+		return err
 	}
-	slot := a.Slot()
+	slot := tbSlot
+	if !isTB {
+		slot = a.Slot()
+	}
 	h, sh := s.locate(key)
 	sh.mu.Lock()
 	now := s.now()
@@ -186,18 +200,38 @@ func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req alg
 		var soon int64
 		if e, soon = s.insert(sh, h, key, slot, a, now); e == nil {
 			sh.mu.Unlock()
-			return fullDenial(a.Apply(a.NewState(), now, req), now, soon), nil
+			*d = fullDenial(a.Apply(a.NewState(), now, req), now, soon)
+			return nil
 		}
 	} else if e.fresh <= now {
 		revive(e, a, now)
 	}
-	d := a.Apply(e.state, now, req)
-	e.fresh = nextFresh(e.fresh, now, d)
+	if isTB {
+		tb.ApplyTo(e.state, now, req, d)
+	} else {
+		*d = a.Apply(e.state, now, req)
+	}
 	if d.Allowed {
+		e.fresh = freshIn(now, d.ResetAfter)
 		e.cfg = a
 	}
 	sh.mu.Unlock()
-	return d, nil
+	return nil
+}
+
+// tbSlot is the token bucket's Slot, which Apply does not ask it for.
+var tbSlot = algo.TokenBucket{}.Slot()
+
+// check is storecheck.Apply, with the token bucket's Validate called directly when a is
+// one (tb, isTB): a few comparisons instead of an interface call.
+func check(key string, a algo.Algorithm, tb algo.TokenBucket, isTB bool, req algo.Request) error {
+	if !isTB || key == "" {
+		return storecheck.Apply(key, a, req)
+	}
+	if err := tb.Validate(); err != nil {
+		return err
+	}
+	return req.Validate()
 }
 
 // Expiry, the rule both stores follow: a state expires at the instant it would equal a
@@ -250,8 +284,11 @@ func nextFresh(prev, now int64, d algo.Decision) int64 {
 
 // freshAt is when, in µs, a state just decided by d at now equals a fresh one: the
 // instant its entry may be swept.
-func freshAt(now int64, d algo.Decision) int64 {
-	return now + int64(d.ResetAfter/time.Microsecond)
+func freshAt(now int64, d algo.Decision) int64 { return freshIn(now, d.ResetAfter) }
+
+// freshIn is freshAt for a decision whose ResetAfter is resetAfter.
+func freshIn(now int64, resetAfter time.Duration) int64 {
+	return now + int64(resetAfter/time.Microsecond)
 }
 
 // Refund gives back n permits of an earlier grant. See store.Store.

@@ -86,6 +86,32 @@ func (l *Limiter) decide(ctx context.Context, key string, q request, o *outcome)
 	return l.decideOne(ctx, key, b.a, q, o)
 }
 
+// allow is AllowN writing its Decision to *d: Allow and AllowN, inlined into their caller,
+// then hand it over without copying a Decision just returned in registers (such a copy
+// stalls on the stores it reads: ~6 ns a call boundary), and a local store writes it in
+// place too (local.Store.ApplyTo, a concrete call, so d does not escape). The fast path
+// is decide's, and so is every other case.
+func (l *Limiter) allow(ctx context.Context, key string, n int64, d *Decision) error {
+	if n > 0 && l != nil && l.direct && (l.breaker == nil || l.breaker.clean()) {
+		if b := l.alg.Load(); b != nil {
+			key = l.keyFor(key)
+			var err error
+			if l.local != nil {
+				err = l.local.ApplyTo(ctx, key, b.a, algo.Request{N: n}, d) // no copy at all
+			} else {
+				*d, err = l.store.Apply(ctx, key, b.a, algo.Request{N: n})
+			}
+			if err != nil {
+				*d, err = l.directFailed(ctx, key, request{Request: algo.Request{N: n}}, nil, err)
+			}
+			return err
+		}
+	}
+	var err error
+	*d, err = l.decide(ctx, key, request{Request: algo.Request{N: n}}, nil)
+	return err
+}
+
 // decideOne is decide for one rule off Allow's hot path, through callOne; key is after
 // the rule's key function.
 func (l *Limiter) decideOne(ctx context.Context, key string, a algo.Algorithm, q request, o *outcome) (Decision, error) {

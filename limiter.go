@@ -10,6 +10,7 @@ import (
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/internal/nilcheck"
 	"github.com/ratekit/limiter/internal/storeclock"
+	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -29,8 +30,9 @@ type Limiter struct {
 	clock   clockx.Clock
 	policy  FailurePolicy
 	timeout time.Duration
-	breaker *breaker // nil with WithoutCircuitBreaker
-	direct  bool     // no timeout: AllowN goes straight to the store while the breaker is clean
+	breaker *breaker     // nil with WithoutCircuitBreaker
+	direct  bool         // no timeout: AllowN goes straight to the store while the breaker is clean
+	local   *local.Store // the store, when it is a local one: Allow's direct path calls its ApplyTo
 	onError func(key string, err error)
 	keyFn   func(key string) string // WithKeyFunc; nil: the key as given
 
@@ -81,6 +83,7 @@ func New(s store.Store, a algo.Algorithm, opts ...Option) (*Limiter, error) {
 		l.breaker = newBreaker(o.failures, o.coolDown, o.clock)
 	}
 	l.direct = l.timeout <= 0
+	l.local, _ = s.(*local.Store)
 	l.alg.Store(&algoBox{a: a})
 	return l, nil
 }
@@ -130,7 +133,9 @@ func (l *Limiter) Algorithm() algo.Algorithm {
 // Allow reports whether one permit for key is available now, and takes it if so. It is
 // AllowN(ctx, key, 1).
 func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
-	return l.decide(ctx, key, request{Request: algo.Request{N: 1}}, nil)
+	var d Decision
+	err := l.allow(ctx, key, 1, &d)
+	return d, err
 }
 
 // AllowN reports whether n permits for key are available now, and takes them if so; it
@@ -142,8 +147,11 @@ func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
 // Decision with the store error: under FailOpen that Decision is allowed even though the
 // error is not nil.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Decision, error) {
-	// decide checks n and l: this one call keeps AllowN small enough to be inlined.
-	return l.decide(ctx, key, request{Request: algo.Request{N: n}}, nil)
+	// allow checks n and l: this one call keeps AllowN small enough to be inlined, and the
+	// Decision it writes through &d reaches the caller without a struct copy.
+	var d Decision
+	err := l.allow(ctx, key, n, &d)
+	return d, err
 }
 
 // keyFor is the key the limiter limits for key (WithKeyFunc).

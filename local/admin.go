@@ -55,7 +55,7 @@ func (s *Store) Peek(ctx context.Context, key string, a algo.Algorithm, req algo
 // a fresh one; it changes nothing. It is called with sh.mu held.
 func (sh *shard) peekState(h uint64, key, slot string, a algo.Algorithm, now int64) algo.State {
 	if e := sh.find(h, key, slot); e != nil {
-		if e.fresh <= now && e.cfg != nil && !sameConfig(e.cfg, a) && !carriesConfig(e.state) {
+		if e.fresh <= now && e.cfg != (config{}) && !is(e.cfg, a) && !carriesConfig(e.state) {
 			return nil // revive would start it afresh
 		}
 		return e.state
@@ -86,8 +86,9 @@ func (s *Store) Reset(ctx context.Context, key string, rules ...algo.Algorithm) 
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	for _, a := range rules {
-		if e := sh.find(h, key, a.Slot()); e != nil {
-			sh.remove(h, e)
+		slot := a.Slot()
+		if e := sh.find(h, key, slot); e != nil {
+			sh.remove(h, slot, e)
 		}
 	}
 	return nil

@@ -36,74 +36,19 @@ type Store struct {
 
 // shard is one lock domain. The padding keeps two shards' mutexes off one cache line.
 //
-// Its map is keyed by the 64-bit hash of the user key, the hash that also picked the
-// shard, so a call hashes its key once. The entries of one hash form a chain: the states
-// of one key under several slots, and (rarely) other keys with the same hash; a lookup
-// compares key and slot along it.
+// Its entries are in one table per algorithm slot (see table); every state of one key is
+// in the key's shard, whatever its slot.
 //
 // over holds the shard's overflow states, one per algorithm slot (see insert): they are
-// not in m and not counted in n.
+// not in the tables and not counted in n.
 type shard struct {
 	mu        sync.Mutex
-	m         map[uint64]*entry
-	n         int // entries held, chains included
+	tabs      []*table
+	n         int       // entries held
+	cfgs      [4]config // the configs interned last (see intern)
 	over      map[string]*entry
 	overflows uint64 // requests of new keys that found the shard full (see Overflows)
-	_         [16]byte
-}
-
-// entry is one state: a user key under one algorithm slot. Its first 64 bytes, all a
-// lookup reads, fill one cache line, so a lookup that misses the cache costs one line
-// beyond the map's.
-type entry struct {
-	key   string
-	slot  string
-	state algo.State
-	fresh int64          // µs at which state equals a fresh one under cfg; the entry can go then
-	next  *entry         // the next entry of the same hash
-	cfg   algo.Algorithm // the config of the state's last write; nil: never written
-}
-
-// find returns the entry of key under slot, or nil. h is the hash of key.
-func (sh *shard) find(h uint64, key, slot string) *entry {
-	e := sh.m[h]
-	for e != nil && (e.key != key || e.slot != slot) {
-		e = e.next
-	}
-	return e
-}
-
-// add puts e, which must be new, at the head of the chain of h.
-func (sh *shard) add(h uint64, e *entry) {
-	e.next = sh.m[h]
-	sh.m[h] = e
-	sh.n++
-}
-
-// remove unlinks e from the chain of h; it does nothing if e is not there.
-func (sh *shard) remove(h uint64, e *entry) {
-	head := sh.m[h]
-	switch {
-	case head == nil:
-		return
-	case head == e:
-		if e.next == nil {
-			delete(sh.m, h)
-		} else {
-			sh.m[h] = e.next
-		}
-	default:
-		p := head
-		for p.next != nil && p.next != e {
-			p = p.next
-		}
-		if p.next != e {
-			return
-		}
-		p.next = e.next
-	}
-	e.next = nil
-	sh.n--
+	_         [8]byte
 }
 
 // New returns an in-memory store. It starts one sweeper goroutine (unless disabled with
@@ -138,9 +83,6 @@ func New(opts ...Option) (*Store, error) {
 	}
 	if o.maxKeys > 0 {
 		s.perMax = max(1, o.maxKeys/n+min(1, o.maxKeys%n)) // rounded up without overflow
-	}
-	for i := range s.shards {
-		s.shards[i].m = make(map[uint64]*entry)
 	}
 	if o.sweep > 0 {
 		s.stopped.Add(1)
@@ -213,7 +155,7 @@ func (s *Store) ApplyTo(ctx context.Context, key string, a algo.Algorithm, req a
 	}
 	if d.Allowed {
 		e.fresh = freshIn(now, d.ResetAfter)
-		e.cfg = a
+		sh.wrote(e, a)
 	}
 	sh.mu.Unlock()
 	return nil
@@ -251,7 +193,7 @@ func check(key string, a algo.Algorithm, tb algo.TokenBucket, isTB bool, req alg
 // does (on Redis their key lingers a minute past ResetAfter, the documented SmoothBursty
 // exception), so it is kept.
 func revive(e *entry, a algo.Algorithm, _ int64) {
-	if e.cfg != nil && !sameConfig(e.cfg, a) && !carriesConfig(e.state) {
+	if e.cfg != (config{}) && !is(e.cfg, a) && !carriesConfig(e.state) {
 		e.state = a.NewState()
 	}
 }
@@ -260,13 +202,6 @@ func revive(e *entry, a algo.Algorithm, _ int64) {
 func carriesConfig(st algo.State) bool {
 	c, ok := st.(algo.ConfigCarrier)
 	return ok && c.CarriesConfig()
-}
-
-// sameConfig reports whether x and y are the same config. Configs of a type that cannot
-// be compared count as different: after its fresh instant such a state starts fresh.
-func sameConfig(x, y algo.Algorithm) bool {
-	t := reflect.TypeOf(x)
-	return t == reflect.TypeOf(y) && t.Comparable() && x == y
 }
 
 // nextFresh is an entry's fresh instant after d at now, its previous one being prev. A
@@ -314,7 +249,7 @@ func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int6
 		before := algo.CloneState(e.state)
 		a.Refund(e.state, now, n, at)
 		if before != nil && !reflect.DeepEqual(before, e.state) {
-			refreshed(e, a, now)
+			sh.refreshed(e, a, now)
 		}
 	}
 	return nil
@@ -326,13 +261,14 @@ func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int6
 // it earlier would let a clock stepping back admit again (Redis keeps it). The instant is
 // the ResetAfter of a request that can never be granted, which writes nothing; it is read
 // from a copy, so no algorithm's probe can touch the state.
-func refreshed(e *entry, a algo.Algorithm, now int64) {
+func (sh *shard) refreshed(e *entry, a algo.Algorithm, now int64) {
 	probe := algo.CloneState(e.state)
 	if probe == nil {
 		return
 	}
 	d := a.Apply(probe, now, algo.Request{N: math.MaxInt64})
-	e.fresh, e.cfg = freshAt(now, d), a
+	e.fresh = freshAt(now, d)
+	sh.wrote(e, a)
 }
 
 // evictSample is how many held entries a new key examines for idle ones when its shard is
@@ -360,7 +296,7 @@ func (s *Store) insert(sh *shard, h uint64, key, slot string, a algo.Algorithm, 
 		ov = sh.overflowState(slot, now)
 	}
 	if s.perMax > 0 && sh.n >= s.perMax {
-		soon = sh.evictIdle(now, evictSample, h)
+		soon = sh.evictIdle(now, evictSample, key)
 	}
 	if s.perMax > 0 && sh.n >= s.perMax {
 		sh.overflows++
@@ -374,11 +310,11 @@ func (s *Store) insert(sh *shard, h uint64, key, slot string, a algo.Algorithm, 
 		if sh.over == nil {
 			sh.over = make(map[string]*entry)
 		}
-		ov = &entry{slot: slot, state: st, fresh: now}
+		ov = &entry{state: st, fresh: now}
 		sh.over[slot] = ov
 		return ov, 0
 	}
-	e = &entry{key: key, slot: slot, fresh: now}
+	e = &entry{key: key, fresh: now}
 	if ov == nil {
 		e.state = a.NewState()
 	} else if e.state = algo.CloneState(ov.state); e.state != nil {
@@ -387,7 +323,7 @@ func (s *Store) insert(sh *shard, h uint64, key, slot string, a algo.Algorithm, 
 		sh.overflows++ // a state that cannot be copied: the overflow state keeps deciding
 		return ov, 0
 	}
-	sh.add(h, e)
+	sh.add(h, slot, e)
 	return e, 0
 }
 

@@ -168,12 +168,15 @@ func TestChains(t *testing.T) {
 	}
 	h, sh := s.locate("k")
 	// A different key under the same hash, in the middle of the chain's life.
-	forged := &entry{key: "not-k", slot: bucket.Slot(), state: bucket.NewState(), fresh: 1 << 62}
+	forged := &entry{key: "not-k", state: bucket.NewState(), fresh: 1 << 62}
 	sh.mu.Lock()
-	sh.add(h, forged)
-	chain := 0
-	for e := sh.m[h]; e != nil; e = e.next {
-		chain++
+	sh.add(h, bucket.Slot(), forged)
+	chain := 0 // the entries held under the hash h, whatever their key and slot
+	for _, t := range sh.tabs {
+		if t.m[h] != nil {
+			chain++
+		}
+		chain += len(t.coll) // collisions: here only the forged one, on h
 	}
 	sh.mu.Unlock()
 	if chain != 4 || s.Len() != 4 {
@@ -204,8 +207,8 @@ func TestChains(t *testing.T) {
 		sh.mu.Unlock()
 		t.Fatal("the chain lost or kept the wrong entries")
 	}
-	sh.remove(h, forged)
-	sh.remove(h, forged) // removing twice is harmless
+	sh.remove(h, bucket.Slot(), forged)
+	sh.remove(h, bucket.Slot(), forged) // removing twice is harmless
 	sh.mu.Unlock()
 	if got := s.Len(); got != 1 {
 		t.Fatalf("Len %d after removing the forged entry, want 1", got)

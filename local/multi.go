@@ -57,7 +57,7 @@ func (s *Store) ApplyAll(ctx context.Context, key string, rules []algo.Algorithm
 				short = make([]int64, len(rules))
 			}
 			short[i] = soon
-			e = &entry{key: key, slot: slot, state: a.NewState()}
+			e = &entry{key: key, state: a.NewState()}
 		}
 		entries[i], added[i] = e, !e.overflow()
 	}
@@ -69,7 +69,7 @@ func (s *Store) ApplyAll(ctx context.Context, key string, rules []algo.Algorithm
 		}
 	}
 	if !cloned {
-		return s.applyInPlace(rules, entries, short, ds, now, req)
+		return sh.applyInPlace(rules, entries, short, ds, now, req)
 	}
 	for i, a := range rules {
 		ds[i] = a.Apply(states[i], now, req)
@@ -83,7 +83,7 @@ func (s *Store) ApplyAll(ctx context.Context, key string, rules []algo.Algorithm
 		case ok:
 			e.state = states[i]
 			e.fresh = freshAt(now, ds[i])
-			e.cfg = rules[i]
+			sh.wrote(e, rules[i])
 		case !ds[i].Allowed && !added[i]:
 			// A denial is computed on the untouched state, which keeps its expiry.
 			e.fresh = nextFresh(e.fresh, now, ds[i])
@@ -97,7 +97,7 @@ func (s *Store) ApplyAll(ctx context.Context, key string, rules []algo.Algorithm
 
 // applyInPlace is ApplyAll for states that cannot be copied: apply each rule in place and,
 // if one denies, refund the rules that granted. short is ApplyAll's. It is called with the shard's lock held.
-func (s *Store) applyInPlace(rules []algo.Algorithm, entries []*entry, short []int64, ds []algo.Decision, now int64, req algo.Request) ([]algo.Decision, bool, error) {
+func (sh *shard) applyInPlace(rules []algo.Algorithm, entries []*entry, short []int64, ds []algo.Decision, now int64, req algo.Request) ([]algo.Decision, bool, error) {
 	ok := true
 	for i, a := range rules {
 		ds[i] = a.Apply(entries[i].state, now, req)
@@ -115,7 +115,7 @@ func (s *Store) applyInPlace(rules []algo.Algorithm, entries []*entry, short []i
 		// (later than needed, never earlier).
 		e.fresh = max(e.fresh, freshAt(now, ds[i]))
 		if ds[i].Allowed {
-			e.cfg = a
+			sh.wrote(e, a)
 		}
 	}
 	return ds, ok, nil

@@ -98,12 +98,12 @@ func (s *Store) semaphore(ctx context.Context, name string, create bool, f func(
 			return nil // the zero answers (false, 0) are those of a fresh semaphore
 		}
 		st = algo.NewSemaphoreState()
-		e = &entry{key: name, slot: semSlot, state: st}
-		sh.add(h, e)
+		e = &entry{key: name, state: st}
+		sh.add(h, semSlot, e)
 	}
 	f(st, now)
 	if idle := st.IdleAt(); idle == 0 {
-		sh.remove(h, e)
+		sh.remove(h, semSlot, e)
 	} else {
 		e.fresh = idle
 	}

@@ -47,49 +47,58 @@ func (s *Store) Sweep() {
 // sweep examines up to limit entries (map iteration starts at a random place) and removes
 // the idle ones. It is called with sh.mu held.
 func (sh *shard) sweep(now int64, limit int) (seen, removed int) {
-	for h, e := range sh.m {
-		for e != nil && seen < limit {
-			next := e.next
-			seen++
-			if e.fresh <= now {
-				sh.remove(h, e) // the map may be changed while ranging over it
-				removed++
-			}
-			e = next
+	sh.sample(limit, "", func(t *table, h uint64, e *entry) {
+		seen++
+		if e.fresh <= now {
+			sh.remove(h, t.slot, e) // the map may be changed while ranging over it
+			removed++
 		}
-		if seen == limit {
-			break
-		}
-	}
+	})
 	return seen, removed
 }
 
 // evictIdle removes the idle entries among a sample of up to limit entries and returns the
 // earliest instant (µs) at which one of the others becomes idle (math.MaxInt64 if none).
-// It leaves the chain of keep alone: the entries of the key being inserted, which ApplyAll
+// It leaves the entries of keep alone: those of the key being inserted, which ApplyAll
 // holds on to. It is called with sh.mu held.
-func (sh *shard) evictIdle(now int64, limit int, keep uint64) (soon int64) {
+func (sh *shard) evictIdle(now int64, limit int, keep string) (soon int64) {
 	soon = math.MaxInt64
+	sh.sample(limit, keep, func(t *table, h uint64, e *entry) {
+		if e.fresh <= now {
+			sh.remove(h, t.slot, e) // the map may be changed while ranging over it
+		} else {
+			soon = min(soon, e.fresh)
+		}
+	})
+	return soon
+}
+
+// sample calls f on up to limit entries of the shard's tables, skipping those of the key
+// skip, each table's map from a random place (Go's map iteration), then its collisions
+// (whose hash f does not need: remove finds them by key). f may remove the entry it is
+// given. It is called with sh.mu held.
+func (sh *shard) sample(limit int, skip string, f func(t *table, h uint64, e *entry)) {
 	seen := 0
-	for h, e := range sh.m {
-		if h == keep {
-			continue
-		}
-		for e != nil && seen < limit {
-			next := e.next
-			seen++
-			if e.fresh <= now {
-				sh.remove(h, e) // the map may be changed while ranging over it
-			} else {
-				soon = min(soon, e.fresh)
+	for _, t := range sh.tabs {
+		for h, e := range t.m {
+			if seen == limit {
+				return
 			}
-			e = next
+			if e.key != skip {
+				seen++
+				f(t, h, e)
+			}
 		}
-		if seen == limit {
-			break
+		for _, e := range t.coll {
+			if seen == limit {
+				return
+			}
+			if e.key != skip {
+				seen++
+				f(t, 0, e)
+			}
 		}
 	}
-	return soon
 }
 
 // sweepOverflow drops the overflow states that are fresh again. It is called with sh.mu

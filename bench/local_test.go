@@ -307,3 +307,88 @@ func BenchmarkLocalMemory(b *testing.B) {
 		})
 	})
 }
+
+// scaleKeys is how many keys each goroutine of BenchmarkLocalScaling cycles through.
+const scaleKeys = 1024
+
+// BenchmarkLocalScaling: g goroutines (1 and 2), each on keys of its own (scaleKeys keys,
+// "g<w>:<i>", inserted before the timer starts), so that they share no key and meet only
+// where the keys' shards do. ns/op is the wall time per call of all goroutines together:
+// the throughput ratio g=2 / g=1 is ns/op(g=1) / ns/op(g=2). x/time/rate gets one
+// limiter per key, in a slice per goroutine: no lock is shared at all.
+func BenchmarkLocalScaling(b *testing.B) {
+	ctx := context.Background()
+	keys := make([][]string, 2)
+	for w := range keys {
+		keys[w] = make([]string, scaleKeys)
+		for i := range keys[w] {
+			keys[w][i] = "g" + strconv.Itoa(w) + ":" + strconv.Itoa(i)
+		}
+	}
+	// each runs body(w, i) from g goroutines; goroutine w makes calls i = 0, 1, ...
+	each := func(b *testing.B, g int, body func(w, i int)) {
+		b.Helper()
+		b.ReportAllocs()
+		b.ResetTimer()
+		var wg sync.WaitGroup
+		per := b.N / g
+		for w := 0; w < g; w++ {
+			n := per
+			if w == g-1 {
+				n = b.N - per*(g-1)
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < n; i++ {
+					body(w, i)
+				}
+			}()
+		}
+		wg.Wait()
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+	}
+	for _, g := range []int{1, 2} {
+		prefix := "g=" + strconv.Itoa(g) + "/"
+		b.Run(prefix+"ratekit-allow", func(b *testing.B) {
+			l := newLimiter(b, newLocal(b))
+			for _, ks := range keys {
+				for _, k := range ks {
+					_, _ = l.Allow(ctx, k)
+				}
+			}
+			each(b, g, func(w, i int) {
+				if d, err := l.Allow(ctx, keys[w][i&(scaleKeys-1)]); err != nil || !d.Allowed {
+					b.Errorf("Allow = %+v, %v", d, err)
+				}
+			})
+		})
+		b.Run(prefix+"x-time-rate", func(b *testing.B) {
+			ls := make([][]*rate.Limiter, 2)
+			for w := range ls {
+				ls[w] = make([]*rate.Limiter, scaleKeys)
+				for i := range ls[w] {
+					ls[w][i] = rate.NewLimiter(localRate, localBurst)
+				}
+			}
+			each(b, g, func(w, i int) {
+				if !ls[w][i&(scaleKeys-1)].AllowN(time.Now(), 1) {
+					b.Error("AllowN denied")
+				}
+			})
+		})
+		b.Run(prefix+"sethvargo-memorystore", func(b *testing.B) {
+			s := newSethvargo(b)
+			for _, ks := range keys {
+				for _, k := range ks {
+					_, _, _, _, _ = s.Take(ctx, k)
+				}
+			}
+			each(b, g, func(w, i int) {
+				if _, _, _, _, err := s.Take(ctx, keys[w][i&(scaleKeys-1)]); err != nil {
+					b.Errorf("Take: %v", err)
+				}
+			})
+		})
+	}
+}

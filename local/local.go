@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe" // Sizeof only, for the shard's padding
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
@@ -34,22 +35,30 @@ type Store struct {
 	once    sync.Once
 }
 
-// shard is one lock domain. The padding keeps two shards' mutexes off one cache line.
+// shard is one lock domain, padded to two cache lines (shardPad) so that a call locking
+// one shard never writes a line that a call on another shard reads.
 //
-// Its entries are in one table per algorithm slot (see table); every state of one key is
-// in the key's shard, whatever its slot.
+// Its entries are in one table per algorithm slot (see table), the first one in the shard
+// itself; every state of one key is in the key's shard, whatever its slot.
 //
 // over holds the shard's overflow states, one per algorithm slot (see insert): they are
 // not in the tables and not counted in n.
 type shard struct {
+	shardFields
+	_ [shardPad]byte
+}
+
+type shardFields struct {
 	mu        sync.Mutex
-	tabs      []*table
+	first     table     // the table of the first slot used (m nil until then): one load less
+	more      []*table  // the tables of the other slots
 	n         int       // entries held
 	cfgs      [4]config // the configs interned last (see intern)
 	over      map[string]*entry
 	overflows uint64 // requests of new keys that found the shard full (see Overflows)
-	_         [8]byte
 }
+
+const shardPad = (128 - unsafe.Sizeof(shardFields{})%128) % 128
 
 // New returns an in-memory store. It starts one sweeper goroutine (unless disabled with
 // WithSweepInterval(0)); call Close to stop it. Nil options are skipped. An option with a
@@ -145,7 +154,11 @@ func (s *Store) ApplyTo(ctx context.Context, key string, a algo.Algorithm, req a
 			*d = fullDenial(a.Apply(a.NewState(), now, req), now, soon)
 			return nil
 		}
-	} else if e.fresh <= now {
+	}
+	// same: e's last write was under a, so revive keeps its state and wrote has nothing to
+	// record; decided without an interface comparison for a token bucket.
+	same := isTB && isTokenBucket(e.cfg, tb)
+	if e.fresh <= now && !same {
 		revive(e, a, now)
 	}
 	if isTB {
@@ -155,7 +168,9 @@ func (s *Store) ApplyTo(ctx context.Context, key string, a algo.Algorithm, req a
 	}
 	if d.Allowed {
 		e.fresh = freshIn(now, d.ResetAfter)
-		sh.wrote(e, a)
+		if !same {
+			sh.wrote(e, a)
+		}
 	}
 	sh.mu.Unlock()
 	return nil

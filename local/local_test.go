@@ -172,7 +172,7 @@ func TestChains(t *testing.T) {
 	sh.mu.Lock()
 	sh.add(h, bucket.Slot(), forged)
 	chain := 0 // the entries held under the hash h, whatever their key and slot
-	for _, t := range sh.tabs {
+	for t := range sh.tables {
 		if t.m[h] != nil {
 			chain++
 		}

@@ -79,7 +79,7 @@ func (sh *shard) evictIdle(now int64, limit int, keep string) (soon int64) {
 // given. It is called with sh.mu held.
 func (sh *shard) sample(limit int, skip string, f func(t *table, h uint64, e *entry)) {
 	seen := 0
-	for _, t := range sh.tabs {
+	for t := range sh.tables {
 		for h, e := range t.m {
 			if seen == limit {
 				return

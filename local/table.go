@@ -47,6 +47,16 @@ func is(c config, a algo.Algorithm) bool {
 	return c != (config{}) && c.Value().a == a
 }
 
+// isTokenBucket is is(c, tb) for a token bucket, with no call: the configs' fields are
+// compared directly.
+func isTokenBucket(c config, tb algo.TokenBucket) bool {
+	if c == (config{}) {
+		return false
+	}
+	x, ok := c.Value().a.(algo.TokenBucket)
+	return ok && x == tb
+}
+
 // intern returns the config that stands for a. The shard remembers the last few, so that
 // the first write of a new key, or keys of a few configs taking turns on one shard, cost a
 // comparison or a few, not an intern lookup (whose comparability check allocates).
@@ -74,12 +84,27 @@ func (sh *shard) wrote(e *entry, a algo.Algorithm) {
 
 // table returns the shard's table of slot, or nil.
 func (sh *shard) table(slot string) *table {
-	for _, t := range sh.tabs {
+	if sh.first.slot == slot && sh.first.m != nil {
+		return &sh.first
+	}
+	for _, t := range sh.more {
 		if t.slot == slot {
 			return t
 		}
 	}
 	return nil
+}
+
+// tables yields the shard's tables.
+func (sh *shard) tables(yield func(*table) bool) {
+	if sh.first.m == nil || !yield(&sh.first) {
+		return
+	}
+	for _, t := range sh.more {
+		if !yield(t) {
+			return
+		}
+	}
 }
 
 // find returns the entry of key under slot, or nil. h is the hash of key.
@@ -103,9 +128,14 @@ func (t *table) find(h uint64, key string) *entry {
 // add puts e, which must be new, under slot; h is the hash of its key.
 func (sh *shard) add(h uint64, slot string, e *entry) {
 	t := sh.table(slot)
-	if t == nil {
+	switch {
+	case t != nil:
+	case sh.first.m == nil:
+		sh.first = table{slot: slot, m: make(map[uint64]*entry)}
+		t = &sh.first
+	default:
 		t = &table{slot: slot, m: make(map[uint64]*entry)}
-		sh.tabs = append(sh.tabs, t)
+		sh.more = append(sh.more, t)
 	}
 	if t.m[h] == nil {
 		t.m[h] = e

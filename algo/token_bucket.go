@@ -15,9 +15,14 @@ type TokenBucket struct {
 	Burst int64   // bucket size and the largest N ever granted; ≥ 1
 }
 
-// tokenBucketState mirrors the Redis hash of the Lua twin: fields tokens, last, act, rb
-// and rate (the last two packed into mark).
-type tokenBucketState struct {
+// TokenBucketState is the State of a TokenBucket, opaque like every State. It is exported
+// so that a store can hold one inside a structure of its own (the local store keeps it in
+// the key's entry, one allocation and one cache miss less per key); its zero value is the
+// state of a key never seen, as NewState returns it.
+//
+// It mirrors the Redis hash of the Lua twin: fields tokens, last, act, rb and rate (the
+// last two packed into mark).
+type TokenBucketState struct {
 	tokens float64 // tokens at last; may be negative while reservations are outstanding
 	last   int64   // µs of the last grant
 	act    int64   // µs at which the latest grant acts (x/time/rate's lastEvent)
@@ -33,11 +38,11 @@ type tokenBucketState struct {
 // olderVersion is the mark of a state written by a version that did not record its rate.
 var olderVersion = math.Inf(1)
 
-func (s *tokenBucketState) valid() bool { return s.mark != 0 }
-func (s *tokenBucketState) rb() bool    { return s.mark < 0 }
+func (s *TokenBucketState) valid() bool { return s.mark != 0 }
+func (s *TokenBucketState) rb() bool    { return s.mark < 0 }
 
 // rate is the Rate of the last write; 0 when unknown (olderVersion) or never written.
-func (s *tokenBucketState) rate() float64 {
+func (s *TokenBucketState) rate() float64 {
 	if r := math.Abs(s.mark); r != olderVersion {
 		return r
 	}
@@ -45,7 +50,7 @@ func (s *tokenBucketState) rate() float64 {
 }
 
 // stamp records a write under rate (> 0) and the write's rb.
-func (s *tokenBucketState) stamp(rate float64, rb bool) {
+func (s *TokenBucketState) stamp(rate float64, rb bool) {
 	s.mark = rate
 	if rb {
 		s.mark = -rate
@@ -65,7 +70,7 @@ var tokenBucketScript = newScript(TokenBucket{}.Name(), tokenBucketLua)
 var (
 	_ Scripted    = TokenBucket{}
 	_ Quoter      = TokenBucket{}
-	_ StateCloner = (*tokenBucketState)(nil)
+	_ StateCloner = (*TokenBucketState)(nil)
 )
 
 // Name returns "token-bucket".
@@ -88,10 +93,10 @@ func (c TokenBucket) String() string {
 }
 
 // NewState returns a full bucket.
-func (TokenBucket) NewState() State { return &tokenBucketState{} }
+func (TokenBucket) NewState() State { return &TokenBucketState{} }
 
 // CloneState returns a deep copy of the state.
-func (s *tokenBucketState) CloneState() State {
+func (s *TokenBucketState) CloneState() State {
 	c := *s
 	return &c
 }
@@ -114,7 +119,7 @@ func (c TokenBucket) Quota() Quota {
 // learns of it at its next call, and the span since its last write is counted at the lower
 // rate: never more tokens than golang.org/x/time/rate, which counts it at the old rate up to
 // the change (SetLimitAt) and at the new one after.
-func (c TokenBucket) refill(s *tokenBucketState) float64 {
+func (c TokenBucket) refill(s *TokenBucketState) float64 {
 	if r := s.rate(); r > 0 && r < c.Rate {
 		return r
 	}
@@ -123,7 +128,7 @@ func (c TokenBucket) refill(s *tokenBucketState) float64 {
 
 // advance returns the tokens at now (never above Burst) and the instant used, which never
 // goes backwards.
-func (c TokenBucket) advance(s *tokenBucketState, now int64) (float64, int64) {
+func (c TokenBucket) advance(s *TokenBucketState, now int64) (float64, int64) {
 	burst := float64(c.Burst)
 	if !s.valid() {
 		return burst, now
@@ -150,7 +155,7 @@ func (c TokenBucket) Apply(st State, now int64, req Request) Decision {
 // hot path: a 56-byte Decision returned by value is copied through memory at each call
 // boundary, and a copy of one just returned in registers stalls on the stores it reads.
 func (c TokenBucket) ApplyTo(st State, now int64, req Request, d *Decision) {
-	s := st.(*tokenBucketState)
+	s := st.(*TokenBucketState)
 	tokens, at := c.advance(s, now)
 	// lag is how far a backwards clock is behind the state: ResetAfter counts from the
 	// caller's now, so a store never expires the key before its state is fresh.
@@ -211,7 +216,7 @@ func (c TokenBucket) ApplyTo(st State, now int64, req Request, d *Decision) {
 // outstanding grant acts n/Rate after the one before it; any other refund that gives back
 // something ends that until the queue has acted.
 func (c TokenBucket) Refund(st State, now int64, n int64, at int64) {
-	s := st.(*tokenBucketState)
+	s := st.(*TokenBucketState)
 	if !s.valid() || n <= 0 {
 		return
 	}

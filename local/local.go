@@ -329,17 +329,36 @@ func (s *Store) insert(sh *shard, h uint64, key, slot string, a algo.Algorithm, 
 		sh.over[slot] = ov
 		return ov, 0
 	}
-	e = &entry{key: key, fresh: now}
 	if ov == nil {
-		e.state = a.NewState()
-	} else if e.state = algo.CloneState(ov.state); e.state != nil {
-		e.fresh = ov.fresh
+		e = newEntry(key, a, now)
 	} else {
-		sh.overflows++ // a state that cannot be copied: the overflow state keeps deciding
-		return ov, 0
+		st := algo.CloneState(ov.state)
+		if st == nil {
+			sh.overflows++ // a state that cannot be copied: the overflow state keeps deciding
+			return ov, 0
+		}
+		e = &entry{key: key, state: st, fresh: ov.fresh}
 	}
 	sh.add(h, slot, e)
 	return e, 0
+}
+
+// newEntry returns a new entry of key, fresh at now, holding a's fresh state. A token
+// bucket's state is allocated inside the entry (tbEntry): one allocation, and one cache
+// miss per call less, for the same 80 bytes.
+func newEntry(key string, a algo.Algorithm, now int64) *entry {
+	if _, ok := a.(algo.TokenBucket); ok {
+		te := &tbEntry{entry: entry{key: key, fresh: now}}
+		te.state = &te.st // the zero TokenBucketState: what NewState returns
+		return &te.entry
+	}
+	return &entry{key: key, state: a.NewState(), fresh: now}
+}
+
+// tbEntry is an entry followed by its token-bucket state (see newEntry).
+type tbEntry struct {
+	entry
+	st algo.TokenBucketState
 }
 
 // overflowSafe reports whether st, a fresh state, may serve as an overflow state: whether

@@ -67,7 +67,8 @@ func (sh *shard) intern(a algo.Algorithm) config {
 		}
 	}
 	c := incomparable
-	if reflect.ValueOf(a).Comparable() { // a's type, and those of the values of its interfaces
+	// a's type first (no allocation), then the values its interfaces hold.
+	if reflect.TypeOf(a).Comparable() && reflect.ValueOf(a).Comparable() {
 		c = unique.Make(configKey{a})
 	}
 	copy(sh.cfgs[1:], sh.cfgs[:])

@@ -33,6 +33,8 @@ type Limiter struct {
 	direct  bool     // no timeout: AllowN goes straight to the store while the breaker is clean
 	onError func(key string, err error)
 	keyFn   func(key string) string // WithKeyFunc; nil: the key as given
+	obs     Observer                // WithObserver; nil: none
+	shadow  bool                    // WithShadow
 
 	// set holds the rules of a composite made by All (all.go), which has no store or alg.
 	set *ruleSet
@@ -76,11 +78,15 @@ func New(s store.Store, a algo.Algorithm, opts ...Option) (*Limiter, error) {
 		timeout: o.timeout,
 		onError: o.errorHandler,
 		keyFn:   o.keyFn,
+		obs:     o.observer,
+		shadow:  o.shadow,
 	}
 	if !o.breakerOff {
 		l.breaker = newBreaker(o.failures, o.coolDown, o.clock)
+		l.breaker.obs = o.observer
 	}
-	l.direct = l.timeout <= 0
+	// An observed or shadow limiter decides through decideNoted, never the direct path.
+	l.direct = l.timeout <= 0 && !l.noted()
 	l.alg.Store(&algoBox{a: a})
 	return l, nil
 }

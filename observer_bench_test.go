@@ -13,7 +13,7 @@ import (
 // the events and of timing the store call.
 type nopObserver struct{}
 
-func (nopObserver) Decided(context.Context, limiter.Event)    {}
+func (nopObserver) Decided(context.Context, limiter.Event)   {}
 func (nopObserver) BreakerChanged(_, _ limiter.BreakerState) {}
 
 // observedLimiter is a limiter over a fresh local store on real time, with opts.

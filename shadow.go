@@ -51,7 +51,7 @@ func shadowAnswer(d Decision, err error, o *outcome, outcome Outcome) (Decision,
 		return d, err
 	case OutcomeDenied:
 		o.alg = nil
-		d.Allowed = true
+		d.Allowed, d.Wait = true, 0
 		return d, nil
 	}
 	if err == nil {

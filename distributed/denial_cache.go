@@ -177,9 +177,8 @@ func (d *denial) answer(now int64) algo.Decision {
 }
 
 // applyCached answers req from the cache when it holds a live denial of it, otherwise
-// with call (one script), keeping a denial for later.
-func (s *Store) applyCached(ctx context.Context, key string, a algo.Algorithm, req algo.Request,
-	call func(context.Context, string, algo.Algorithm, algo.Request) (algo.Decision, error)) (algo.Decision, error) {
+// with applyScript (one script), keeping a denial for later.
+func (s *Store) applyCached(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
 	c := s.denials
 	k := denialKey{key, a.Slot()}
 	sh := c.shard(k)
@@ -227,7 +226,7 @@ func (s *Store) applyCached(ctx context.Context, key string, a algo.Algorithm, r
 		epoch := sh.epoch
 		sh.mu.Unlock()
 
-		out, err := call(ctx, key, a, req)
+		out, err := s.applyScript(ctx, key, a, req)
 
 		sh.mu.Lock()
 		if probe {

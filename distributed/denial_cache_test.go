@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -332,15 +333,66 @@ func commandsProcessed(t *testing.T, ctx context.Context, c *redis.Client) int64
 	if err != nil {
 		t.Fatal(err)
 	}
+	return statField(t, s)
+}
+
+// BenchmarkDenialCacheAbuse hammers one key at far beyond its limit (token bucket, 100/s)
+// from 64 goroutines, plain and with WithDenialCache, and reports decisions/s and the
+// commands Redis processed per decision (INFO stats, the scripts' own commands included).
+func BenchmarkDenialCacheAbuse(b *testing.B) {
+	srv := redistest.Start(b)
+	info := srv.Client(b)
+	ctx := context.Background()
+	var a algo.Algorithm = algo.TokenBucket{Rate: 100, Burst: 100} // boxed once, not per call
+	for _, mode := range []string{"plain", "cached"} {
+		b.Run(mode, func(b *testing.B) {
+			c := redis.NewClient(&redis.Options{Addr: srv.Addr(), PoolSize: benchGoroutines, ContextTimeoutEnabled: true})
+			defer c.Close()
+			opts := []distributed.Option{distributed.WithPrefix(freshPrefix())}
+			if mode == "cached" {
+				opts = append(opts, distributed.WithDenialCache(distributed.DenialCache{}))
+			}
+			s := mustDistributed(b, c, opts...)
+			before, err := info.Info(ctx, "stats").Result()
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.SetParallelism(max(1, benchGoroutines/runtime.GOMAXPROCS(0)))
+			b.ResetTimer()
+			start := time.Now()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := s.Apply(ctx, "hammered", a, algo.Request{N: 1}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			elapsed := time.Since(start)
+			b.StopTimer()
+			after, err := info.Info(ctx, "stats").Result()
+			if err != nil {
+				b.Fatal(err)
+			}
+			cmds := statField(b, after) - statField(b, before) - 1
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "decisions/s")
+			b.ReportMetric(float64(cmds)/elapsed.Seconds(), "redis-cmds/s")
+		})
+	}
+}
+
+// statField reads total_commands_processed from an INFO stats reply.
+func statField(tb testing.TB, s string) int64 {
 	for _, line := range strings.Split(s, "\n") {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "total_commands_processed:"); ok {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
-				t.Fatal(err)
+				tb.Fatal(err)
 			}
 			return n
 		}
 	}
-	t.Fatal("no total_commands_processed in INFO stats")
+	tb.Fatal("no total_commands_processed in INFO stats")
 	return 0
 }

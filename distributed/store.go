@@ -156,7 +156,7 @@ func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req alg
 		return algo.Decision{}, err // the caller gave up: nothing is sent
 	}
 	if s.denials != nil && cacheable(a) {
-		return s.applyCached(ctx, key, a, req, s.applyScript) // see denial_cache.go
+		return s.applyCached(ctx, key, a, req) // see denial_cache.go
 	}
 	return s.applyScript(ctx, key, a, req)
 }

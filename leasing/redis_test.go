@@ -60,7 +60,7 @@ func TestLeasingBoundAcrossProcesses(t *testing.T) {
 			defer cancel()
 			prefix := "lease-" + tc.a.Name() + ":"
 			var mu sync.Mutex
-			used := map[int64]int64{}   // window of use → admitted
+			used := map[int64]int64{}    // window of use → admitted
 			counted := map[int64]int64{} // window of the grant's At → admitted
 			var total int64
 			start := time.Now()

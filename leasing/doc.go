@@ -22,7 +22,8 @@
 // Leased: token bucket, GCRA, leaky bucket, fixed window, sliding log and sliding counter,
 // for requests with MaxWait 0 and N ≤ Slice. Everything else goes to the inner store call
 // by call: reservations (MaxWait > 0), larger requests, the smooth limiters (a slice would
-// be granted at once and break their pacing) and algorithms of other packages.
+// be granted at once and break their pacing), rules wrapped in algo.Named and
+// algorithms of other packages.
 //
 // docs/distributed.md ("Quota leasing") has the bounds and the figures.
 package leasing

@@ -36,11 +36,9 @@ func process(t testing.TB, addr, prefix string, slice int64, opts ...distributed
 
 // TestLeasingBoundAcrossProcesses runs 4 processes (each its own client, Redis store and
 // leasing store, slice 10) × 8 goroutines hammering one key on a real Redis for about
-// 1.6 s, at the server's time (the server runs on this host, so its windows are those of
-// time.Now), and counts every admission by the window it was used in. The documented bounds must hold: the store never admits more
-// than the algorithm does (counted at the slices' grants, Decision.At), use shifts it by
-// at most processes × slice in any window, and held leases hide at most processes × slice
-// from the others.
+// 1.6 s at the server's time, and checks what holds however the goroutines are scheduled:
+// the store never grants more than the algorithm does (counted at the slices' grants,
+// Decision.At), and the token bucket's total stays within burst + rate × elapsed.
 func TestLeasingBoundAcrossProcesses(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
@@ -94,19 +92,13 @@ func TestLeasingBoundAcrossProcesses(t *testing.T) {
 			wg.Wait()
 			elapsed := time.Since(start)
 			first, last := clockx.Micros(start)/w, clockx.Micros(stop)/w
+			// Only what does not depend on how the goroutines were scheduled is checked here:
+			// the store's own count (by the slices' At) and the total. When each permit was
+			// used is up to the scheduler; TestLeasingBoundModel checks the bound on use
+			// on a fake clock.
 			for win := first; win <= last+1; win++ {
-				if got, max := used[win], tc.perWin+procs*slice; got > max {
-					t.Errorf("window %d: %d used, above the bound %d (algorithm %d + %d processes × slice %d)",
-						win-first, got, max, tc.perWin, procs, slice)
-				}
 				if tc.exactAt && counted[win] > tc.perWin {
 					t.Errorf("window %d: the store granted %d, above its limit %d", win-first, counted[win], tc.perWin)
-				}
-				// Full windows with demand: at most processes × slice held back, the rest used.
-				if tc.exactAt && win > first && win < last {
-					if min := tc.perWin - procs*slice; used[win] < min {
-						t.Errorf("window %d: only %d used, below %d (limit − processes × slice)", win-first, used[win], min)
-					}
 				}
 			}
 			if tb, ok := tc.a.(algo.TokenBucket); ok {

@@ -1,5 +1,5 @@
 # make test: vet, format check, every test under the race detector (Redis tests required,
-# never skipped), the nested grpclimit module's tests (and vet), then a brief fuzz of each
+# never skipped), the nested grpclimit and otellimit modules' tests (and vet), then a brief fuzz of each
 # algorithm. make run: the CLI demo.
 GO       ?= go
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -23,6 +23,8 @@ test: redis-server
 		|| failed="$$failed batching-conformance"; \
 	echo "# the nested module grpclimit (its own go.mod)"; \
 	(cd grpclimit && $(GO) test -race -count=1 ./...) || failed="$$failed grpclimit-test"; \
+	echo "# the nested module otellimit (its own go.mod)"; \
+	(cd otellimit && $(GO) test -race -count=1 ./...) || failed="$$failed otellimit-test"; \
 	$(MAKE) --no-print-directory fuzz || failed="$$failed fuzz"; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed" >&2; exit 1; fi; \
 	echo "make test: all steps passed"
@@ -31,6 +33,7 @@ vet:
 	$(GO) vet ./...
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	cd grpclimit && $(GO) vet ./...
+	cd otellimit && $(GO) vet ./...
 
 run:
 	$(GO) run ./cmd/ratekit sim --algo token-bucket --rate 10 --burst 20 --traffic burst --duration 10s --svg docs/sim-token-bucket.svg

@@ -16,6 +16,7 @@ type breaker struct {
 	threshold int
 	coolDown  time.Duration
 	clock     clockx.Clock
+	obs       Observer // told of every change of state, under mu; nil: none
 
 	// dirty is false exactly when the breaker is closed with no failure counted, so that
 	// allow and success can skip the lock on the healthy path.
@@ -58,7 +59,7 @@ func (b *breaker) allow() (ok, probe bool) {
 		if b.clock.Now().Before(b.openUntil) {
 			return false, false
 		}
-		b.state = breakerProbing
+		b.set(breakerProbing)
 		return true, true
 	default: // another probe is in flight
 		return false, false
@@ -81,7 +82,8 @@ func (b *breaker) success() {
 		return
 	}
 	b.mu.Lock()
-	b.state, b.failures = breakerClosed, 0
+	b.set(breakerClosed)
+	b.failures = 0
 	b.dirty.Store(false)
 	b.mu.Unlock()
 }
@@ -105,7 +107,8 @@ func (b *breaker) failure(probe bool) {
 }
 
 func (b *breaker) open1() {
-	b.state, b.failures = breakerOpen, 0
+	b.set(breakerOpen)
+	b.failures = 0
 	b.openUntil = b.clock.Now().Add(b.coolDown)
 }
 
@@ -117,7 +120,28 @@ func (b *breaker) release(probe bool) {
 	}
 	b.mu.Lock()
 	if b.state == breakerProbing {
-		b.state = breakerOpen // openUntil has passed: the next allow probes
+		b.set(breakerOpen) // openUntil has passed: the next allow probes
 	}
 	b.mu.Unlock()
+}
+
+// set moves the breaker to state s, under mu, telling the observer of a change.
+func (b *breaker) set(s breakerState) {
+	from := b.state
+	b.state = s
+	if b.obs != nil && from != s {
+		b.obs.BreakerChanged(from.public(), s.public())
+	}
+}
+
+// public is the BreakerState an Observer is told: a probe in flight is half-open.
+func (s breakerState) public() BreakerState {
+	switch s {
+	case breakerOpen:
+		return BreakerOpen
+	case breakerProbing:
+		return BreakerHalfOpen
+	default:
+		return BreakerClosed
+	}
 }

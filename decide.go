@@ -119,6 +119,9 @@ func (l *Limiter) decideOne(ctx context.Context, key string, a algo.Algorithm, q
 		var scratch outcome
 		return scratch.folded(l.decideOne(ctx, key, a, q, &scratch))
 	}
+	if l.noted() {
+		return l.decideNoted(ctx, key, a, q, o)
+	}
 	o.key = key
 	d, err := l.callOne(ctx, key, a, q.Request, l.timeout)
 	if err != nil {

@@ -45,8 +45,12 @@
 //
 // For operators, [Limiter.Peek] answers what Allow would, taking nothing, and
 // [Limiter.Reset] forgets a key's state; both need a store implementing store.Admin.
+// [WithObserver] reports every decision, the store's latency and the circuit breaker's
+// changes to an [Observer] (the module otellimit records them as OpenTelemetry metrics),
+// and [WithShadow] decides and reports every request but lets every caller through, to try
+// a limit before enforcing it (docs/observability.md).
 //
 // The docs/ directory explains the design: algorithms.md (each algorithm, config changes),
 // composite.md (All), distributed.md (the Redis store, failure modes and policies),
-// local.md, semaphore.md and httplimit.md.
+// local.md, semaphore.md, httplimit.md and observability.md.
 package limiter

@@ -35,6 +35,8 @@ type Limiter struct {
 	local   *local.Store // the store, when it is a local one: Allow's direct path calls its ApplyTo
 	onError func(key string, err error)
 	keyFn   func(key string) string // WithKeyFunc; nil: the key as given
+	obs     Observer                // WithObserver; nil: none
+	shadow  bool                    // WithShadow
 
 	// set holds the rules of a composite made by All (all.go), which has no store or alg.
 	set *ruleSet
@@ -78,11 +80,15 @@ func New(s store.Store, a algo.Algorithm, opts ...Option) (*Limiter, error) {
 		timeout: o.timeout,
 		onError: o.errorHandler,
 		keyFn:   o.keyFn,
+		obs:     o.observer,
+		shadow:  o.shadow,
 	}
 	if !o.breakerOff {
 		l.breaker = newBreaker(o.failures, o.coolDown, o.clock)
+		l.breaker.obs = o.observer
 	}
-	l.direct = l.timeout <= 0
+	// An observed or shadow limiter decides through decideNoted, never the direct path.
+	l.direct = l.timeout <= 0 && !l.noted()
 	l.local, _ = s.(*local.Store)
 	l.alg.Store(&algoBox{a: a})
 	return l, nil

@@ -24,6 +24,8 @@ type options struct {
 	coolDown     time.Duration
 	errorHandler func(key string, err error)
 	keyFn        func(key string) string
+	observer     Observer // WithObserver
+	shadow       bool     // WithShadow
 }
 
 func defaultOptions() options {

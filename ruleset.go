@@ -161,10 +161,22 @@ func (t *tally) group(ctx context.Context, g group, q request) (bool, error) {
 			return false, fmt.Errorf("limiter: All: on key %q: %w", g.key, err)
 		}
 		if ma, ok := g.store.(store.MultiApplier); ok {
-			return t.atomic(ctx, ma, g, q)
+			switch observed, shadow := groupNoted(g); {
+			case shadow: // rule by rule below: a shadow rule's denial must not stop the others
+			case observed:
+				return t.notedAtomic(ctx, ma, g, q)
+			default:
+				return t.atomic(ctx, ma, g, q)
+			}
 		}
 	}
 	for i, r := range g.rules {
+		if r.noted() {
+			if ok, err := t.notedStep(ctx, r, g, i, q); err != nil || !ok {
+				return false, err
+			}
+			continue
+		}
 		d, err := r.callOne(ctx, g.key, g.algs[i], q.Request, t.within(r.timeout))
 		if u, ok := err.(*unavailable); ok {
 			if ok, err := t.onFailure(r, g.key, q, u.err); err != nil || !ok {

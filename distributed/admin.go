@@ -72,6 +72,12 @@ func (s *Store) Reset(ctx context.Context, key string, rules ...algo.Algorithm) 
 	if err := storecheck.Context(ctx); err != nil {
 		return err
 	}
+	if s.denials != nil { // see denial_cache.go
+		for _, a := range rules {
+			s.denials.forget(key, a.Slot())
+			defer s.denials.forget(key, a.Slot())
+		}
+	}
 	b := getBuf()
 	for _, a := range rules {
 		_, e, err := s.script(a)

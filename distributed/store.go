@@ -38,6 +38,8 @@ type Store struct {
 	// scripts maps an algorithm's Name to its *scriptEntry, created once, so the SHA-1 of
 	// a script is computed once per store rather than once per call.
 	scripts sync.Map
+
+	denials *denialCache // nil unless WithDenialCache
 }
 
 // scriptEntry pairs an algorithm's Lua source with the go-redis Script that runs it.
@@ -122,6 +124,9 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 	}
 	s := &Store{client: client, prefix: o.prefix, timeout: o.timeout, clock: o.clock, ack: o.ack}
 	s.guard.inline = honoursContext(client)
+	if o.denials != nil {
+		s.denials = newDenialCache(*o.denials, o.clock)
+	}
 	if o.batching != nil && o.ack == nil {
 		s.batch = newBatcher(client, o.timeout, *o.batching, &s.guard)
 	}
@@ -150,6 +155,14 @@ func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req alg
 	if err := storecheck.Context(ctx); err != nil {
 		return algo.Decision{}, err // the caller gave up: nothing is sent
 	}
+	if s.denials != nil && cacheable(a) {
+		return s.applyCached(ctx, key, a, req) // see denial_cache.go
+	}
+	return s.applyScript(ctx, key, a, req)
+}
+
+// applyScript is Apply's round trip, once the arguments are checked.
+func (s *Store) applyScript(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
 	sa, e, err := s.script(a)
 	if err != nil {
 		return algo.Decision{}, err
@@ -180,6 +193,10 @@ func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int6
 	}
 	if err := storecheck.Context(ctx); err != nil {
 		return err
+	}
+	if s.denials != nil { // a refund may shorten a denial: see denial_cache.go
+		s.denials.forget(key, a.Slot())
+		defer s.denials.forget(key, a.Slot())
 	}
 	sa, e, err := s.script(a)
 	if err != nil {

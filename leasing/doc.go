@@ -1,0 +1,29 @@
+// Package leasing serves hot keys from local slices of their quota: a [Store] wraps any
+// [store.Store] (typically the Redis store of package distributed), takes Slice permits of
+// a key in one call to it, and grants them to the process's requests locally, with no
+// round trip, until they run out or the lease ends; then it gives back what is left (a
+// Refund) and takes the next slice.
+//
+// The inner store counts every slice when it grants it, so it never admits more than the
+// algorithm's limit: leasing moves permits in time, it does not create any. What it costs:
+//
+//   - Over-admission in time: a permit counted at the slice's grant is used up to the
+//     lease's end (WithTTL) later. In any span,
+//     the permits used by all processes exceed what the algorithm admits over that span by
+//     at most processes × Slice (one live lease per process and key). For a fixed window,
+//     whose ResetAfter is the window's end, a lease never outlives its window, so with
+//     clocks that agree no window is exceeded at all.
+//   - Under-admission: permits held in one process's lease are invisible to the others,
+//     at most processes × Slice at once. What a lease gives back is what the algorithm's
+//     Refund restores: for a window, only while the window lasts; for the buckets, the
+//     leftover minus what was granted after the slice (golang.org/x/time/rate's CancelAt),
+//     so leftovers returned late are partly lost.
+//
+// Leased: token bucket, GCRA, leaky bucket, fixed window, sliding log and sliding counter,
+// for requests with MaxWait 0 and N ≤ Slice. Everything else goes to the inner store call
+// by call: reservations (MaxWait > 0), larger requests, the smooth limiters (a slice would
+// be granted at once and break their pacing), rules wrapped in algo.Named and
+// algorithms of other packages.
+//
+// docs/distributed.md ("Quota leasing") has the bounds and the figures.
+package leasing

@@ -8,7 +8,7 @@ import (
 )
 
 // Allow, Reserve, WaitN and TryAcquire are written once, over decide: one rule asks its
-// store (the fast path of Allow lives here), a rule set made by All asks every rule, all or
+// store (Allow's fast path is allow's, below), a rule set made by All asks every rule, all or
 // nothing (ruleset.go). A store failure is answered by the failure policy (onFailure)
 // before decide returns, so the methods above see a Decision, what it holds, and errors.
 
@@ -53,11 +53,7 @@ func (o *outcome) holds() bool { return o.alg != nil || len(o.parts) > 0 }
 // Allow passes no outcome (o nil): a store failure that FailOpen or Fallback answered then
 // comes back as the error beside the Decision, as AllowN returns it.
 //
-// One rule's healthy path is Allow's hot path, so it comes first and alone: straight to
-// the store when there is no timeout and the breaker is clean (closed, no failure counted:
-// a success has nothing to record), returning the store's Decision as it is. Each call
-// frame and copy of the Decision kept off this path measured about 5 % of Allow; every
-// other case goes through decideOne or the rule set.
+// One rule's healthy Allow never gets here: allow takes it straight to the store.
 func (l *Limiter) decide(ctx context.Context, key string, q request, o *outcome) (Decision, error) {
 	// AllowN leaves its checks to decide, so that it is small enough to be inlined.
 	if q.N <= 0 {
@@ -75,22 +71,16 @@ func (l *Limiter) decide(ctx context.Context, key string, q request, o *outcome)
 		}
 		return Decision{}, errUnmade
 	}
-	key = l.keyFor(key)
-	if q.call == callAllow && l.direct && (l.breaker == nil || l.breaker.clean()) {
-		d, err := l.store.Apply(ctx, key, b.a, q.Request)
-		if err != nil {
-			return l.directFailed(ctx, key, q, o, err)
-		}
-		return d, nil
-	}
-	return l.decideOne(ctx, key, b.a, q, o)
+	return l.decideOne(ctx, l.keyFor(key), b.a, q, o)
 }
 
 // allow is AllowN writing its Decision to *d: Allow and AllowN, inlined into their caller,
 // then hand it over without copying a Decision just returned in registers (such a copy
 // stalls on the stores it reads: ~6 ns a call boundary), and a local store writes it in
-// place too (local.Store.ApplyTo, a concrete call, so d does not escape). The fast path
-// is decide's, and so is every other case.
+// place too (local.Store.ApplyTo, a concrete call, so d does not escape). It is the one
+// fast path: the store straight away when there is no timeout, no observer or shadow
+// (direct) and the breaker is clean (closed, no failure counted: a success has nothing to
+// record). Every other case goes through decide.
 func (l *Limiter) allow(ctx context.Context, key string, n int64, d *Decision) error {
 	if n > 0 && l != nil && l.direct && (l.breaker == nil || l.breaker.clean()) {
 		if b := l.alg.Load(); b != nil {

@@ -5,26 +5,38 @@
 -- described once, on algo.Script in lua.go, whose ApplyArgs, PeekArgs, RefundArgs and
 -- ParseDecision encode and decode it in Go. This file decodes ARGV at its end.
 
+-- The prelude has two parts. The helpers below run once per script in a Redis 7 function
+-- library (algo.Script.Library): they only define constants and functions. The part after
+-- the "per call" line decodes one call; in a library it is the start of the registered
+-- function's body, in a plain script (EVAL/EVALSHA) the helpers simply run first.
+--
+-- api returns the server's redis table at call time: a library captures, while it loads,
+-- a table without redis.call, so the helpers never keep the table they were loaded with.
+local function api() return redis end
+-- KEYS and ARGV of the current call: the globals of a script; a library's function sets
+-- them from its arguments before anything else runs.
+local KEYS, ARGV = KEYS, ARGV
+
 -- In "peek" mode (ARGV[1], see algo.Script) the script answers as "apply" and writes
 -- nothing. Rather than a flag checked before every write of every twin, redis is shadowed
--- for the whole script by a table whose call runs the reads and skips the writes, so the
+-- for the whole call by a table whose call runs the reads and skips the writes, so the
 -- twins stay unchanged and no write can be forgotten. A command in neither list raises an
 -- error: a twin that starts using one must be listed here (the differential test of
 -- package algo checks that a peek leaves keys and TTLs untouched).
-local redis = redis
-if ARGV[1] == 'peek' then
-  local real = redis
+local function peeking(real)
   local reads = {HMGET = true, HGET = true, HGETALL = true, LLEN = true, LRANGE = true, LINDEX = true,
     TIME = true, EXISTS = true, PTTL = true}
   local writes = {HSET = true, HMSET = true, HDEL = true, DEL = true, PEXPIRE = true, EXPIRE = true,
     RPUSH = true, LPUSH = true, LSET = true, LTRIM = true, LREM = true, SET = true}
-  redis = setmetatable({call = function(cmd, ...)
+  return setmetatable({call = function(cmd, ...)
     local c = string.upper(cmd)
     if reads[c] then return real.call(cmd, ...) end
     if writes[c] then return 0 end -- skipped; no twin reads a write's reply
     error('peek: command ' .. cmd .. ' is not known to be a read or a write')
   end}, {__index = real})
 end
+-- redis is the table the twins and the helpers call: set per call (see below).
+local redis = redis
 
 local MAX_MICROS = 1e15             -- algo.MaxMicros: bounds every wait; 1e15 µs = never
 local MAX_EXACT = 9007199254740992  -- 2^53: the largest count a double holds exactly
@@ -103,6 +115,10 @@ local function expire(reset)
   end
   keep(reset)
 end
+
+-- ---- per call: everything from here on runs on every call ----
+redis = api()
+if ARGV[1] == 'peek' then redis = peeking(redis) end
 
 local now
 if ARGV[2] == '' then

@@ -36,6 +36,7 @@ type options struct {
 	clock    clockx.Clock // nil: the server's TIME
 	batching *Batching    // nil: one round trip per call
 	ack      *replicaAck  // nil: no WAIT (WithReplicaAck)
+	evalOnly bool         // EVALSHA even where FCALL would do (a test hook)
 	err      error        // the first invalid option
 }
 

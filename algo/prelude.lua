@@ -143,11 +143,12 @@ local n = tonumber(ARGV[3])
 if op == 'apply' and n and n >= MAX_EXACT and ARGV[3] ~= '9007199254740992' then
   n = MAX_EXACT + 2
 end
--- max_wait is MaxWait in µs (apply only). ApplyArgs sends it in [0, MAX_MICROS - 1]
+-- grant_at is the refunded grant's At in µs (refund only).
+local grant_at = tonumber(ARGV[4])
+-- max_wait is MaxWait in µs (apply only), the same argument (read once: tonumber is one of
+-- the costlier calls of a script). ApplyArgs sends it in [0, MAX_MICROS - 1]
 -- already; a hand-written call gets the same clamp: at least 0, and anything from
 -- MAX_MICROS on (what earlier versions sent for Forever) is MAX_MICROS - 1, because waits
 -- are clamped to MAX_MICROS, which stands for "that long or more" and is never granted.
-local max_wait = tonumber(ARGV[4])
+local max_wait = grant_at
 if not (max_wait > 0) then max_wait = 0 elseif max_wait >= MAX_MICROS then max_wait = MAX_MICROS - 1 end
--- grant_at is the refunded grant's At in µs (refund only).
-local grant_at = tonumber(ARGV[4])

@@ -46,16 +46,8 @@ func (s *Store) fcall(ctx context.Context, e *scriptEntry, keys []string, args [
 	switch {
 	case err == nil:
 		return reply, nil
-	case isNoFunction(err):
-		// The function did not run: load it where keys[0] lives and call again.
-		if err := s.loadLibrary(ctx, e, keys[0]); err != nil {
-			if !noFunctions(err) {
-				return nil, err
-			}
-			s.evalOnly.Store(true)
-			return e.run.Run(ctx, s.client, keys, args...).Result()
-		}
-		return s.client.FCall(ctx, e.def.Function, keys, args...).Result()
+	case isNoFunction(err): // the function did not run
+		return s.loadAndCall(ctx, e, keys, args)
 	case noFunctions(err):
 		s.evalOnly.Store(true)
 		return e.run.Run(ctx, s.client, keys, args...).Result()
@@ -63,14 +55,55 @@ func (s *Store) fcall(ctx context.Context, e *scriptEntry, keys []string, args [
 	return reply, err
 }
 
-// loadLibrary loads (or replaces: two callers may race to it) e's library on the server
-// that owns key.
-func (s *Store) loadLibrary(ctx context.Context, e *scriptEntry, key string) error {
-	node, err := s.nodeFor(ctx, key)
+// loadAndCall loads (or replaces: two callers may race to it) e's library on the server
+// that owns keys[0] and calls the function there, both in one pipeline: one round trip,
+// as EVAL after NOSCRIPT. A server that turns out to have no functions gets EVALSHA.
+func (s *Store) loadAndCall(ctx context.Context, e *scriptEntry, keys []string, args []any) (any, error) {
+	node, err := s.nodeFor(ctx, keys[0])
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return node.FunctionLoadReplace(ctx, e.def.Library).Err()
+	pipe := node.Pipeline()
+	load := pipe.FunctionLoadReplace(ctx, e.def.Library)
+	call := pipe.FCall(ctx, e.def.Function, keys, args...)
+	_, _ = pipe.Exec(ctx) // each command's outcome is read below
+	if err := load.Err(); err != nil {
+		if noFunctions(err) {
+			s.evalOnly.Store(true)
+			return e.run.Run(ctx, s.client, keys, args...).Result()
+		}
+		return nil, err
+	}
+	reply, err := call.Result()
+	if isRedirect(err) {
+		// The slot moved between nodeFor and the call (a resharding): the library is
+		// loaded on the old owner only, so the call goes through the client again, which
+		// follows the redirection (and loads the library there if need be).
+		return s.fcallRedirected(ctx, e, keys, args)
+	}
+	return reply, err
+}
+
+// fcallRedirected is fcall after a redirection: at most one more load, no further
+// redirection handling of its own (go-redis follows MOVED and ASK for s.client).
+func (s *Store) fcallRedirected(ctx context.Context, e *scriptEntry, keys []string, args []any) (any, error) {
+	reply, err := s.client.FCall(ctx, e.def.Function, keys, args...).Result()
+	if isNoFunction(err) {
+		node, nerr := s.nodeFor(ctx, keys[0])
+		if nerr != nil {
+			return nil, nerr
+		}
+		if err := node.FunctionLoadReplace(ctx, e.def.Library).Err(); err != nil {
+			return nil, err
+		}
+		return s.client.FCall(ctx, e.def.Function, keys, args...).Result()
+	}
+	return reply, err
+}
+
+// isRedirect reports a Cluster redirection, MOVED or ASK.
+func isRedirect(err error) bool {
+	return redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK")
 }
 
 // isNoFunction reports the reply of FCALL for a function the server does not have.

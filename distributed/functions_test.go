@@ -1,9 +1,13 @@
 package distributed_test
 
 import (
+	"context"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/distributed"
@@ -12,12 +16,13 @@ import (
 
 // TestFunctionsOneRoundTrip counts the commands of the FCALL path: one FCALL per decision
 // (Apply, Refund and Peek alike), plus, where the server lacks the library (first call,
-// FUNCTION FLUSH, restart), the FCALL it refused, one FUNCTION LOAD and the FCALL again.
+// FUNCTION FLUSH, restart), the FCALL it refused, then FUNCTION LOAD and the FCALL again
+// in one pipeline: two round trips, as EVALSHA then EVAL after NOSCRIPT.
 func TestFunctionsOneRoundTrip(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
-	hook := &countCmds{n: map[string]int{}}
+	hook := &countTrips{countCmds{n: map[string]int{}}}
 	c.AddHook(hook)
 	ctx := ctxTimeout(t, 30*time.Second)
 	s := newStore(t, c, distributed.WithClientClock(fakeClock()))
@@ -35,7 +40,7 @@ func TestFunctionsOneRoundTrip(t *testing.T) {
 			t.Errorf("%s: %d decisions sent %v, want %v", what, calls, got, want)
 		}
 	}
-	check("first call", 1, map[string]int{"fcall": 2, "function": 1})
+	check("first call", 1, map[string]int{"fcall": 1, "function+fcall": 1})
 	check("later calls", 50, map[string]int{"fcall": 50})
 	if _, err := s.Peek(ctx, "k", a, algo.Request{N: 1}); err != nil {
 		t.Fatal(err)
@@ -47,7 +52,7 @@ func TestFunctionsOneRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	hook.take()
-	check("after FUNCTION FLUSH", 2, map[string]int{"fcall": 3, "function": 1})
+	check("after FUNCTION FLUSH", 2, map[string]int{"fcall": 2, "function+fcall": 1})
 	if distributed.EvalOnly(s) {
 		t.Error("the store fell back to EVALSHA on a server with functions")
 	}
@@ -64,7 +69,7 @@ func TestFunctionsFallBackToEval(t *testing.T) {
 	t.Parallel()
 	srv := redistest.StartWithFlags(t, "--rename-command", "FCALL", "")
 	c := srv.Client(t)
-	hook := &countCmds{n: map[string]int{}}
+	hook := &countTrips{countCmds{n: map[string]int{}}}
 	c.AddHook(hook)
 	ctx := ctxTimeout(t, 30*time.Second)
 	s := newStore(t, c, distributed.WithClientClock(fakeClock()))
@@ -84,5 +89,27 @@ func TestFunctionsFallBackToEval(t *testing.T) {
 	want := map[string]int{"fcall": 1, "evalsha": 4, "eval": 1}
 	if got := hook.take(); !reflect.DeepEqual(got, want) {
 		t.Errorf("4 decisions sent %v, want %v", got, want)
+	}
+}
+
+// countTrips is countCmds that also counts each pipeline, as its command names joined by
+// "+": one entry per round trip (a connection's set-up left out).
+type countTrips struct{ countCmds }
+
+func (h *countTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		var names []string
+		for _, c := range cmds {
+			if name := c.Name(); name != "hello" && name != "client" { // connection set-up
+				names = append(names, name)
+			}
+		}
+		if len(names) == 0 {
+			return next(ctx, cmds)
+		}
+		h.mu.Lock()
+		h.n[strings.Join(names, "+")]++
+		h.mu.Unlock()
+		return next(ctx, cmds)
 	}
 }

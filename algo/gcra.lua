@@ -94,8 +94,13 @@ if op == 'apply' then
   -- rb as in the Go twin: every outstanding grant spaced by its n·T
   local rb = ((not valid) or (not s_act) or s_rb or s_act <= now) and act - n * T >= (s_act or 0)
   if s_act and s_act >= act then act, rb = s_act, false end -- never moves back
-  redis.call('HSET', KEYS[1], 'tat', num(new_tat), 'act', num(act), 'iv', num(T), 'rb', rb and '1' or '0',
-    'last', num(now), 'burst', num(burst))
+  if valid and st[3] and st[4] and st[6] and s_iv == T and s_rb == rb and s_burst == burst then
+    -- iv, rb and burst stored already: not sent again
+    redis.call('HSET', KEYS[1], 'tat', num(new_tat), 'act', num(act), 'last', num(now))
+  else
+    redis.call('HSET', KEYS[1], 'tat', num(new_tat), 'act', num(act), 'iv', num(T), 'rb', rb and '1' or '0',
+      'last', num(now), 'burst', num(burst))
+  end
   ahead = new_tat - now
   local reset = lag + ceil_micros(ahead)
   expire(reset)

@@ -38,10 +38,19 @@ import (
 // double, exact below 2^53 (about year 2255); counts are integers below 2^53 too. Floats
 // are stored with %.17g, which tonumber reads back to the same double (tostring would keep
 // only 14 digits).
+//
+// Library, when not empty, is the same script as a Redis 7 function library, for FUNCTION
+// LOAD, registering one function named Function that takes the same KEYS and ARGV and
+// replies the same: FCALL Function numkeys KEYS... ARGV... decides exactly as EVALSHA of
+// Source. Its helpers are defined once, when the library loads, rather than on every call.
+// Both names carry the SHA-1 of Source, so that every version of a script has its own.
+// Scripts of other packages may leave both empty: stores then run Source.
 type Script struct {
-	Name   string   // the algorithm's Name
-	Source string   // Lua source
-	Keys   []string // suffixes appended to the state key; "" is the key itself
+	Name     string   // the algorithm's Name
+	Source   string   // Lua source, for EVAL and EVALSHA
+	Keys     []string // suffixes appended to the state key; "" is the key itself
+	Function string   // the function Library registers, for FCALL; "" with no Library
+	Library  string   // Redis 7 function library code, for FUNCTION LOAD; "" for none
 }
 
 // Scripted is implemented by the algorithms that have a Lua twin. Its script answers the

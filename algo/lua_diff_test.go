@@ -151,10 +151,7 @@ func runTwinSeq(t *testing.T, rdb *redis.Client, tw luaTwin, r *rand.Rand, fam [
 	if sh == nil {
 		sh = rateShape
 	}
-	rs := redis.NewScript(farExpiry(fam[0].Script().Source))
-	if err := rs.Load(ctx, rdb).Err(); err != nil {
-		t.Fatal(err)
-	}
+	rs := loadTwin(ctx, t, rdb, fam[0].Script(), tw.functions)
 	scale0 := tw.scale(fam[0])
 	fresh := tw.snap(fam[0].NewState())
 	type grant struct{ n, at int64 }
@@ -272,7 +269,7 @@ func runTwinSeq(t *testing.T, rdb *redis.Client, tw luaTwin, r *rand.Rand, fam [
 		var list *redis.StringSliceCmd
 		began := time.Now()
 		_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			run = rs.EvalSha(ctx, p, keys[k], args...)
+			run = rs.run(ctx, p, keys[k], args)
 			for _, key := range keys[k] {
 				ttls = append(ttls, p.PTTL(ctx, key))
 			}

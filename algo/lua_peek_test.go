@@ -17,7 +17,7 @@ import (
 // state, Go's st untouched). runTwinSeq calls it between its steps, where every key is
 // persisted (PTTL -1) or absent (-2), so a peek that set a TTL or created a key shows.
 // The request is mostly a single permit (what limiter's Peek asks), else a random one.
-func peekTwin(ctx context.Context, rdb *redis.Client, rs *redis.Script, tw luaTwin, a Scripted, st State,
+func peekTwin(ctx context.Context, rdb *redis.Client, rs *twinScript, tw luaTwin, a Scripted, st State,
 	keys []string, now int64, r *rand.Rand, scale int64) string {
 	req := Request{N: 1}
 	if r.Intn(3) == 0 {
@@ -40,7 +40,7 @@ func peekTwin(ctx context.Context, rdb *redis.Client, rs *redis.Script, tw luaTw
 	_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		for i := range 2 {
 			if i == 1 {
-				run = rs.EvalSha(ctx, p, keys, PeekArgs(nil, now, req, a.AppendArgs(nil))...)
+				run = rs.run(ctx, p, keys, PeekArgs(nil, now, req, a.AppendArgs(nil)))
 			}
 			for _, k := range keys {
 				pttl[i] = append(pttl[i], p.PTTL(ctx, k))

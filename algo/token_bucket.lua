@@ -78,8 +78,12 @@ if op == 'apply' then
   -- rb as in the Go twin: every outstanding grant spaced by its n/rate
   local rb = ((not valid) or (not s_act) or s_rb or s_act <= t) and act - rollback(n) >= (s_act or 0)
   if s_act and s_act >= act then act, rb = s_act, false end -- never moves back
-  redis.call('HSET', KEYS[1], 'tokens', num(left), 'last', num(t), 'act', num(act), 'rb', rb and '1' or '0',
-    'rate', num(rate))
+  if st[4] and s_rb == rb and s_rate == rate then -- rb and rate stored already: not sent again
+    redis.call('HSET', KEYS[1], 'tokens', num(left), 'last', num(t), 'act', num(act))
+  else
+    redis.call('HSET', KEYS[1], 'tokens', num(left), 'last', num(t), 'act', num(act), 'rb', rb and '1' or '0',
+      'rate', num(rate))
+  end
   local reset = lag + until_full(left)
   expire(reset)
   return {1, burst, floor_count(left), 0, dur(reset), dur(delay), t + wait}

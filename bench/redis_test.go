@@ -54,14 +54,82 @@ var redisKeyList = func() []string {
 	return keys
 }()
 
-// runRedis runs call from 64 goroutines over the 10k keys and reports decisions/s.
-func runRedis(b *testing.B, call func(ctx context.Context, key string) error) {
+// runRedis runs call from 64 goroutines over the 10k keys and reports decisions/s, and the
+// Redis server's own time per decision (serverStats).
+func runRedis(b *testing.B, c *redis.Client, call func(ctx context.Context, key string) error) {
+	done := serverStats(b, c)
 	benchtest.Decisions(b, redisGoroutines, redisKeyList, call)
+	done(b.N)
 }
 
-// redisClient returns a client of the Redis at addr, emptied first.
+// serverStats resets the server's INFO commandstats and returns the function that, after
+// the run of n decisions, reports server-cpu-µs/op, the CPU time (user + system, INFO cpu)
+// the server spent per decision, its network work included, and script-µs/call, the
+// usec_per_call of the script command (EVALSHA or FCALL; the commands a script runs are
+// counted inside it) in INFO commandstats.
+func serverStats(b *testing.B, c *redis.Client) func(n int) {
+	ctx := context.Background()
+	if err := c.ConfigResetStat(ctx).Err(); err != nil {
+		b.Fatal(err)
+	}
+	cpu0 := serverCPU(b, c)
+	return func(n int) {
+		cpu := serverCPU(b, c) - cpu0
+		info, err := c.Info(ctx, "commandstats").Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(cpu*1e6/float64(n), "server-cpu-µs/op")
+		b.ReportMetric(scriptMicros(info), "script-µs/call")
+	}
+}
+
+// serverCPU is the server's used_cpu_user + used_cpu_sys (INFO cpu), in seconds.
+func serverCPU(b *testing.B, c *redis.Client) float64 {
+	info, err := c.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\n") {
+		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+		if k == "used_cpu_user" || k == "used_cpu_sys" {
+			f, _ := strconv.ParseFloat(v, 64)
+			total += f
+		}
+	}
+	return total
+}
+
+// scriptMicros reads INFO commandstats: the usec_per_call of the busiest of evalsha, eval
+// and fcall (0 if none ran). A line looks like
+// cmdstat_evalsha:calls=5,usec=40,usec_per_call=8.00,rejected_calls=0,failed_calls=0.
+func scriptMicros(info string) float64 {
+	var calls, usec float64
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || (name != "cmdstat_evalsha" && name != "cmdstat_eval" && name != "cmdstat_fcall") {
+			continue
+		}
+		f := map[string]float64{}
+		for _, kv := range strings.Split(rest, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			f[k], _ = strconv.ParseFloat(v, 64)
+		}
+		if f["calls"] > calls {
+			calls, usec = f["calls"], f["usec_per_call"]
+		}
+	}
+	return usec
+}
+
+// redisClient returns a client of the Redis at addr, emptied first (FLUSHALL; function
+// libraries stay, as they would on a production server).
 func redisClient(b *testing.B, addr string) *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: redisGoroutines})
+	// ContextTimeoutEnabled, as docs/distributed.md recommends: the store's per-call
+	// timeout then bounds the socket itself, with no guard goroutine per call. It changes
+	// nothing for the peers, whose calls carry no deadline.
+	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: redisGoroutines, ContextTimeoutEnabled: true})
 	b.Cleanup(func() { _ = c.Close() })
 	if err := c.FlushAll(context.Background()).Err(); err != nil {
 		b.Fatal(err)
@@ -78,7 +146,8 @@ func BenchmarkRedis(b *testing.B) {
 		algo.SlidingWindowLog{Limit: redisBurst, Window: time.Second},
 	} {
 		b.Run("ratekit-"+a.Name(), func(b *testing.B) {
-			s, err := distributed.New(redisClient(b, addr), distributed.WithPrefix("bench:"))
+			c := redisClient(b, addr)
+			s, err := distributed.New(c, distributed.WithPrefix("bench:"))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -86,7 +155,7 @@ func BenchmarkRedis(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			runRedis(b, func(ctx context.Context, key string) error {
+			runRedis(b, c, func(ctx context.Context, key string) error {
 				_, err := l.Allow(ctx, key)
 				return err
 			})
@@ -95,7 +164,8 @@ func BenchmarkRedis(b *testing.B) {
 	// The token bucket again with WithBatching (its defaults): the concurrent calls of the
 	// 64 goroutines share pipelines instead of taking a round trip each.
 	b.Run("ratekit-token-bucket-batched", func(b *testing.B) {
-		s, err := distributed.New(redisClient(b, addr), distributed.WithPrefix("bench:"),
+		c := redisClient(b, addr)
+		s, err := distributed.New(c, distributed.WithPrefix("bench:"),
 			distributed.WithBatching(distributed.Batching{}))
 		if err != nil {
 			b.Fatal(err)
@@ -105,52 +175,69 @@ func BenchmarkRedis(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		runRedis(b, func(ctx context.Context, key string) error {
+		runRedis(b, c, func(ctx context.Context, key string) error {
 			_, err := l.Allow(ctx, key)
 			return err
 		})
 	})
 	b.Run("redis_rate-gcra", func(b *testing.B) {
-		l := redis_rate.NewLimiter(redisClient(b, addr))
+		c := redisClient(b, addr)
+		l := redis_rate.NewLimiter(c)
 		lim := redis_rate.Limit{Rate: redisRate, Burst: redisBurst, Period: time.Second}
-		runRedis(b, func(ctx context.Context, key string) error {
+		runRedis(b, c, func(ctx context.Context, key string) error {
 			_, err := l.Allow(ctx, key, lim)
 			return err
 		})
 	})
 	b.Run("ulule-redis", func(b *testing.B) {
-		st, err := ulredis.NewStoreWithOptions(redisClient(b, addr), ulule.StoreOptions{Prefix: "ulule"})
+		c := redisClient(b, addr)
+		st, err := ulredis.NewStoreWithOptions(c, ulule.StoreOptions{Prefix: "ulule"})
 		if err != nil {
 			b.Fatal(err)
 		}
 		l := ulule.New(st, ulule.Rate{Period: time.Second, Limit: redisBurst})
-		runRedis(b, func(ctx context.Context, key string) error {
+		runRedis(b, c, func(ctx context.Context, key string) error {
 			_, err := l.Get(ctx, key)
 			return err
 		})
 	})
-	b.Run("redis-benchmark-evalsha-ceiling", func(b *testing.B) { benchCeiling(b, addr) })
+	b.Run("redis-benchmark-evalsha-ceiling", func(b *testing.B) { benchCeiling(b, addr, false) })
+	b.Run("redis-benchmark-fcall-ceiling", func(b *testing.B) { benchCeiling(b, addr, true) })
 }
 
 // benchCeiling runs redis-benchmark -c 64 -n 200000 -r 10000 with the EVALSHA of our
-// token-bucket script, as distributed/testdata/bench-evalsha.sh does: the one-round-trip
-// ceiling with no Go client in the way. It runs once whatever b.N is and reports
-// redis-benchmark's requests per second (and ns/op as its inverse).
-func benchCeiling(b *testing.B, addr string) {
+// token-bucket script (or, with fcall, the FCALL of its function), as
+// distributed/testdata/bench-evalsha.sh does: the one-round-trip ceiling with no Go client
+// in the way. It runs once whatever b.N is and reports redis-benchmark's requests per
+// second (and ns/op as its inverse), and the server's time per call.
+func benchCeiling(b *testing.B, addr string, fcall bool) {
 	c := redisClient(b, addr)
 	if _, err := exec.LookPath("redis-benchmark"); err != nil {
 		b.Skip("no redis-benchmark")
 	}
+	ctx := context.Background()
 	def := algo.TokenBucket{Rate: redisRate, Burst: redisBurst}.Script()
-	sha, err := c.ScriptLoad(context.Background(), def.Source).Result()
-	if err != nil {
-		b.Fatal(err)
+	cmd := []string{"EVALSHA"}
+	if fcall {
+		if err := c.FunctionLoadReplace(ctx, def.Library).Err(); err != nil {
+			b.Fatal(err)
+		}
+		cmd = []string{"FCALL", def.Function}
+	} else {
+		sha, err := c.ScriptLoad(ctx, def.Source).Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		cmd = append(cmd, sha)
 	}
 	host, port := splitAddr(addr)
-	out, err := exec.Command("redis-benchmark", "-h", host, "-p", port,
+	done := serverStats(b, c)
+	args := append([]string{"-h", host, "-p", port,
 		"-c", strconv.Itoa(redisGoroutines), "-n", strconv.Itoa(ceilingRequests), "-r", strconv.Itoa(redisKeys),
-		"--csv", "EVALSHA", sha, "1", "bench:{user:__rand_int__}:tb", "apply", "", "1", "0",
-		strconv.Itoa(redisRate), strconv.Itoa(redisBurst)).CombinedOutput()
+		"--csv"}, cmd...)
+	args = append(args, "1", "bench:{user:__rand_int__}:tb", "apply", "", "1", "0",
+		strconv.Itoa(redisRate), strconv.Itoa(redisBurst))
+	out, err := exec.Command("redis-benchmark", args...).CombinedOutput()
 	if err != nil {
 		b.Fatalf("redis-benchmark: %v\n%s", err, out)
 	}
@@ -160,6 +247,7 @@ func benchCeiling(b *testing.B, addr string) {
 	}
 	b.ReportMetric(rps, "decisions/s")
 	b.ReportMetric(1e9/rps, "ns/op")
+	done(ceilingRequests)
 }
 
 // parseCSVRate reads the requests per second of redis-benchmark --csv: a header line then

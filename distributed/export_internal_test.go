@@ -31,3 +31,10 @@ func BatchClosed(s *Store) bool {
 	defer s.batch.mu.Unlock()
 	return s.batch.closed
 }
+
+// WithEvalOnly makes the store send every script with EVALSHA, as it does on a server
+// without functions (Redis before 7), so that path stays tested on Redis 7.
+func WithEvalOnly() Option { return optionFunc(func(o *options) { o.evalOnly = true }) }
+
+// EvalOnly reports whether s sends its scripts with EVALSHA only.
+func EvalOnly(s *Store) bool { return s.evalOnly.Load() }

@@ -37,6 +37,7 @@ type options struct {
 	batching *Batching    // nil: one round trip per call
 	ack      *replicaAck  // nil: no WAIT (WithReplicaAck)
 	denials  *DenialCache // nil: no denial cache (WithDenialCache)
+	evalOnly bool         // EVALSHA even where FCALL would do (a test hook)
 	err      error        // the first invalid option
 }
 

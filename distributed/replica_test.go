@@ -239,7 +239,7 @@ func waitCalls(t *testing.T, s *redistest.Server, n int64) {
 func scriptCalls(info string) int64 {
 	var total int64
 	for _, line := range strings.Split(info, "\n") {
-		for _, cmd := range []string{"cmdstat_evalsha:", "cmdstat_eval:"} {
+		for _, cmd := range []string{"cmdstat_evalsha:", "cmdstat_eval:", "cmdstat_fcall:"} {
 			rest, ok := strings.CutPrefix(strings.TrimSpace(line), cmd)
 			if !ok {
 				continue

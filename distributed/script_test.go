@@ -258,8 +258,9 @@ func (h *countCmds) take() map[string]int {
 	return n
 }
 
-// TestOneRoundTrip counts the commands the store sends: one EVALSHA per decision, plus one
-// EVAL the first time (and after the script cache was flushed).
+// TestOneRoundTrip counts the commands the store sends on the EVALSHA path (Redis before
+// 7): one EVALSHA per decision, plus one EVAL the first time (and after the script cache
+// was flushed).
 func TestOneRoundTrip(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
@@ -267,7 +268,7 @@ func TestOneRoundTrip(t *testing.T) {
 	hook := &countCmds{n: map[string]int{}}
 	c.AddHook(hook)
 	ctx := ctxTimeout(t, 30*time.Second)
-	s := newStore(t, c, distributed.WithClientClock(fakeClock()))
+	s := newStore(t, c, distributed.WithClientClock(fakeClock()), distributed.WithEvalOnly())
 	a := algo.SlidingWindowLog{Limit: 10, Window: time.Second}
 
 	check := func(what string, calls int, want map[string]int) {

@@ -35,6 +35,10 @@ type Store struct {
 	ack     *replicaAck
 	guard   guard // bounds each call by its deadline whatever the client's options
 
+	// evalOnly sends every script with EVALSHA: set by the test hook, or once a server
+	// answered that it has no functions (Redis before 7: FCALL is an unknown command).
+	evalOnly atomic.Bool
+
 	// scripts maps an algorithm's Name to its *scriptEntry, created once, so the SHA-1 of
 	// a script is computed once per store rather than once per call.
 	scripts sync.Map
@@ -123,6 +127,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 		return nil, o.err
 	}
 	s := &Store{client: client, prefix: o.prefix, timeout: o.timeout, clock: o.clock, ack: o.ack}
+	s.evalOnly.Store(o.evalOnly)
 	s.guard.inline = honoursContext(client)
 	if o.denials != nil {
 		s.denials = newDenialCache(*o.denials, o.clock)
@@ -261,12 +266,16 @@ func (s *Store) script(a algo.Algorithm) (algo.Scripted, *scriptEntry, error) {
 	return sa, e, nil
 }
 
-// exec runs e's script for Apply and Refund: in the next pipeline with WithBatching,
-// otherwise on its own with run. left is run's.
+// exec runs e's script for Apply, Refund and Peek: in the next pipeline with
+// WithBatching; otherwise on its own, as a Redis 7 function (FCALL, see functions.go) when
+// the script has a library and the server has functions, else with run. left is run's.
 func (s *Store) exec(ctx context.Context, e *scriptEntry, keys []string, args []any) (reply any, err error, left bool) {
 	if s.batch != nil {
 		reply, err = s.batch.do(ctx, e, keys, args)
 		return reply, err, false // the batcher copies keys and args into its own call
+	}
+	if e.def.Library != "" && s.ack == nil && !s.evalOnly.Load() {
+		return s.runFunction(ctx, e, keys, args)
 	}
 	return s.run(ctx, e.run, keys, args)
 }

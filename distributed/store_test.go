@@ -23,6 +23,15 @@ func redisFactory(c redis.UniversalClient) storetest.Factory {
 	}
 }
 
+// evalFactory is redisFactory on the EVALSHA path that a server without functions (Redis
+// before 7) gets.
+func evalFactory(c redis.UniversalClient) storetest.Factory {
+	return func(t *testing.T, clk *clockx.Fake) store.Store {
+		return mustDistributed(t, c, distributed.WithPrefix(freshPrefix()), distributed.WithClientClock(clk),
+			distributed.WithTimeout(testTimeout), distributed.WithEvalOnly())
+	}
+}
+
 func localFactory(t *testing.T, clk *clockx.Fake) store.Store {
 	return mustLocal(t, local.WithClock(clk))
 }
@@ -60,6 +69,17 @@ func TestSingleNode(t *testing.T) {
 	t.Run("DifferentialEveryConfig", func(t *testing.T) {
 		t.Parallel()
 		storetest.Differential(t, localFactory, redisFactory(c), storetest.DiffOptions{Steps: 500, Seed: 7})
+	})
+	// The same scripts with EVALSHA instead of FCALL.
+	t.Run("ConformanceEval", func(t *testing.T) {
+		t.Parallel()
+		storetest.Run(t, evalFactory(c))
+	})
+	t.Run("DifferentialEval", func(t *testing.T) {
+		t.Parallel()
+		storetest.Differential(t, localFactory, evalFactory(c), storetest.DiffOptions{
+			Steps: 1000, Seed: 11, Algorithms: diffAlgorithms(),
+		})
 	})
 }
 

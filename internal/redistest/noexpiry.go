@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 
@@ -21,12 +22,20 @@ import (
 // themselves must be tested separately, on unhooked clients.
 
 // WithoutExpiry installs on c a go-redis hook that runs every script with PEXPIRE turned
-// into a no-op, and returns c. EVAL bodies get a prologue shadowing redis.call, and EVALSHA
+// into a no-op, and returns c. Function libraries (FUNCTION LOAD) get the same shadow
+// after their #! line. EVAL bodies get a prologue shadowing redis.call, and EVALSHA
 // of an original script is pointed at its shadowed twin once the twin is known (go-redis
 // sends EVAL after a NOSCRIPT, which also caches the twin on that server). Other commands,
 // PEXPIRE sent directly included, are left alone.
+//
+// On a Cluster client the hook also goes on every node client (the store loads function
+// libraries through the node that owns a key), so call it before c's first command.
 func WithoutExpiry[C redis.UniversalClient](c C) C {
-	c.AddHook(&noExpiry{})
+	h := &noExpiry{}
+	c.AddHook(h)
+	if cc, ok := any(c).(*redis.ClusterClient); ok {
+		cc.OnNewNode(func(node *redis.Client) { node.AddHook(h) })
+	}
 	return c
 }
 
@@ -39,6 +48,15 @@ type noExpiry struct {
 // ignores PEXPIRE. The initializer still sees the global redis.
 const shadow = "local redis = setmetatable({call = function(cmd, ...) " +
 	"if cmd == 'PEXPIRE' then return 1 end return redis.call(cmd, ...) end}, {__index = redis})\n"
+
+// libShadow is shadow for a function library (FUNCTION LOAD). A library loads without
+// setmetatable and with a redis table that lacks call, so the shadow is a plain table whose
+// functions look up the global redis when they run; it keeps register_function for the
+// load and the error_reply the scripts use.
+const libShadow = "local redis = {call = function(cmd, ...) " +
+	"if cmd == 'PEXPIRE' then return 1 end return redis.call(cmd, ...) end, " +
+	"error_reply = function(...) return redis.error_reply(...) end, " +
+	"register_function = redis.register_function}\n"
 
 func (h *noExpiry) DialHook(next redis.DialHook) redis.DialHook { return next }
 
@@ -70,6 +88,17 @@ func (h *noExpiry) rewrite(cmd redis.Cmder) {
 		return
 	}
 	switch strings.ToLower(cmd.Name()) {
+	case "function":
+		// FUNCTION LOAD [REPLACE] code: the shadow goes right after the #! line, so the
+		// library's functions, under their own names, never set a TTL.
+		last := len(args) - 1
+		code, ok := args[last].(string)
+		if len(args) < 3 || !strings.EqualFold(fmt.Sprint(args[1]), "load") || !ok || !strings.HasPrefix(code, "#!") {
+			return
+		}
+		if i := strings.IndexByte(code, '\n'); i >= 0 && !strings.HasPrefix(code[i+1:], libShadow) {
+			args[last] = code[:i+1] + libShadow + code[i+1:]
+		}
 	case "evalsha":
 		if twin, ok := h.shas.Load(body); ok {
 			args[1] = twin

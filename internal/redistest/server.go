@@ -81,6 +81,13 @@ func Start(tb testing.TB) *Server {
 	return s
 }
 
+// StartWithFlags is Start with extra redis-server flags, e.g. "--rename-command", "FCALL",
+// "" for a server that behaves, for that command, like an older version.
+func StartWithFlags(tb testing.TB, flags ...string) *Server {
+	tb.Helper()
+	return startWith(tb, Require(tb), nil, flags)
+}
+
 // startServer starts a server on a fresh port, trying a few ports in case one is taken by
 // another process between the moment it was found free and the moment Redis binds it.
 func startServer(tb testing.TB, bin string, cluster bool) (*Server, error) {

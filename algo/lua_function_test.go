@@ -1,0 +1,126 @@
+package algo
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// twinScript runs a twin under farExpiry the way a store does: EVALSHA of its Source, or
+// FCALL of the function its Library registers.
+type twinScript struct {
+	rs *redis.Script // nil for a function
+	fn string
+}
+
+func (s *twinScript) run(ctx context.Context, p redis.Pipeliner, keys []string, args []any) *redis.Cmd {
+	if s.rs == nil {
+		return p.FCall(ctx, s.fn, keys, args...)
+	}
+	return s.rs.EvalSha(ctx, p, keys, args...)
+}
+
+// farLibShadow is farShadow for a function library, which loads without setmetatable and
+// with a redis table that lacks call: a plain table whose functions look the global redis
+// up when they run, keeping register_function for the load and error_reply for the twins.
+const farLibShadow = "local redis = {call = function(cmd, ...) " +
+	"if cmd == 'PEXPIRE' then local k, ms = ...; return redis.call(cmd, k, tonumber(ms) + 1000000000) end " +
+	"return redis.call(cmd, ...) end, error_reply = function(...) return redis.error_reply(...) end, " +
+	"register_function = redis.register_function}\n"
+
+// loadTwin loads def on rdb, with farExpiry's TTLs, as a script or as a function library.
+func loadTwin(ctx context.Context, t *testing.T, rdb *redis.Client, def *Script, functions bool) *twinScript {
+	t.Helper()
+	if !functions {
+		rs := redis.NewScript(farExpiry(def.Source))
+		if err := rs.Load(ctx, rdb).Err(); err != nil {
+			t.Fatal(err)
+		}
+		return &twinScript{rs: rs}
+	}
+	fn, lib := library(farLibShadow + def.Source)
+	if lib == "" {
+		t.Fatalf("%s: no library", def.Name)
+	}
+	if err := rdb.FunctionLoadReplace(ctx, lib).Err(); err != nil {
+		t.Fatalf("%s: FUNCTION LOAD: %v", def.Name, err)
+	}
+	return &twinScript{fn: fn}
+}
+
+// TestLuaDifferentialFunctions is TestLuaDifferential with every twin run as its Redis 7
+// function (FCALL): the library must decide, store and expire exactly as the script.
+func TestLuaDifferentialFunctions(t *testing.T) {
+	t.Parallel()
+	rdb := newRedisClient(t, startRedis(t), 3)
+	const seqs, steps = 6, 1000
+	for i, tw := range luaTwins {
+		tw.functions = true
+		t.Run(tw.name, func(t *testing.T) {
+			t.Parallel()
+			start := time.Now()
+			var st diffStats
+			for seq := 0; seq < seqs; seq++ {
+				runDifferential(t, rdb, tw, int64(7000*(i+1)+seq), steps, &st)
+			}
+			t.Logf("%s: %d steps compared in %v: %+v", tw.name, st.steps, time.Since(start).Round(time.Millisecond), st)
+		})
+	}
+}
+
+// TestScriptLibraries: every rate twin has a library whose one function bears the name in
+// Function, which carries the SHA-1 of Source, and FCALL replies what EVALSHA replies
+// (also in peek mode, which writes nothing, and with the server's TIME).
+func TestScriptLibraries(t *testing.T) {
+	t.Parallel()
+	rdb := newRedisClient(t, startRedis(t), 3)
+	ctx := context.Background()
+	seen := map[string]bool{}
+	for _, a := range []Scripted{TokenBucket{Rate: 10, Burst: 5}, GCRA{Rate: 10, Burst: 5}, LeakyBucket{Rate: 10, Capacity: 5},
+		FixedWindow{Limit: 5, Window: time.Second}, SlidingWindowCounter{Limit: 5, Window: time.Second},
+		SlidingWindowLog{Limit: 5, Window: time.Second}} {
+		def := a.Script()
+		if !strings.HasPrefix(def.Function, "ratekit_") || seen[def.Function] ||
+			!strings.HasPrefix(def.Library, "#!lua name="+def.Function+"\n") {
+			t.Fatalf("%s: function %q, library %.40q", a.Name(), def.Function, def.Library)
+		}
+		seen[def.Function] = true
+		if err := rdb.FunctionLoadReplace(ctx, def.Library).Err(); err != nil {
+			t.Fatalf("%s: FUNCTION LOAD: %v", a.Name(), err)
+		}
+		rs := redis.NewScript(def.Source)
+		for i, args := range [][]any{
+			ApplyArgs(nil, ServerTime, Request{N: 1}, a.AppendArgs(nil)),
+			PeekArgs(nil, ServerTime, Request{N: 2}, a.AppendArgs(nil)),
+			ApplyArgs(nil, ServerTime, Request{N: 9}, a.AppendArgs(nil)),
+		} {
+			ev, fc := fmt.Sprintf("{e}:%s:%d", a.Name(), i), fmt.Sprintf("{f}:%s:%d", a.Name(), i)
+			er, err1 := rs.Run(ctx, rdb, scriptKeys(def, ev), args...).Result()
+			fr, err2 := rdb.FCall(ctx, def.Function, scriptKeys(def, fc), args...).Result()
+			if err1 != nil || err2 != nil {
+				t.Fatalf("%s %v: EVALSHA %v, FCALL %v", a.Name(), args[0], err1, err2)
+			}
+			e, _ := ParseDecision(er)
+			f, _ := ParseDecision(fr)
+			// Same server TIME to within the calls' spacing: compare what does not move.
+			if e.Allowed != f.Allowed || e.Limit != f.Limit || e.Remaining != f.Remaining {
+				t.Errorf("%s %v: EVALSHA %+v, FCALL %+v", a.Name(), args[0], e, f)
+			}
+			en, _ := rdb.Exists(ctx, scriptKeys(def, ev)...).Result()
+			fn, _ := rdb.Exists(ctx, scriptKeys(def, fc)...).Result()
+			if en != fn || (args[0] == "peek" && fn != 0) {
+				t.Errorf("%s %v: %d keys after EVALSHA, %d after FCALL", a.Name(), args[0], en, fn)
+			}
+		}
+	}
+	if _, lib := library("return 1"); lib != "" {
+		t.Error("a script without the prelude got a library")
+	}
+	if def := (Semaphore{Permits: 1, LeaseTTL: time.Second}).Script(); def.Library != "" || def.Function != "" {
+		t.Errorf("the semaphore script got a library %q", def.Function)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/internal/redistest"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/store"
 )
@@ -24,11 +25,11 @@ import (
 // and Redis on c when c is not nil (one place to change if the constructors do).
 func adminStores(t *testing.T, clk *clockx.Fake, c redis.UniversalClient) map[string]store.Store {
 	t.Helper()
-	ls := mustLocal(t, local.WithClock(clk), local.WithSweepInterval(0))
+	ls := teststore.Local(t, local.WithClock(clk), local.WithSweepInterval(0))
 	t.Cleanup(func() { _ = ls.Close() })
 	out := map[string]store.Store{"local": ls}
 	if c != nil {
-		rs := mustDistributed(t, c, distributed.WithClientClock(clk), distributed.WithTimeout(10*time.Second),
+		rs := teststore.Redis(t, c, distributed.WithClientClock(clk), distributed.WithTimeout(10*time.Second),
 			distributed.WithPrefix(fmt.Sprintf("admin-%d:", adminPrefix.Add(1))))
 		t.Cleanup(func() { _ = rs.Close() })
 		out["redis"] = rs

@@ -14,6 +14,7 @@ import (
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/internal/redistest"
+	"github.com/ratekit/limiter/internal/teststore"
 )
 
 // callCounter is a go-redis hook counting the commands and pipelines sent: the calls that
@@ -58,7 +59,7 @@ func TestDefaultsHungOrRefusedRedis(t *testing.T) {
 				if batched {
 					opts = append(opts, distributed.WithBatching(distributed.Batching{}))
 				}
-				st := mustDistributed(t, c, opts...)
+				st := teststore.Redis(t, c, opts...)
 				t.Cleanup(func() { _ = st.Close() })
 				l, err := limiter.New(st, algo.TokenBucket{Rate: 1e6, Burst: 1e6})
 				if err != nil {

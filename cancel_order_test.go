@@ -14,6 +14,7 @@ import (
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/internal/redistest"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/store"
 )
@@ -32,7 +33,7 @@ func cancelStores(t *testing.T) map[string]func(clk *clockx.Fake) store.Store {
 	t.Helper()
 	stores := map[string]func(clk *clockx.Fake) store.Store{
 		"local": func(clk *clockx.Fake) store.Store {
-			s := mustLocal(t, local.WithClock(clk), local.WithSweepInterval(0))
+			s := teststore.Local(t, local.WithClock(clk), local.WithSweepInterval(0))
 			t.Cleanup(func() { _ = s.Close() })
 			return s
 		},
@@ -42,7 +43,7 @@ func cancelStores(t *testing.T) map[string]func(clk *clockx.Fake) store.Store {
 	}
 	c := redistest.WithoutExpiry(redistest.Start(t).Client(t))
 	stores["redis"] = func(clk *clockx.Fake) store.Store {
-		s := mustDistributed(t, c, distributed.WithClientClock(clk), distributed.WithTimeout(10*time.Second),
+		s := teststore.Redis(t, c, distributed.WithClientClock(clk), distributed.WithTimeout(10*time.Second),
 			distributed.WithPrefix(fmt.Sprintf("cancel-%d:", cancelPrefixes.Add(1))))
 		t.Cleanup(func() { _ = s.Close() })
 		return s
@@ -249,7 +250,7 @@ func TestWaitCancelledNotLatest(t *testing.T) {
 			t.Parallel()
 			clk := clockx.NewMock()
 			clk.Set(start)
-			st := &appliedStore{Store: mustLocal(t, local.WithClock(clk), local.WithSweepInterval(0)),
+			st := &appliedStore{Store: teststore.Local(t, local.WithClock(clk), local.WithSweepInterval(0)),
 				applied: make(chan limiter.Decision, 100)}
 			t.Cleanup(func() { _ = st.Close() })
 			l, err := limiter.New(st, a, limiter.WithClock(clk))

@@ -8,6 +8,7 @@ import (
 	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/local"
 )
 
@@ -27,7 +28,7 @@ func TestNewSleepsOnStoreClock(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			storeClk, ownClk := clockx.NewFake(start), clockx.NewFake(start)
-			st := mustLocal(t, local.WithClock(storeClk), local.WithSweepInterval(0))
+			st := teststore.Local(t, local.WithClock(storeClk), local.WithSweepInterval(0))
 			t.Cleanup(func() { _ = st.Close() })
 			var opts []limiter.Option
 			if tc.override {

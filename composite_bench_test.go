@@ -7,13 +7,14 @@ import (
 
 	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/local"
 )
 
 // BenchmarkAll compares one rule with a composite of two, on one local store (one atomic
 // ApplyAll) and on two (two calls, refund semantics), all granting.
 func BenchmarkAll(b *testing.B) {
-	st1, st2 := mustLocal(b, local.WithSweepInterval(0)), mustLocal(b, local.WithSweepInterval(0))
+	st1, st2 := teststore.Local(b, local.WithSweepInterval(0)), teststore.Local(b, local.WithSweepInterval(0))
 	b.Cleanup(func() { _ = st1.Close(); _ = st2.Close() })
 	tb := algo.TokenBucket{Rate: 1e9, Burst: 1 << 40}
 	fw := algo.FixedWindow{Limit: 1 << 40, Window: time.Second}

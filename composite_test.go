@@ -11,6 +11,7 @@ import (
 	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/store"
 )
@@ -22,7 +23,7 @@ func newLocal(tb testing.TB, clk clockx.Clock) *local.Store {
 	if clk != nil {
 		opts = append(opts, local.WithClock(clk))
 	}
-	st := mustLocal(tb, opts...)
+	st := teststore.Local(tb, opts...)
 	tb.Cleanup(func() { _ = st.Close() })
 	return st
 }

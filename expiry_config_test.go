@@ -13,6 +13,7 @@ import (
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/internal/redistest"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/store"
 )
@@ -88,14 +89,14 @@ func TestConfigChangeAfterExpiry(t *testing.T) {
 	} {
 		stores := map[string]func(clk *clockx.Fake) store.Store{
 			"local": func(clk *clockx.Fake) store.Store {
-				return mustLocal(t, local.WithClock(clk), local.WithSweepInterval(0))
+				return teststore.Local(t, local.WithClock(clk), local.WithSweepInterval(0))
 			},
 		}
 		if rc != nil {
 			stores["redis"] = func(clk *clockx.Fake) store.Store {
 				expiryPrefixes++
 				p := fmt.Sprintf("expiry-%d:", expiryPrefixes)
-				return &expiringRedis{Store: mustDistributed(t, rc, distributed.WithClientClock(clk), distributed.WithPrefix(p)),
+				return &expiringRedis{Store: teststore.Redis(t, rc, distributed.WithClientClock(clk), distributed.WithPrefix(p)),
 					c: rc, clk: clk, prefix: p}
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/internal/redistest"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/store"
 )
@@ -29,9 +30,9 @@ func TestRedisKilledMidTrafficFollowsThePolicy(t *testing.T) {
 	// slack covers a goroutine descheduled on a loaded machine; a call that waited for the
 	// dead server (go-redis's 3 s read timeout, 5 s dial timeout) still exceeds it.
 	const slack = 1500 * time.Millisecond
-	rs := mustDistributed(t, client, distributed.WithTimeout(timeout), distributed.WithPrefix("failover:"))
+	rs := teststore.Redis(t, client, distributed.WithTimeout(timeout), distributed.WithPrefix("failover:"))
 	t.Cleanup(func() { _ = rs.Close() })
-	ls := mustLocal(t, local.WithSweepInterval(0))
+	ls := teststore.Local(t, local.WithSweepInterval(0))
 	t.Cleanup(func() { _ = ls.Close() })
 
 	rule := algo.TokenBucket{Rate: 1e6, Burst: 1e6}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/store"
 )
@@ -47,7 +48,7 @@ func TestBadInput(t *testing.T) {
 
 func TestNewInvalidConfig(t *testing.T) {
 	t.Parallel()
-	st := mustLocal(t, local.WithSweepInterval(0))
+	st := teststore.Local(t, local.WithSweepInterval(0))
 	t.Cleanup(func() { _ = st.Close() })
 	tests := []struct {
 		name  string

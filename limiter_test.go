@@ -12,6 +12,7 @@ import (
 	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/local"
 )
 
@@ -40,7 +41,7 @@ func algCases() []algCase {
 func newTest(tb testing.TB, a algo.Algorithm, opts ...limiter.Option) (*limiter.Limiter, *clockx.Fake) {
 	tb.Helper()
 	clk := clockx.NewFake(start)
-	st := mustLocal(tb, local.WithClock(clk), local.WithSweepInterval(0))
+	st := teststore.Local(tb, local.WithClock(clk), local.WithSweepInterval(0))
 	tb.Cleanup(func() { _ = st.Close() })
 	l, err := limiter.New(st, a, append([]limiter.Option{limiter.WithClock(clk)}, opts...)...)
 	if err != nil {
@@ -314,7 +315,7 @@ func TestAllowDoesNotAllocate(t *testing.T) {
 }
 
 func BenchmarkAllow(b *testing.B) {
-	st := mustLocal(b, local.WithSweepInterval(0))
+	st := teststore.Local(b, local.WithSweepInterval(0))
 	b.Cleanup(func() { _ = st.Close() })
 	l, err := limiter.New(st, algo.TokenBucket{Rate: 1e9, Burst: 1 << 40})
 	if err != nil {

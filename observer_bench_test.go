@@ -6,6 +6,7 @@ import (
 
 	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/local"
 )
 
@@ -19,7 +20,7 @@ func (nopObserver) BreakerChanged(_, _ limiter.BreakerState) {}
 // observedLimiter is a limiter over a fresh local store on real time, with opts.
 func observedLimiter(tb testing.TB, opts ...limiter.Option) *limiter.Limiter {
 	tb.Helper()
-	st := mustLocal(tb, local.WithSweepInterval(0))
+	st := teststore.Local(tb, local.WithSweepInterval(0))
 	tb.Cleanup(func() { _ = st.Close() })
 	l, err := limiter.New(st, algo.TokenBucket{Rate: 1e9, Burst: 1 << 40}, opts...)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/internal/redistest"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -72,7 +73,7 @@ func observerStores(t *testing.T) map[string]func(clk *clockx.Fake) store.Store 
 	c := redistest.WithoutExpiry(redistest.Start(t).Client(t))
 	var prefixes atomic.Int64
 	stores["redis"] = func(clk *clockx.Fake) store.Store {
-		s := mustDistributed(t, c, distributed.WithClientClock(clk), distributed.WithTimeout(10*time.Second),
+		s := teststore.Redis(t, c, distributed.WithClientClock(clk), distributed.WithTimeout(10*time.Second),
 			distributed.WithPrefix(fmt.Sprintf("observe-%d:", prefixes.Add(1))))
 		t.Cleanup(func() { _ = s.Close() })
 		return s

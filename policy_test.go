@@ -14,6 +14,7 @@ import (
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/internal/storecheck"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/store"
 )
@@ -93,7 +94,7 @@ func (h *handlerLog) count() int {
 func newFlaky(t *testing.T, opts ...limiter.Option) (*limiter.Limiter, *flakyStore, *handlerLog, *clockx.Fake) {
 	t.Helper()
 	clk := clockx.NewFake(start)
-	st := &flakyStore{Store: mustLocal(t, local.WithClock(clk), local.WithSweepInterval(0))}
+	st := &flakyStore{Store: teststore.Local(t, local.WithClock(clk), local.WithSweepInterval(0))}
 	t.Cleanup(func() { _ = st.Close() })
 	h := &handlerLog{}
 	opts = append([]limiter.Option{limiter.WithClock(clk), limiter.WithErrorHandler(h.handle)}, opts...)
@@ -171,7 +172,7 @@ func TestFallback(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	_, st, h, clk := newFlaky(t)
-	fbStore := mustLocal(t, local.WithClock(clk), local.WithSweepInterval(0))
+	fbStore := teststore.Local(t, local.WithClock(clk), local.WithSweepInterval(0))
 	t.Cleanup(func() { _ = fbStore.Close() })
 	fb, err := limiter.New(fbStore, algo.TokenBucket{Rate: 0.5, Burst: 1}, limiter.WithClock(clk))
 	if err != nil {

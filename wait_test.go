@@ -9,6 +9,7 @@ import (
 	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/store"
 )
@@ -114,7 +115,7 @@ func TestWaitCancelledDuringSleepRefunds(t *testing.T) {
 			t.Parallel()
 			clk := clockx.NewMock()
 			clk.Set(start)
-			st := &appliedStore{Store: mustLocal(t, local.WithClock(clk), local.WithSweepInterval(0)),
+			st := &appliedStore{Store: teststore.Local(t, local.WithClock(clk), local.WithSweepInterval(0)),
 				applied: make(chan limiter.Decision, 100)}
 			t.Cleanup(func() { _ = st.Close() })
 			l, err := limiter.New(st, c.a, limiter.WithClock(clk))

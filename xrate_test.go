@@ -12,6 +12,7 @@ import (
 	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/local"
 )
 
@@ -39,7 +40,7 @@ func checkXRate(t *testing.T, seed uint64, rng *rand.Rand, r float64, burst, ste
 	ctx := context.Background()
 	t0 := start.Add(time.Duration(rng.Int64N(1e12)) * time.Microsecond)
 	clk := clockx.NewFake(t0)
-	st := mustLocal(t, local.WithClock(clk), local.WithSweepInterval(0))
+	st := teststore.Local(t, local.WithClock(clk), local.WithSweepInterval(0))
 	t.Cleanup(func() { _ = st.Close() })
 	l, err := limiter.New(st, algo.TokenBucket{Rate: r, Burst: int64(burst)}, limiter.WithClock(clk))
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/internal/redistest"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -166,7 +167,7 @@ func testBatchedWrongType(t *testing.T, srv *redistest.Server) {
 	prefix := freshPrefix()
 	s, g, ctx := heldStore(t, srv, distributed.WithPrefix(prefix))
 	c := srv.Client(t)
-	plainStore := mustDistributed(t, c, distributed.WithTimeout(testTimeout), distributed.WithPrefix(prefix), distributed.WithClientClock(fakeClock()))
+	plainStore := teststore.Redis(t, c, distributed.WithTimeout(testTimeout), distributed.WithPrefix(prefix), distributed.WithClientClock(fakeClock()))
 	a := counter{Limit: 3}
 	if err := c.HSet(ctx, prefix+"{user 1}:ctr", "f", "v").Err(); err != nil {
 		t.Fatal(err)
@@ -287,7 +288,7 @@ func TestBatchingKillMidTraffic(t *testing.T) {
 	srv := redistest.Start(t)
 	baseline := runtime.NumGoroutine()
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
-	s := mustDistributed(t, c, distributed.WithTimeout(timeout), distributed.WithPrefix(freshPrefix()),
+	s := teststore.Redis(t, c, distributed.WithTimeout(timeout), distributed.WithPrefix(freshPrefix()),
 		distributed.WithBatching(distributed.Batching{MaxBatch: 4}))
 	a := algo.TokenBucket{Rate: 1e6, Burst: 1000}
 

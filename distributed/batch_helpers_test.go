@@ -12,6 +12,7 @@ import (
 
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/distributed"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/store"
 	"github.com/ratekit/limiter/store/storetest"
 )
@@ -20,7 +21,7 @@ import (
 // each. Small batches and two flushers, so that the suites' concurrent parts do batch.
 func batchedFactory(c redis.UniversalClient) storetest.Factory {
 	return func(t *testing.T, clk *clockx.Fake) store.Store {
-		s := mustDistributed(t, c, distributed.WithTimeout(testTimeout), distributed.WithPrefix(freshPrefix()), distributed.WithClientClock(clk),
+		s := teststore.Redis(t, c, distributed.WithTimeout(testTimeout), distributed.WithPrefix(freshPrefix()), distributed.WithClientClock(clk),
 			distributed.WithBatching(distributed.Batching{MaxBatch: 16, MaxInFlight: 2}))
 		t.Cleanup(func() { _ = s.Close() })
 		return s

@@ -15,6 +15,7 @@ import (
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/internal/redistest"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/store/storetest"
 )
 
@@ -289,7 +290,7 @@ func testBatchedMoved(t *testing.T, cl *redistest.Cluster) {
 	t.Cleanup(func() { _ = cc.Close() })
 	cc.OnNewNode(func(n *redis.Client) { n.AddHook(&moved) })
 	prefix := freshPrefix()
-	s := mustDistributed(t, cc, distributed.WithTimeout(testTimeout), distributed.WithPrefix(prefix), distributed.WithClientClock(fakeClock()),
+	s := teststore.Redis(t, cc, distributed.WithTimeout(testTimeout), distributed.WithPrefix(prefix), distributed.WithClientClock(fakeClock()),
 		distributed.WithBatching(distributed.Batching{}))
 	t.Cleanup(func() { _ = s.Close() })
 	a := counter{Limit: 10}

@@ -13,6 +13,7 @@ import (
 	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/internal/benchtest"
 	"github.com/ratekit/limiter/internal/redistest"
+	"github.com/ratekit/limiter/internal/teststore"
 )
 
 // benchAddrEnv names a Redis the benchmark uses instead of starting its own, so that
@@ -46,11 +47,11 @@ func BenchmarkApply(b *testing.B) {
 		algo.SlidingWindowLog{Limit: 100, Window: time.Second},
 	} {
 		b.Run(a.Name(), func(b *testing.B) {
-			benchApply(b, mustDistributed(b, c, distributed.WithPrefix("bench:")), keys, a)
+			benchApply(b, teststore.Redis(b, c, distributed.WithPrefix("bench:")), keys, a)
 		})
 		// The same load through WithBatching: concurrent calls share pipelines.
 		b.Run(a.Name()+"/batched", func(b *testing.B) {
-			s := mustDistributed(b, c, distributed.WithPrefix("bench:"), distributed.WithBatching(distributed.Batching{}))
+			s := teststore.Redis(b, c, distributed.WithPrefix("bench:"), distributed.WithBatching(distributed.Batching{}))
 			defer s.Close()
 			benchApply(b, s, keys, a)
 		})

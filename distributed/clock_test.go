@@ -8,6 +8,7 @@ import (
 
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/distributed"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -26,7 +27,7 @@ func TestStoreClock(t *testing.T) {
 		{"nil option", []distributed.Option{nil}, clockx.Real()},
 		{"client clock", []distributed.Option{distributed.WithClientClock(fake)}, fake},
 	} {
-		s := mustDistributed(t, c, tc.opts...)
+		s := teststore.Redis(t, c, tc.opts...)
 		var cl store.Clocked = s
 		if got := cl.Clock(); got != tc.want {
 			t.Errorf("%s: Clock() = %v, want %v", tc.name, got, tc.want)

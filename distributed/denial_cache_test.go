@@ -17,6 +17,7 @@ import (
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/internal/redistest"
+	"github.com/ratekit/limiter/internal/teststore"
 )
 
 // countCalls is a go-redis hook that counts the commands a client sends.
@@ -62,9 +63,9 @@ func TestDenialCacheExact(t *testing.T) {
 			cc := redistest.WithoutExpiry(redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true}))
 			cc.AddHook(calls)
 			t.Cleanup(func() { _ = cc.Close() })
-			cached := mustDistributed(t, cc, distributed.WithPrefix(prefix), distributed.WithClientClock(clk),
+			cached := teststore.Redis(t, cc, distributed.WithPrefix(prefix), distributed.WithClientClock(clk),
 				distributed.WithTimeout(testTimeout), distributed.WithDenialCache(distributed.DenialCache{}))
-			plain := mustDistributed(t, redistest.WithoutExpiry(srv.Client(t)), distributed.WithPrefix(prefix),
+			plain := teststore.Redis(t, redistest.WithoutExpiry(srv.Client(t)), distributed.WithPrefix(prefix),
 				distributed.WithClientClock(clk), distributed.WithTimeout(testTimeout))
 			rng := rand.New(rand.NewPCG(1, uint64(len(a.Name()))))
 			var denials, applies int64
@@ -130,9 +131,9 @@ func TestDenialCacheRefund(t *testing.T) {
 	setup := func(t *testing.T, opts ...distributed.Option) (cached, other *distributed.Store, clk interface{ Add(time.Duration) }, at int64) {
 		c := fakeClock()
 		prefix := freshPrefix()
-		cached = mustDistributed(t, redistest.WithoutExpiry(srv.Client(t)), append([]distributed.Option{
+		cached = teststore.Redis(t, redistest.WithoutExpiry(srv.Client(t)), append([]distributed.Option{
 			distributed.WithPrefix(prefix), distributed.WithClientClock(c), distributed.WithTimeout(testTimeout)}, opts...)...)
-		other = mustDistributed(t, redistest.WithoutExpiry(srv.Client(t)), distributed.WithPrefix(prefix),
+		other = teststore.Redis(t, redistest.WithoutExpiry(srv.Client(t)), distributed.WithPrefix(prefix),
 			distributed.WithClientClock(c), distributed.WithTimeout(testTimeout))
 		d, err := cached.Apply(ctx, "k", a, req)
 		if err != nil || !d.Allowed {
@@ -227,7 +228,7 @@ func TestDenialCacheBounded(t *testing.T) {
 	cc := redistest.WithoutExpiry(redis.NewClient(&redis.Options{Addr: srv.Addr()}))
 	cc.AddHook(calls)
 	t.Cleanup(func() { _ = cc.Close() })
-	s := mustDistributed(t, cc, distributed.WithPrefix(freshPrefix()), distributed.WithClientClock(clk),
+	s := teststore.Redis(t, cc, distributed.WithPrefix(freshPrefix()), distributed.WithClientClock(clk),
 		distributed.WithTimeout(testTimeout), distributed.WithDenialCache(distributed.DenialCache{MaxEntries: 64}))
 	a := algo.FixedWindow{Limit: 1, Window: time.Hour}
 	for i := 0; i < 1000; i++ {
@@ -271,7 +272,7 @@ func TestDenialCacheAbuse(t *testing.T) {
 	run := func(opts ...distributed.Option) result {
 		c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true, PoolSize: goroutines})
 		defer c.Close()
-		s := mustDistributed(t, c, append([]distributed.Option{distributed.WithPrefix(freshPrefix()),
+		s := teststore.Redis(t, c, append([]distributed.Option{distributed.WithPrefix(freshPrefix()),
 			distributed.WithTimeout(testTimeout)}, opts...)...)
 		defer s.Close()
 		before := commandsProcessed(t, ctx, info)
@@ -352,7 +353,7 @@ func BenchmarkDenialCacheAbuse(b *testing.B) {
 			if mode == "cached" {
 				opts = append(opts, distributed.WithDenialCache(distributed.DenialCache{}))
 			}
-			s := mustDistributed(b, c, opts...)
+			s := teststore.Redis(b, c, opts...)
 			before, err := info.Info(ctx, "stats").Result()
 			if err != nil {
 				b.Fatal(err)

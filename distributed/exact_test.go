@@ -19,6 +19,7 @@ import (
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/internal/redistest"
+	"github.com/ratekit/limiter/internal/teststore"
 )
 
 // The child side of TestExactAcrossProcesses reads its instructions from these variables.
@@ -137,7 +138,7 @@ func TestExactChild(t *testing.T) {
 	defer cancel()
 	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, PoolSize: exactGoroutines})
 	defer c.Close()
-	s := mustDistributed(t, c, distributed.WithPrefix(prefix), distributed.WithTimeout(10*time.Second))
+	s := teststore.Redis(t, c, distributed.WithPrefix(prefix), distributed.WithTimeout(10*time.Second))
 
 	fmt.Println("ready")
 	if err := c.BLPop(ctx, 45*time.Second, prefix+exactBarrier).Err(); err != nil {

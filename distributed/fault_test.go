@@ -15,6 +15,7 @@ import (
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/internal/redistest"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -37,7 +38,7 @@ func TestKillMidTraffic(t *testing.T) {
 	baseline := runtime.NumGoroutine()
 
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
-	s := mustDistributed(t, c, distributed.WithTimeout(timeout), distributed.WithPrefix(freshPrefix()))
+	s := teststore.Redis(t, c, distributed.WithTimeout(timeout), distributed.WithPrefix(freshPrefix()))
 	a := algo.TokenBucket{Rate: 1e6, Burst: 1000}
 
 	var (

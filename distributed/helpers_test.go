@@ -12,6 +12,7 @@ import (
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/distributed"
+	"github.com/ratekit/limiter/internal/teststore"
 )
 
 // epoch is where the fake clocks of these tests start: a realistic instant.
@@ -32,7 +33,7 @@ const testTimeout = 10 * time.Second
 // another), closed when t ends.
 func newStore(t testing.TB, client redis.UniversalClient, opts ...distributed.Option) *distributed.Store {
 	t.Helper()
-	s := mustDistributed(t, client, append([]distributed.Option{distributed.WithPrefix(freshPrefix()),
+	s := teststore.Redis(t, client, append([]distributed.Option{distributed.WithPrefix(freshPrefix()),
 		distributed.WithTimeout(testTimeout)}, opts...)...)
 	t.Cleanup(func() { _ = s.Close() })
 	return s

@@ -14,6 +14,7 @@ import (
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/internal/redistest"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -46,7 +47,7 @@ func TestHungOrRefusedServerBoundedCalls(t *testing.T) {
 						opts = append(opts, distributed.WithBatching(distributed.Batching{}))
 					}
 					// Not newStore, whose generous test timeout would replace the default.
-					s := mustDistributed(t, c, append(opts, distributed.WithPrefix(freshPrefix()))...)
+					s := teststore.Redis(t, c, append(opts, distributed.WithPrefix(freshPrefix()))...)
 					t.Cleanup(func() { _ = s.Close() })
 					checkBounded(t, s, proxy, mode)
 				})

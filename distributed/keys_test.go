@@ -11,6 +11,7 @@ import (
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/internal/redistest"
+	"github.com/ratekit/limiter/internal/teststore"
 )
 
 // awkwardKeys are user keys that a naive layout would mix up, split over Cluster slots, or
@@ -32,7 +33,7 @@ func awkwardKeys() []string {
 func checkKeyIndependence(ctx context.Context, t *testing.T, c redis.UniversalClient, a algo.Algorithm) {
 	t.Helper()
 	prefix := freshPrefix()
-	s := mustDistributed(t, c, distributed.WithTimeout(testTimeout), distributed.WithPrefix(prefix), distributed.WithClientClock(fakeClock()))
+	s := teststore.Redis(t, c, distributed.WithTimeout(testTimeout), distributed.WithPrefix(prefix), distributed.WithClientClock(fakeClock()))
 	for round, wantAllowed := range []bool{true, false} {
 		for _, key := range awkwardKeys() {
 			d, err := s.Apply(ctx, key, a, algo.Request{N: 1})

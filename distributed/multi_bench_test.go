@@ -13,6 +13,7 @@ import (
 	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/internal/benchtest"
 	"github.com/ratekit/limiter/internal/redistest"
+	"github.com/ratekit/limiter/internal/teststore"
 )
 
 // BenchmarkApplyAll compares, on one client with 64 goroutines over 10,000 keys: one rule
@@ -33,7 +34,7 @@ func BenchmarkApplyAll(b *testing.B) {
 		algo.TokenBucket{Rate: 100, Burst: 100},
 		algo.Named(algo.SlidingWindowLog{Limit: 100, Window: time.Second}, "w"),
 	}
-	s := mustDistributed(b, c, distributed.WithPrefix("bench-multi:"))
+	s := teststore.Redis(b, c, distributed.WithPrefix("bench-multi:"))
 	for _, bc := range []struct {
 		name string
 		call func(ctx context.Context, key string) error

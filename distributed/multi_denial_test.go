@@ -9,6 +9,7 @@ import (
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/internal/redistest"
+	"github.com/ratekit/limiter/internal/teststore"
 )
 
 // dumpKeys returns the DUMP payload and the PTTL of every key under prefix.
@@ -65,7 +66,7 @@ func checkDenialTouchesNothing(t *testing.T, c redis.UniversalClient, name strin
 	t.Helper()
 	ctx := ctxTimeout(t, time.Minute)
 	prefix := freshPrefix()
-	s := mustDistributed(t, c, distributed.WithTimeout(testTimeout), distributed.WithPrefix(prefix), distributed.WithClientClock(fakeClock()))
+	s := teststore.Redis(t, c, distributed.WithTimeout(testTimeout), distributed.WithPrefix(prefix), distributed.WithClientClock(fakeClock()))
 	denied := false
 	for i := 0; i < 40 && !denied; i++ {
 		before := dumpKeys(t, c, prefix)

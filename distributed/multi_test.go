@@ -15,6 +15,7 @@ import (
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/internal/redistest"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/store"
 )
@@ -97,7 +98,7 @@ func TestApplyAllMatchesLocal(t *testing.T) {
 			ctx := ctxTimeout(t, time.Minute)
 			rclk, lclk := fakeClock(), fakeClock()
 			rs := newStore(t, c, distributed.WithClientClock(rclk))
-			ls := mustLocal(t, local.WithClock(lclk), local.WithSweepInterval(0))
+			ls := teststore.Local(t, local.WithClock(lclk), local.WithSweepInterval(0))
 			t.Cleanup(func() { _ = ls.Close() })
 			granted := 0
 			for i, st := range multiTimeline(seed, 1500) {
@@ -253,7 +254,7 @@ func TestApplyAllErrors(t *testing.T) {
 	c := redistest.WithoutExpiry(redistest.Start(t).Client(t))
 	ctx := ctxTimeout(t, 30*time.Second)
 	prefix := freshPrefix()
-	s := mustDistributed(t, c, distributed.WithTimeout(testTimeout), distributed.WithPrefix(prefix), distributed.WithClientClock(fakeClock()))
+	s := teststore.Redis(t, c, distributed.WithTimeout(testTimeout), distributed.WithPrefix(prefix), distributed.WithClientClock(fakeClock()))
 	tb := algo.TokenBucket{Rate: 1, Burst: 5}
 	fw := algo.FixedWindow{Limit: 5, Window: time.Second}
 	for _, tc := range []struct {
@@ -341,7 +342,7 @@ func TestApplyAllCluster(t *testing.T) {
 	rules := multiRuleSets()["mixed"]
 	rclk, lclk := fakeClock(), fakeClock()
 	rs := newStore(t, c, distributed.WithClientClock(rclk))
-	ls := mustLocal(t, local.WithClock(lclk), local.WithSweepInterval(0))
+	ls := teststore.Local(t, local.WithClock(lclk), local.WithSweepInterval(0))
 	t.Cleanup(func() { _ = ls.Close() })
 	for i, st := range multiTimeline(9, 300) {
 		rclk.Add(st.advance)

@@ -14,6 +14,7 @@ import (
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/internal/redistest"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -93,7 +94,7 @@ func TestWrongType(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := ctxTimeout(t, 30*time.Second)
-	s := mustDistributed(t, c, distributed.WithTimeout(testTimeout), distributed.WithPrefix("wt:"), distributed.WithClientClock(fakeClock()))
+	s := teststore.Redis(t, c, distributed.WithTimeout(testTimeout), distributed.WithPrefix("wt:"), distributed.WithClientClock(fakeClock()))
 	a := counter{Limit: 3}
 	// Another application stored a hash where the counter keeps its count: the script's
 	// GET fails with WRONGTYPE.
@@ -162,7 +163,7 @@ func TestBadInput(t *testing.T) {
 	// A client nobody listens behind: any call that reached it would fail differently.
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
 	t.Cleanup(func() { _ = c.Close() })
-	s := mustDistributed(t, c, distributed.WithTimeout(testTimeout))
+	s := teststore.Redis(t, c, distributed.WithTimeout(testTimeout))
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
@@ -202,7 +203,7 @@ func TestCloseLeavesClientOpen(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
-	s := mustDistributed(t, c)
+	s := teststore.Redis(t, c)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

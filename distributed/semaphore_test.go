@@ -12,6 +12,7 @@ import (
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/internal/redistest"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/store"
 	"github.com/ratekit/limiter/store/storetest"
 )
@@ -19,7 +20,7 @@ import (
 // semFactory makes semaphore stores on one shared client, isolated by a fresh prefix each.
 func semFactory(c redis.UniversalClient) storetest.SemaphoreFactory {
 	return func(t *testing.T, clk *clockx.Fake) store.SemaphoreStore {
-		return mustDistributed(t, c, distributed.WithPrefix(freshPrefix()), distributed.WithClientClock(clk),
+		return teststore.Redis(t, c, distributed.WithPrefix(freshPrefix()), distributed.WithClientClock(clk),
 			distributed.WithTimeout(testTimeout))
 	}
 }
@@ -53,7 +54,7 @@ func TestSemaphoreKeysAndTTL(t *testing.T) {
 	ctx := ctxTimeout(t, 30*time.Second)
 	clk := fakeClock()
 	prefix := freshPrefix()
-	s := mustDistributed(t, c, distributed.WithTimeout(testTimeout), distributed.WithPrefix(prefix), distributed.WithClientClock(clk))
+	s := teststore.Redis(t, c, distributed.WithTimeout(testTimeout), distributed.WithPrefix(prefix), distributed.WithClientClock(clk))
 	cfg := algo.Semaphore{Permits: 2, LeaseTTL: 20 * time.Second, Fair: true}
 	h, q, qe, n := semKeys(prefix, "jobs{1}")
 
@@ -140,7 +141,7 @@ func TestSemaphoreServerTime(t *testing.T) {
 	c := srv.Client(t)
 	ctx := ctxTimeout(t, 30*time.Second)
 	prefix := freshPrefix()
-	s := mustDistributed(t, c, distributed.WithPrefix(prefix))
+	s := teststore.Redis(t, c, distributed.WithPrefix(prefix))
 	cfg := algo.Semaphore{Permits: 2, LeaseTTL: time.Hour}
 	before, err := c.Time(ctx).Result()
 	if err != nil {
@@ -173,7 +174,7 @@ func TestSemaphoreRedisRestart(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := ctxTimeout(t, 30*time.Second)
-	s := mustDistributed(t, c, distributed.WithPrefix(freshPrefix()), distributed.WithTimeout(time.Second))
+	s := teststore.Redis(t, c, distributed.WithPrefix(freshPrefix()), distributed.WithTimeout(time.Second))
 	cfg := algo.Semaphore{Permits: 1, LeaseTTL: time.Minute, Fair: true}
 	if r, err := s.Acquire(ctx, "n", cfg, "old", time.Minute); err != nil || !r.Acquired {
 		t.Fatalf("Acquire = %+v, %v", r, err)
@@ -214,7 +215,7 @@ func TestSemaphoreWrongType(t *testing.T) {
 	c := srv.Client(t)
 	ctx := ctxTimeout(t, 30*time.Second)
 	prefix := freshPrefix()
-	s := mustDistributed(t, c, distributed.WithPrefix(prefix))
+	s := teststore.Redis(t, c, distributed.WithPrefix(prefix))
 	h, _, _, _ := semKeys(prefix, "n")
 	if err := c.Set(ctx, h, "not a sorted set", 0).Err(); err != nil {
 		t.Fatal(err)

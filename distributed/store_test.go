@@ -10,6 +10,7 @@ import (
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/internal/redistest"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/store"
 	"github.com/ratekit/limiter/store/storetest"
@@ -18,7 +19,7 @@ import (
 // redisFactory makes stores on one shared client, isolated by a fresh prefix each.
 func redisFactory(c redis.UniversalClient) storetest.Factory {
 	return func(t *testing.T, clk *clockx.Fake) store.Store {
-		return mustDistributed(t, c, distributed.WithPrefix(freshPrefix()), distributed.WithClientClock(clk),
+		return teststore.Redis(t, c, distributed.WithPrefix(freshPrefix()), distributed.WithClientClock(clk),
 			distributed.WithTimeout(testTimeout))
 	}
 }
@@ -27,13 +28,13 @@ func redisFactory(c redis.UniversalClient) storetest.Factory {
 // before 7) gets.
 func evalFactory(c redis.UniversalClient) storetest.Factory {
 	return func(t *testing.T, clk *clockx.Fake) store.Store {
-		return mustDistributed(t, c, distributed.WithPrefix(freshPrefix()), distributed.WithClientClock(clk),
+		return teststore.Redis(t, c, distributed.WithPrefix(freshPrefix()), distributed.WithClientClock(clk),
 			distributed.WithTimeout(testTimeout), distributed.WithEvalOnly())
 	}
 }
 
 func localFactory(t *testing.T, clk *clockx.Fake) store.Store {
-	return mustLocal(t, local.WithClock(clk))
+	return teststore.Local(t, local.WithClock(clk))
 }
 
 // diffAlgorithms are the configs driven for the long differential runs: one per algorithm,

@@ -11,6 +11,7 @@ import (
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/internal/redistest"
+	"github.com/ratekit/limiter/internal/teststore"
 )
 
 // oneOfEach is one config of every algorithm, with limits small enough that a few requests
@@ -49,7 +50,7 @@ func TestTTLFollowsResetAfter(t *testing.T) {
 	for _, a := range oneOfEach() {
 		clk := fakeClock()
 		prefix := freshPrefix()
-		s := mustDistributed(t, c, distributed.WithPrefix(prefix), distributed.WithClientClock(clk))
+		s := teststore.Redis(t, c, distributed.WithPrefix(prefix), distributed.WithClientClock(clk))
 		keys := redisKeys(prefix, "k", a)
 		writes := 0
 		for i, step := range []time.Duration{0, 0, 100 * time.Millisecond, 0, 0, 300 * time.Millisecond, 0} {
@@ -97,7 +98,7 @@ func TestKeyExpiresOnTheServer(t *testing.T) {
 		algo.SlidingWindowLog{Limit: 1, Window: 50 * time.Millisecond},
 	} {
 		prefix := freshPrefix()
-		s := mustDistributed(t, c, distributed.WithPrefix(prefix))
+		s := teststore.Redis(t, c, distributed.WithPrefix(prefix))
 		start := time.Now()
 		d, err := s.Apply(ctx, "k", a, algo.Request{N: 1})
 		if err != nil || !d.Allowed || d.ResetAfter != 50*time.Millisecond {

@@ -13,6 +13,7 @@ import (
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/httplimit"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/store"
 )
@@ -26,7 +27,7 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 func newLimiter(tb testing.TB, a algo.Algorithm, start time.Time, opts ...limiter.Option) (*limiter.Limiter, *clockx.Fake) {
 	tb.Helper()
 	clk := clockx.NewFake(start)
-	st := mustLocal(tb, local.WithClock(clk), local.WithSweepInterval(0))
+	st := teststore.Local(tb, local.WithClock(clk), local.WithSweepInterval(0))
 	tb.Cleanup(func() { _ = st.Close() })
 	l, err := limiter.New(st, a, append([]limiter.Option{limiter.WithClock(clk)}, opts...)...)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/httplimit"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/local"
 )
 
@@ -21,7 +22,7 @@ func TestStoreClosed(t *testing.T) {
 		t.Run("wait="+wait.String(), func(t *testing.T) {
 			t.Parallel()
 			clk := clockx.NewFake(epoch)
-			st := mustLocal(t, local.WithClock(clk), local.WithSweepInterval(0))
+			st := teststore.Local(t, local.WithClock(clk), local.WithSweepInterval(0))
 			l, err := limiter.New(st, algo.TokenBucket{Rate: 1, Burst: 3}, limiter.WithClock(clk))
 			if err != nil {
 				t.Fatal(err)

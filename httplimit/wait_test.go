@@ -12,6 +12,7 @@ import (
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/httplimit"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/local"
 )
 
@@ -129,7 +130,7 @@ func (c *cancellingClock) Sleep(ctx context.Context, d time.Duration) error {
 func TestWaitClientGone(t *testing.T) {
 	t.Parallel()
 	clk := &cancellingClock{Fake: clockx.NewFake(epoch)}
-	st := mustLocal(t, local.WithClock(clk.Fake), local.WithSweepInterval(0))
+	st := teststore.Local(t, local.WithClock(clk.Fake), local.WithSweepInterval(0))
 	t.Cleanup(func() { _ = st.Close() })
 	l, err := limiter.New(st, algo.TokenBucket{Rate: 1, Burst: 1}, limiter.WithClock(clk))
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/store"
 )
@@ -20,7 +21,7 @@ func TestStoreClock(t *testing.T) {
 		{[]local.Option{nil}, clockx.Real()},
 		{[]local.Option{local.WithClock(fake)}, fake},
 	} {
-		s := mustLocal(t, append(tc.opts, local.WithSweepInterval(0))...)
+		s := teststore.Local(t, append(tc.opts, local.WithSweepInterval(0))...)
 		var c store.Clocked = s
 		if got := c.Clock(); got != tc.want {
 			t.Errorf("Clock() = %v, want %v", got, tc.want)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/store"
 	"github.com/ratekit/limiter/store/storetest"
@@ -15,7 +16,7 @@ import (
 func TestSemaphoreConformance(t *testing.T) {
 	t.Parallel()
 	storetest.RunSemaphore(t, func(t *testing.T, clk *clockx.Fake) store.SemaphoreStore {
-		return mustLocal(t, local.WithClock(clk), local.WithSweepInterval(0))
+		return teststore.Local(t, local.WithClock(clk), local.WithSweepInterval(0))
 	})
 }
 
@@ -24,7 +25,7 @@ func TestSemaphoreConformance(t *testing.T) {
 func TestSemaphoreMemory(t *testing.T) {
 	t.Parallel()
 	clk := clockx.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s := mustLocal(t, local.WithClock(clk), local.WithSweepInterval(0))
+	s := teststore.Local(t, local.WithClock(clk), local.WithSweepInterval(0))
 	t.Cleanup(func() { _ = s.Close() })
 	ctx := context.Background()
 	cfg := algo.Semaphore{Permits: 1, LeaseTTL: time.Second, Fair: true}
@@ -73,7 +74,7 @@ func TestSemaphoreMemory(t *testing.T) {
 // the same name are independent.
 func TestSemaphoreSharesNamesWithRateLimits(t *testing.T) {
 	t.Parallel()
-	s := mustLocal(t, local.WithSweepInterval(0))
+	s := teststore.Local(t, local.WithSweepInterval(0))
 	t.Cleanup(func() { _ = s.Close() })
 	ctx := context.Background()
 	cfg := algo.Semaphore{Permits: 1, LeaseTTL: time.Minute}
@@ -96,7 +97,7 @@ func TestSemaphoreSharesNamesWithRateLimits(t *testing.T) {
 func TestSemaphoreSurvivesMaxKeys(t *testing.T) {
 	t.Parallel()
 	clk := clockx.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s := mustLocal(t, local.WithClock(clk), local.WithSweepInterval(0), local.WithMaxKeys(1), local.WithShards(1))
+	s := teststore.Local(t, local.WithClock(clk), local.WithSweepInterval(0), local.WithMaxKeys(1), local.WithShards(1))
 	t.Cleanup(func() { _ = s.Close() })
 	ctx := context.Background()
 	cfg := algo.Semaphore{Permits: 1, LeaseTTL: time.Hour}

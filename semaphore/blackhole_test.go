@@ -11,6 +11,7 @@ import (
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/internal/redistest"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/semaphore"
 )
 
@@ -36,11 +37,11 @@ func TestSemaphoreKeepAliveBlackholedRedis(t *testing.T) {
 	t.Cleanup(func() { _ = hc.Close() })
 	prefix := semPrefix()
 	cfg := algo.Semaphore{Permits: 1, LeaseTTL: ttl}
-	holderSem, err := semaphore.New(mustDistributed(t, hc, distributed.WithPrefix(prefix)), cfg)
+	holderSem, err := semaphore.New(teststore.Redis(t, hc, distributed.WithPrefix(prefix)), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	otherSem, err := semaphore.New(mustDistributed(t, srv.Client(t), distributed.WithPrefix(prefix)), cfg)
+	otherSem, err := semaphore.New(teststore.Redis(t, srv.Client(t), distributed.WithPrefix(prefix)), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/internal/redistest"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/semaphore"
 	"github.com/ratekit/limiter/store"
 )
@@ -220,7 +221,7 @@ func TestSemaphoreHelperProcess(t *testing.T) {
 			opts = append(opts, distributed.WithClientClock(clockx.NewFake(time.UnixMicro(us))))
 		}
 		ttl, _ := time.ParseDuration(os.Getenv(semEnvTTL))
-		sem, err := semaphore.New(mustDistributed(t, c, opts...), algo.Semaphore{Permits: 2, LeaseTTL: ttl, Fair: fair})
+		sem, err := semaphore.New(teststore.Redis(t, c, opts...), algo.Semaphore{Permits: 2, LeaseTTL: ttl, Fair: fair})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -298,7 +299,7 @@ func TestSemaphoreKilledHolder(t *testing.T) {
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 
-	sem, err := semaphore.New(mustDistributed(t, c, distributed.WithPrefix(prefix), distributed.WithClientClock(clk),
+	sem, err := semaphore.New(teststore.Redis(t, c, distributed.WithPrefix(prefix), distributed.WithClientClock(clk),
 		distributed.WithTimeout(10*time.Second)),
 		algo.Semaphore{Permits: 2, LeaseTTL: ttl, Fair: true})
 	if err != nil {
@@ -336,7 +337,7 @@ func TestSemaphoreKilledHolderServerTime(t *testing.T) {
 	held := time.Now()
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	sem, err := semaphore.New(mustDistributed(t, c, distributed.WithPrefix(prefix), distributed.WithTimeout(10*time.Second)),
+	sem, err := semaphore.New(teststore.Redis(t, c, distributed.WithPrefix(prefix), distributed.WithTimeout(10*time.Second)),
 		algo.Semaphore{Permits: 2, LeaseTTL: ttl})
 	if err != nil {
 		t.Fatal(err)
@@ -368,7 +369,7 @@ func TestSemaphoreRedisRestartKeepAlive(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// A dead server refuses connections at once, so the timeout only bounds a loaded machine.
-	st := mustDistributed(t, c, distributed.WithPrefix(semPrefix()), distributed.WithTimeout(5*time.Second))
+	st := teststore.Redis(t, c, distributed.WithPrefix(semPrefix()), distributed.WithTimeout(5*time.Second))
 	sem, err := semaphore.New(st, algo.Semaphore{Permits: 2, LeaseTTL: 3 * time.Second, Fair: true})
 	if err != nil {
 		t.Fatal(err)

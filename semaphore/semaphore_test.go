@@ -13,6 +13,7 @@ import (
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/semaphore"
 	"github.com/ratekit/limiter/store"
@@ -77,7 +78,7 @@ func (s *semStore) Renew(ctx context.Context, name string, cfg algo.Semaphore, t
 // semClock.
 func newLocalSem(t *testing.T, cfg algo.Semaphore, storeClock, semClock clockx.Clock, opts ...semaphore.Option) (*semaphore.Semaphore, *semStore) {
 	t.Helper()
-	ls := mustLocal(t, local.WithClock(storeClock), local.WithSweepInterval(0))
+	ls := teststore.Local(t, local.WithClock(storeClock), local.WithSweepInterval(0))
 	t.Cleanup(func() { _ = ls.Close() })
 	ws := &semStore{SemaphoreStore: ls}
 	sem, err := semaphore.New(ws, cfg, append([]semaphore.Option{semaphore.WithClock(semClock)}, opts...)...)
@@ -89,7 +90,7 @@ func newLocalSem(t *testing.T, cfg algo.Semaphore, storeClock, semClock clockx.C
 
 func TestNewInvalid(t *testing.T) {
 	t.Parallel()
-	st := mustLocal(t, local.WithSweepInterval(0))
+	st := teststore.Local(t, local.WithSweepInterval(0))
 	t.Cleanup(func() { _ = st.Close() })
 	good := algo.Semaphore{Permits: 1, LeaseTTL: time.Second}
 	for _, tc := range []struct {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/smooth"
 )
@@ -17,7 +18,7 @@ func TestSmoothSleepsOnStoreClock(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, override := range []bool{false, true} {
 		storeClk, ownClk := clockx.NewFake(start), clockx.NewFake(start)
-		st := mustLocal(t, local.WithClock(storeClk), local.WithSweepInterval(0))
+		st := teststore.Local(t, local.WithClock(storeClk), local.WithSweepInterval(0))
 		opts := []smooth.Option{smooth.WithStore(st, "k")}
 		if override {
 			opts = append(opts, smooth.WithClock(ownClk))

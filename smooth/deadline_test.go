@@ -10,6 +10,7 @@ import (
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/smooth"
 	"github.com/ratekit/limiter/store"
@@ -149,7 +150,7 @@ func (s *refundStore) Refund(ctx context.Context, key string, a algo.Algorithm, 
 func TestSmoothCancelledSleepRefundsAndReportsSlept(t *testing.T) {
 	t.Parallel()
 	clk := &steppedClock{now: epoch, sleeping: make(chan time.Duration, 1)}
-	st := &refundStore{Store: mustLocal(t, local.WithClock(clk), local.WithSweepInterval(0))}
+	st := &refundStore{Store: teststore.Local(t, local.WithClock(clk), local.WithSweepInterval(0))}
 	t.Cleanup(func() { st.Close() })
 	l, err := smooth.NewBursty(1, smooth.WithClock(clk), smooth.WithStore(st, "k"))
 	if err != nil {

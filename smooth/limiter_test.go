@@ -11,6 +11,7 @@ import (
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/smooth"
 	"github.com/ratekit/limiter/store"
@@ -58,13 +59,13 @@ func TestSmoothConstructorsRejectBadArguments(t *testing.T) {
 		}, algo.ErrInvalidConfig},
 		{"nil store", func() (*smooth.Limiter, error) { return smooth.NewBursty(5, smooth.WithStore(nil, "k")) }, algo.ErrInvalidConfig},
 		{"empty key", func() (*smooth.Limiter, error) {
-			return smooth.NewBursty(5, smooth.WithStore(mustLocal(t, local.WithClock(clk)), ""))
+			return smooth.NewBursty(5, smooth.WithStore(teststore.Local(t, local.WithClock(clk)), ""))
 		}, store.ErrInvalidKey},
 		{"typed nil store", func() (*smooth.Limiter, error) {
 			return smooth.NewBursty(5, smooth.WithStore((*local.Store)(nil), "k"))
 		}, algo.ErrInvalidConfig},
 		{"empty key is a config error too", func() (*smooth.Limiter, error) {
-			return smooth.NewWarmingUp(5, time.Second, smooth.WithStore(mustLocal(t, local.WithClock(clk)), ""))
+			return smooth.NewWarmingUp(5, time.Second, smooth.WithStore(teststore.Local(t, local.WithClock(clk)), ""))
 		}, algo.ErrInvalidConfig},
 		{"nil clock", func() (*smooth.Limiter, error) { return smooth.NewBursty(5, smooth.WithClock(nil)) }, algo.ErrInvalidConfig},
 		{"warmup nil clock", func() (*smooth.Limiter, error) { return smooth.NewWarmingUp(5, time.Second, smooth.WithClock(nil)) }, algo.ErrInvalidConfig},
@@ -289,7 +290,7 @@ func TestSmoothLimitersSharingAKeyArePacedAsOne(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	clk := clockx.NewFake(epoch)
-	st := mustLocal(t, local.WithClock(clk))
+	st := teststore.Local(t, local.WithClock(clk))
 	t.Cleanup(func() { _ = st.Close() })
 	var ls []*smooth.Limiter
 	for i := 0; i < 3; i++ {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/internal/redistest"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/smooth"
 	"github.com/ratekit/limiter/store"
 )
@@ -186,7 +187,7 @@ func multiProcessChild(t *testing.T) {
 	if err := client.Ping(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
-	rec := recordingStore{mustDistributed(t, client)} // the server's TIME
+	rec := recordingStore{teststore.Redis(t, client)} // the server's TIME
 	fmt.Println("ready")
 	var startNanos int64
 	if _, err := fmt.Fscanln(os.Stdin, &startNanos); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/internal/redistest"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/smooth"
 )
 
@@ -40,7 +41,7 @@ var prefixes atomic.Int64
 // prefix of its own.
 func redisStoreOption(t *testing.T, c redis.UniversalClient, clk clockx.Clock) smooth.Option {
 	t.Helper()
-	s := mustDistributed(t, c, distributed.WithClientClock(clk), distributed.WithTimeout(10*time.Second),
+	s := teststore.Redis(t, c, distributed.WithClientClock(clk), distributed.WithTimeout(10*time.Second),
 		distributed.WithPrefix(fmt.Sprintf("smooth-test-%d:", prefixes.Add(1))))
 	t.Cleanup(func() { _ = s.Close() })
 	return smooth.WithStore(s, "key")

@@ -10,6 +10,7 @@ import (
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/distributed"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/store"
 	"github.com/ratekit/limiter/store/storetest"
@@ -23,9 +24,9 @@ func TestSmoothStoretestDifferential(t *testing.T) {
 	c := redisClient(t, true)
 	var n atomic.Int64
 	storetest.Differential(t,
-		func(t *testing.T, clk *clockx.Fake) store.Store { return mustLocal(t, local.WithClock(clk)) },
+		func(t *testing.T, clk *clockx.Fake) store.Store { return teststore.Local(t, local.WithClock(clk)) },
 		func(t *testing.T, clk *clockx.Fake) store.Store {
-			return mustDistributed(t, c, distributed.WithClientClock(clk), distributed.WithTimeout(10*time.Second),
+			return teststore.Redis(t, c, distributed.WithClientClock(clk), distributed.WithTimeout(10*time.Second),
 				distributed.WithPrefix(fmt.Sprintf("smooth-diff-%d:", n.Add(1))))
 		},
 		storetest.DiffOptions{Steps: 1500, Seed: 11, Algorithms: []algo.Algorithm{

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -98,7 +99,7 @@ func TestHistogramEdges(t *testing.T) {
 
 func TestRunAgainstLocal(t *testing.T) {
 	t.Parallel()
-	s := &perKey{Store: mustLocal(t)}
+	s := &perKey{Store: teststore.Local(t)}
 	t.Cleanup(func() { _ = s.Close() })
 	const burst = 5
 	res, err := Run(context.Background(), Config{
@@ -145,7 +146,7 @@ func TestRunAgainstLocal(t *testing.T) {
 // test does not depend on how many 1 ms periods the scheduler lets pass.
 func TestRunProgress(t *testing.T) {
 	t.Parallel()
-	s := mustLocal(t)
+	s := teststore.Local(t)
 	t.Cleanup(func() { _ = s.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -234,7 +235,7 @@ func TestRunCountsErrorsAndStopsOnCancel(t *testing.T) {
 
 func TestRunRejectsBadConfig(t *testing.T) {
 	t.Parallel()
-	s := mustLocal(t)
+	s := teststore.Local(t)
 	t.Cleanup(func() { _ = s.Close() })
 	a := algo.GCRA{Rate: 1, Burst: 1}
 	for name, cfg := range map[string]Config{

@@ -19,32 +19,10 @@ var _ store.Admin = (*Store)(nil)
 // Its errors are those of Apply; an algorithm of another package whose script does not
 // know "peek" fails as its script does. See store.Admin.
 func (s *Store) Peek(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
-	if err := storecheck.Apply(key, a, req); err != nil {
+	if err := s.check(ctx, key, a, req); err != nil {
 		return algo.Decision{}, err
 	}
-	if s.closed.Load() {
-		return algo.Decision{}, store.ErrClosed
-	}
-	if err := storecheck.Context(ctx); err != nil {
-		return algo.Decision{}, err
-	}
-	sa, e, err := s.script(a)
-	if err != nil {
-		return algo.Decision{}, err
-	}
-	b := getBuf()
-	b.keys = appendStateKeys(b.keys, s.prefix, key, a.Slot(), e.def.Keys)
-	b.args = algo.PeekArgs(b.args, s.now(), req, e.config(sa, a))
-	reply, err, left := s.exec(ctx, e, b.keys, b.args)
-	defer recycle(b, left)
-	if err != nil {
-		return algo.Decision{}, s.fail(ctx, "peek", key, b.keys, a, err)
-	}
-	d, err := algo.ParseDecision(reply)
-	if err != nil {
-		return algo.Decision{}, badReply(fmt.Sprintf("%s peek on key %s", a.Name(), quoteKey(key)), err)
-	}
-	return d, nil
+	return s.decide(ctx, "peek", "peek", key, a, req, algo.PeekArgs)
 }
 
 // resetLua deletes every key it is given. All of them carry the key's hash tag, so on a

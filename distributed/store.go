@@ -151,14 +151,8 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 // the call or while it waits for Redis, the error is ctx's (context.Canceled or
 // context.DeadlineExceeded) and does not wrap store.ErrUnavailable: see store.Store.
 func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
-	if err := storecheck.Apply(key, a, req); err != nil {
+	if err := s.check(ctx, key, a, req); err != nil {
 		return algo.Decision{}, err
-	}
-	if s.closed.Load() {
-		return algo.Decision{}, store.ErrClosed
-	}
-	if err := storecheck.Context(ctx); err != nil {
-		return algo.Decision{}, err // the caller gave up: nothing is sent
 	}
 	if s.denials != nil && cacheable(a) {
 		return s.applyCached(ctx, key, a, req) // see denial_cache.go
@@ -166,23 +160,42 @@ func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req alg
 	return s.applyScript(ctx, key, a, req)
 }
 
+// check is what Apply, Refund and Peek check before anything is sent: the arguments, then
+// Close, then the caller's context (a caller that gave up sends nothing).
+func (s *Store) check(ctx context.Context, key string, a algo.Algorithm, req algo.Request) error {
+	if err := storecheck.Apply(key, a, req); err != nil {
+		return err
+	}
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	return storecheck.Context(ctx)
+}
+
 // applyScript is Apply's round trip, once the arguments are checked.
 func (s *Store) applyScript(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
+	return s.decide(ctx, "apply", "script", key, a, req, algo.ApplyArgs)
+}
+
+// decide runs a's script on key with the arguments encode builds (an apply or a peek)
+// and parses its Decision; op and what name the call in its errors.
+func (s *Store) decide(ctx context.Context, op, what, key string, a algo.Algorithm, req algo.Request,
+	encode func(dst []any, now int64, req algo.Request, config []any) []any) (algo.Decision, error) {
 	sa, e, err := s.script(a)
 	if err != nil {
 		return algo.Decision{}, err
 	}
 	b := getBuf()
 	b.keys = appendStateKeys(b.keys, s.prefix, key, a.Slot(), e.def.Keys)
-	b.args = algo.ApplyArgs(b.args, s.now(), req, e.config(sa, a))
+	b.args = encode(b.args, s.now(), req, e.config(sa, a))
 	reply, err, left := s.exec(ctx, e, b.keys, b.args)
 	defer recycle(b, left)
 	if err != nil {
-		return algo.Decision{}, s.fail(ctx, "apply", key, b.keys, a, err)
+		return algo.Decision{}, s.fail(ctx, op, key, b.keys, a, err)
 	}
 	d, err := algo.ParseDecision(reply)
 	if err != nil {
-		return algo.Decision{}, badReply(fmt.Sprintf("%s script on key %s", a.Name(), quoteKey(key)), err)
+		return algo.Decision{}, badReply(fmt.Sprintf("%s %s on key %s", a.Name(), what, quoteKey(key)), err)
 	}
 	return d, nil
 }
@@ -190,13 +203,7 @@ func (s *Store) applyScript(ctx context.Context, key string, a algo.Algorithm, r
 // Refund gives back n permits of the grant of key under a identified by at (its
 // Decision.At), as far as the algorithm allows. Its errors are those of Apply.
 func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int64, at int64) error {
-	if err := storecheck.Apply(key, a, algo.Request{N: n}); err != nil {
-		return err
-	}
-	if s.closed.Load() {
-		return store.ErrClosed
-	}
-	if err := storecheck.Context(ctx); err != nil {
+	if err := s.check(ctx, key, a, algo.Request{N: n}); err != nil {
 		return err
 	}
 	if s.denials != nil { // a refund may shorten a denial: see denial_cache.go

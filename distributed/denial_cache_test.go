@@ -309,16 +309,6 @@ func TestDenialCacheAbuse(t *testing.T) {
 	}
 }
 
-// commandsProcessed reads total_commands_processed from INFO stats.
-func commandsProcessed(t *testing.T, ctx context.Context, c *redis.Client) int64 {
-	t.Helper()
-	s, err := c.Info(ctx, "stats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return statField(t, s)
-}
-
 // BenchmarkDenialCacheAbuse hammers one key at far beyond its limit (token bucket, 100/s)
 // from 64 goroutines, plain and with WithDenialCache, and reports decisions/s and the
 // commands Redis processed per decision (INFO stats, the scripts' own commands included).

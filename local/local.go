@@ -182,7 +182,7 @@ func (s *Store) ApplyTo(ctx context.Context, key string, a algo.Algorithm, req a
 	} else {
 		*d = a.Apply(e.state, now, req)
 	}
-	if d.Allowed {
+	if d.Allowed || !isTB && writesOnDenial(a) {
 		e.fresh = freshIn(now, d.ResetAfter)
 		if !same {
 			sh.wrote(e, a)
@@ -215,6 +215,13 @@ func revive(e *entry, a algo.Algorithm, _ int64) {
 	if e.cfg != (config{}) && !is(e.cfg, a) && !carriesConfig(e.state) {
 		e.state = a.NewState()
 	}
+}
+
+// writesOnDenial reports whether a's denials may write its state (algo.DenialWriter: a
+// Penalty's offence starts a block), so that a denial moves the entry's fresh instant too.
+func writesOnDenial(a algo.Algorithm) bool {
+	w, ok := a.(algo.DenialWriter)
+	return ok && w.WritesOnDenial()
 }
 
 // carriesConfig reports whether st carries itself across a change of config.

@@ -1,0 +1,293 @@
+package algo
+
+import (
+	_ "embed" // the penalty's half of its Lua twin
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Penalty blocks a key that exceeds Rule for a while: every request Rule denies (an
+// offence) blocks the key for Block, and while it is blocked every request is denied
+// without asking Rule. With Growth > 1 repeat offences block for longer: each offence
+// committed while the previous one is remembered blocks for the previous block × Growth
+// (rounded down to whole µs), at most MaxBlock. An offence is remembered until MaxBlock
+// has passed since its block ended; after that the next offence blocks for Block again.
+// With Growth 1 every block lasts Block and nothing is remembered past it.
+//
+// What is and is not an offence: a request Rule denies with RetryAfter [Never] (larger than
+// Rule can ever grant) is not one; any other denial is, whatever its MaxWait. Grants and
+// refunds never change the penalty; Refund gives back to Rule as usual.
+//
+// A blocked decision does not touch Rule's state. It reports Limit as Rule would,
+// Remaining 0, RetryAfter the time until the block ends (Never when the request asks for
+// more than Limit), and ResetAfter the later of Rule's and the end of what the penalty
+// remembers; it is read from a copy of Rule's state ([CloneState]; a custom state that
+// cannot be copied reports Limit 0 and the penalty's end alone). A denial that starts a
+// block reports Remaining 0 and the later of Rule's RetryAfter and the block.
+//
+// The state is Rule's plus the penalty's (when the block ends, how long it lasted), under
+// Rule's slot with ":penalty" appended, so it never mixes with Rule used unwrapped. On
+// Redis the penalty is decided in the same script as Rule ([Penalty.Script]) and kept in
+// one more key; locally under the same lock. A denial that starts a block writes state,
+// which is what [DenialWriter] tells a store.
+//
+// In a composite (several rules applied all or nothing) a denial keeps no state, so a
+// Penalty there records no offence: use it as a rule of its own.
+type Penalty struct {
+	Rule     Algorithm     // the limit whose denials are offences
+	Block    time.Duration // how long the first offence blocks the key; > 0, whole µs
+	Growth   float64       // factor applied to the block per remembered offence; 1 (or 0) = fixed
+	MaxBlock time.Duration // the longest block, ≥ Block; 0 = Block
+}
+
+// DenialWriter is implemented by an algorithm whose denials may write its state, as
+// [Penalty]'s do (an offence starts a block). A store that writes nothing on a denial (the
+// local store keeps a key's expiry as it was) writes the state of such an algorithm on
+// every decision instead, with the decision's ResetAfter.
+type DenialWriter interface {
+	// WritesOnDenial reports whether a denial may have changed the state.
+	WritesOnDenial() bool
+}
+
+// Compile-time checks.
+var (
+	_ Scripted     = Penalty{}
+	_ DenialWriter = Penalty{}
+	_ StateCloner  = (*penaltyState)(nil)
+)
+
+// penaltyState is Rule's state and the penalty's: block > 0 while an offence is
+// remembered (see Penalty), until the instant in µs its block ends.
+type penaltyState struct {
+	inner State
+	until int64
+	block int64
+}
+
+// CloneState returns a deep copy (nil when Rule's state cannot be copied).
+func (s *penaltyState) CloneState() State {
+	in := CloneState(s.inner)
+	if in == nil && s.inner != nil {
+		return nil
+	}
+	return &penaltyState{inner: in, until: s.until, block: s.block}
+}
+
+// Name returns "penalty-" + Rule's Name (the store caches one script per Name).
+func (p Penalty) Name() string {
+	if p.Rule == nil {
+		return "penalty"
+	}
+	return "penalty-" + p.Rule.Name()
+}
+
+// Validate reports a nil or invalid Rule, a Block that is not > 0 and a whole number of µs
+// up to MaxMicros µs, a Growth below 1 (other than 0), not finite or above 1e6, or a
+// MaxBlock below Block or beyond MaxMicros µs.
+func (p Penalty) Validate() error {
+	if p.Rule == nil {
+		return fmt.Errorf("%w: Penalty.Rule is nil", ErrInvalidConfig)
+	}
+	if err := p.Rule.Validate(); err != nil {
+		return err
+	}
+	b, err := windowMicros("Penalty.Block", p.Block)
+	if err != nil {
+		return err
+	}
+	if p.Growth != 0 && !(p.Growth >= 1 && p.Growth <= 1e6) {
+		return fmt.Errorf("%w: Penalty.Growth must be in [1, 1e6] (or 0 for 1), got %v", ErrInvalidConfig, p.Growth)
+	}
+	if p.MaxBlock != 0 {
+		m, err := windowMicros("Penalty.MaxBlock", p.MaxBlock)
+		if err != nil {
+			return err
+		}
+		if m < b {
+			return fmt.Errorf("%w: Penalty.MaxBlock %v is below Block %v", ErrInvalidConfig, p.MaxBlock, p.Block)
+		}
+	}
+	return nil
+}
+
+// penaltySlots interns Rule's slot + ":penalty": stores call Slot on their hot path.
+var penaltySlots sync.Map // string -> string
+
+// Slot returns Rule's Slot + ":penalty".
+func (p Penalty) Slot() string {
+	if p.Rule == nil {
+		return "penalty"
+	}
+	in := p.Rule.Slot()
+	if v, ok := penaltySlots.Load(in); ok {
+		return v.(string)
+	}
+	s := in + ":penalty"
+	if len(in) <= 128 { // window slots are few; bound what a hostile config could add
+		penaltySlots.Store(in, s)
+	}
+	return s
+}
+
+// NewState returns Rule's fresh state and no penalty.
+func (p Penalty) NewState() State {
+	if p.Rule == nil {
+		return &penaltyState{}
+	}
+	return &penaltyState{inner: p.Rule.NewState()}
+}
+
+// WritesOnDenial returns true: a denial may start a block.
+func (Penalty) WritesOnDenial() bool { return true }
+
+// blockMicros, maxMicros and memory are the config in µs; memory is how long after a
+// block ends its offence is remembered (0 with Growth 1).
+func (p Penalty) blockMicros() int64 { return micros(p.Block) }
+
+func (p Penalty) maxMicros() int64 {
+	if p.MaxBlock == 0 {
+		return p.blockMicros()
+	}
+	return micros(p.MaxBlock)
+}
+
+func (p Penalty) growth() float64 {
+	if p.Growth == 0 {
+		return 1
+	}
+	return p.Growth
+}
+
+func (p Penalty) memory() int64 {
+	if p.growth() > 1 {
+		return p.maxMicros()
+	}
+	return 0
+}
+
+// end is how long after now the penalty part of s is fresh again (≤ 0: already).
+func (p Penalty) end(s *penaltyState, now int64) int64 {
+	if s.block == 0 {
+		return 0
+	}
+	return s.until + p.memory() - now
+}
+
+// durMicros is a Decision's duration in µs, Never as MaxMicros.
+func durMicros(d time.Duration) int64 {
+	if d == Never {
+		return MaxMicros
+	}
+	return int64(d / time.Microsecond)
+}
+
+// Apply answers req: denied while blocked; otherwise Rule decides, and a denial that is an
+// offence starts a block.
+func (p Penalty) Apply(st State, now int64, req Request) Decision {
+	s := st.(*penaltyState)
+	if p.Rule == nil {
+		return Decision{RetryAfter: Never}
+	}
+	if s.block > 0 && now < s.until {
+		var limit, reset int64
+		if c := CloneState(s.inner); c != nil {
+			probe := p.Rule.Apply(c, now, Request{N: math.MaxInt64})
+			limit, reset = probe.Limit, durMicros(probe.ResetAfter)
+		}
+		retry := toDuration(s.until - now)
+		if req.N > limit {
+			retry = Never
+		}
+		return Decision{Limit: limit, RetryAfter: retry, ResetAfter: toDuration(max(reset, p.end(s, now)))}
+	}
+	d := p.Rule.Apply(s.inner, now, req)
+	if d.Allowed || d.RetryAfter == Never {
+		if e := p.end(s, now); e > 0 {
+			d.ResetAfter = toDuration(max(durMicros(d.ResetAfter), e))
+		}
+		return d
+	}
+	b := p.blockMicros()
+	if s.block > 0 && now < s.until+p.memory() {
+		if nb := float64(s.block) * p.growth(); nb >= float64(p.maxMicros()) {
+			b = p.maxMicros()
+		} else {
+			b = int64(nb) // floor: nb is positive
+		}
+	}
+	s.until, s.block = now+b, b
+	return Decision{
+		Limit:      d.Limit,
+		RetryAfter: toDuration(max(durMicros(d.RetryAfter), b)),
+		ResetAfter: toDuration(max(durMicros(d.ResetAfter), p.end(s, now))),
+	}
+}
+
+// Refund refunds with Rule; the penalty is unchanged.
+func (p Penalty) Refund(st State, now int64, n int64, at int64) {
+	if p.Rule != nil {
+		p.Rule.Refund(st.(*penaltyState).inner, now, n, at)
+	}
+}
+
+// Unwrap returns Rule, so that QuotaOf describes a Penalty by its Rule.
+func (p Penalty) Unwrap() Algorithm { return p.Rule }
+
+// String describes the penalty and its rule.
+func (p Penalty) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Penalty{Rule:%v Block:%v", p.Rule, p.Block)
+	if p.Growth > 1 {
+		fmt.Fprintf(&b, " Growth:%v MaxBlock:%v", p.Growth, p.MaxBlock)
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+//go:embed penalty.lua
+var penaltyLua string
+
+// penaltyScripts caches one *Script per Rule script: stores cache scripts by pointer.
+var penaltyScripts sync.Map // *Script -> *Script
+
+// Script returns the Lua twin: Rule's script run as a function, before and after which the
+// penalty reads and writes one more key (Rule's keys + ":penalty"). It is nil when Rule
+// has no Lua twin.
+func (p Penalty) Script() *Script {
+	in, ok := p.Rule.(Scripted)
+	if !ok {
+		return nil
+	}
+	is := in.Script()
+	if v, ok := penaltyScripts.Load(is); ok {
+		return v.(*Script)
+	}
+	v, _ := penaltyScripts.LoadOrStore(is, penaltyScript(is))
+	return v.(*Script)
+}
+
+// penaltyScript composes the penalty's script around inner: inner's whole source becomes
+// the body of a Lua function taking its own KEYS and ARGV (a top-level return returns
+// from it), which penalty.lua calls with the keys and arguments of inner alone.
+func penaltyScript(inner *Script) *Script {
+	return &Script{
+		Name:   "penalty-" + inner.Name,
+		Source: "local function inner(KEYS, ARGV)\n" + inner.Source + "\nend\n" + penaltyLua,
+		Keys:   append(append([]string(nil), inner.Keys...), penaltyKeySuffix),
+	}
+}
+
+// penaltyKeySuffix names the key holding the penalty beside Rule's.
+const penaltyKeySuffix = ":pen"
+
+// AppendArgs appends Rule's config, then Block, MaxBlock (µs) and Growth, which the script
+// reads from the end of ARGV.
+func (p Penalty) AppendArgs(args []any) []any {
+	if in, ok := p.Rule.(Scripted); ok {
+		args = in.AppendArgs(args)
+	}
+	return append(args, p.blockMicros(), p.maxMicros(), formatFloat(p.growth()))
+}

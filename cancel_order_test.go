@@ -25,18 +25,15 @@ import (
 // fake clock; the Redis client cannot set TTLs (redistest.WithoutExpiry), since Redis would
 // expire keys in real time while the decisions are at fake instants.
 
-var cancelPrefixes atomic.Int64
+var fakeClockPrefixes atomic.Int64
 
-// cancelStores returns constructors of the local store and (when redis-server is installed)
-// a Redis store, each deciding at clk's time.
-func cancelStores(t *testing.T) map[string]func(clk *clockx.Fake) store.Store {
+// fakeClockStores returns constructors of the local store and (unless -short, and when
+// redis-server is installed) a Redis store, each deciding at clk's time; name prefixes
+// the Redis keys.
+func fakeClockStores(t *testing.T, name string) map[string]func(clk *clockx.Fake) store.Store {
 	t.Helper()
 	stores := map[string]func(clk *clockx.Fake) store.Store{
-		"local": func(clk *clockx.Fake) store.Store {
-			s := teststore.Local(t, local.WithClock(clk), local.WithSweepInterval(0))
-			t.Cleanup(func() { _ = s.Close() })
-			return s
-		},
+		"local": func(clk *clockx.Fake) store.Store { return newLocal(t, clk) },
 	}
 	if testing.Short() {
 		return stores
@@ -44,7 +41,7 @@ func cancelStores(t *testing.T) map[string]func(clk *clockx.Fake) store.Store {
 	c := redistest.WithoutExpiry(redistest.Start(t).Client(t))
 	stores["redis"] = func(clk *clockx.Fake) store.Store {
 		s := teststore.Redis(t, c, distributed.WithClientClock(clk), distributed.WithTimeout(10*time.Second),
-			distributed.WithPrefix(fmt.Sprintf("cancel-%d:", cancelPrefixes.Add(1))))
+			distributed.WithPrefix(fmt.Sprintf("%s-%d:", name, fakeClockPrefixes.Add(1))))
 		t.Cleanup(func() { _ = s.Close() })
 		return s
 	}
@@ -62,7 +59,7 @@ func TestCancelNotLatest(t *testing.T) {
 		algo.LeakyBucket{Rate: 10, Capacity: 10}, // shaping queue: spaced 100 ms, no burst
 	}
 	ctx := context.Background()
-	for name, mk := range cancelStores(t) {
+	for name, mk := range fakeClockStores(t, "cancel") {
 		for _, a := range algs {
 			t.Run(name+"/"+a.Name(), func(t *testing.T) {
 				clk := clockx.NewFake(start)
@@ -105,7 +102,7 @@ func TestCancelNotLatest(t *testing.T) {
 func TestCancelEveryOtherNeverOverAdmits(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	for name, mk := range cancelStores(t) {
+	for name, mk := range fakeClockStores(t, "cancel") {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			rounds := 40

@@ -6,16 +6,12 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
-	"github.com/ratekit/limiter/distributed"
-	"github.com/ratekit/limiter/internal/redistest"
-	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -60,25 +56,6 @@ func (r recorder) BreakerChanged(from, to limiter.BreakerState) {
 // called logs what the caller of Allow got.
 func (g *eventLog) called(d limiter.Decision, err error) {
 	g.add("caller: allowed=%v r=%d err=%v", d.Allowed, d.Remaining, err != nil)
-}
-
-// observerStores are the stores the observer tests run on: local, and Redis unless -short.
-func observerStores(t *testing.T) map[string]func(clk *clockx.Fake) store.Store {
-	stores := map[string]func(clk *clockx.Fake) store.Store{
-		"local": func(clk *clockx.Fake) store.Store { return newLocal(t, clk) },
-	}
-	if testing.Short() {
-		return stores
-	}
-	c := redistest.WithoutExpiry(redistest.Start(t).Client(t))
-	var prefixes atomic.Int64
-	stores["redis"] = func(clk *clockx.Fake) store.Store {
-		s := teststore.Redis(t, c, distributed.WithClientClock(clk), distributed.WithTimeout(10*time.Second),
-			distributed.WithPrefix(fmt.Sprintf("observe-%d:", prefixes.Add(1))))
-		t.Cleanup(func() { _ = s.Close() })
-		return s
-	}
-	return stores
 }
 
 // TestObserver runs scripts of calls on observed limiters and compares, line by line, what
@@ -292,7 +269,7 @@ func TestObserver(t *testing.T) {
 			"enforced: k denied n=1 allowed=false r=0 composite,timed", "caller: allowed=false r=0 err=false",
 		},
 	}}
-	for sname, mk := range observerStores(t) {
+	for sname, mk := range fakeClockStores(t, "observe") {
 		for _, c := range cases {
 			t.Run(sname+"/"+c.name, func(t *testing.T) {
 				t.Parallel()

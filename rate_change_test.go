@@ -42,7 +42,7 @@ func TestRateChangeNeverOverAdmits(t *testing.T) {
 		{"leaky bucket faster later", algo.LeakyBucket{Rate: 1, Capacity: 100}, algo.LeakyBucket{Rate: 100, Capacity: 100},
 			500 * time.Millisecond, time.Second, 50, 0},
 	} {
-		for name, mk := range cancelStores(t) {
+		for name, mk := range fakeClockStores(t, "rate") {
 			t.Run(name+"/"+tc.name, func(t *testing.T) {
 				clk := clockx.NewFake(start)
 				l, err := limiter.New(mk(clk), tc.from, limiter.WithClock(clk))

@@ -77,7 +77,18 @@ func TestPeekWritesNothing(t *testing.T) {
 	t.Parallel()
 	c := redistest.Start(t).Client(t)
 	ctx := context.Background()
-	for _, a := range adminDiffAlgorithms() {
+	// Every algorithm at a slow config: the keys' real TTLs (minutes or more) cannot run
+	// out between the snapshots however loaded the machine is.
+	for _, a := range []algo.Algorithm{
+		algo.FixedWindow{Limit: 5, Window: time.Hour},
+		algo.SlidingWindowLog{Limit: 5, Window: time.Hour},
+		algo.SlidingWindowCounter{Limit: 5, Window: time.Hour},
+		algo.TokenBucket{Rate: 0.01, Burst: 5},
+		algo.LeakyBucket{Rate: 0.01, Capacity: 5},
+		algo.GCRA{Rate: 0.01, Burst: 5},
+		algo.SmoothBursty{Rate: 0.01},
+		algo.SmoothWarmingUp{Rate: 0.01, Warmup: time.Hour},
+	} {
 		t.Run(a.Name(), func(t *testing.T) {
 			t.Parallel()
 			prefix := freshPrefix()
@@ -129,9 +140,11 @@ func TestResetDeletesEveryKey(t *testing.T) {
 			t.Parallel()
 			prefix := freshPrefix()
 			s := adminStore(t, c, prefix)
-			log := algo.SlidingWindowLog{Limit: 3, Window: time.Minute}
-			tb := algo.TokenBucket{Rate: 1, Burst: 3}
-			fw := algo.FixedWindow{Limit: 3, Window: time.Minute}
+			// Slow configs: no key's real TTL can run out during the test, however loaded
+			// the machine is (a 1/s bucket's key lives 1 s after one permit).
+			log := algo.SlidingWindowLog{Limit: 3, Window: time.Hour}
+			tb := algo.TokenBucket{Rate: 0.001, Burst: 3}
+			fw := algo.FixedWindow{Limit: 3, Window: time.Hour}
 			for _, a := range []algo.Algorithm{log, tb, fw} {
 				for _, key := range []string{"k", "other"} {
 					if _, err := s.Apply(ctx, key, a, algo.Request{N: 1}); err != nil {

@@ -77,12 +77,12 @@ func TestPeekWritesNothing(t *testing.T) {
 	t.Parallel()
 	c := redistest.Start(t).Client(t)
 	ctx := context.Background()
-	// Every algorithm at a slow config: the keys' real TTLs (minutes or more) cannot run
-	// out between the snapshots however loaded the machine is.
+	// Every algorithm at a slow config (the windows, aligned to the epoch, 1000 h long): the
+	// keys' real TTLs cannot run out between the snapshots however loaded the machine is.
 	for _, a := range []algo.Algorithm{
-		algo.FixedWindow{Limit: 5, Window: time.Hour},
+		algo.FixedWindow{Limit: 5, Window: 1000 * time.Hour},
 		algo.SlidingWindowLog{Limit: 5, Window: time.Hour},
-		algo.SlidingWindowCounter{Limit: 5, Window: time.Hour},
+		algo.SlidingWindowCounter{Limit: 5, Window: 1000 * time.Hour},
 		algo.TokenBucket{Rate: 0.01, Burst: 5},
 		algo.LeakyBucket{Rate: 0.01, Capacity: 5},
 		algo.GCRA{Rate: 0.01, Burst: 5},
@@ -144,7 +144,7 @@ func TestResetDeletesEveryKey(t *testing.T) {
 			// the machine is (a 1/s bucket's key lives 1 s after one permit).
 			log := algo.SlidingWindowLog{Limit: 3, Window: time.Hour}
 			tb := algo.TokenBucket{Rate: 0.001, Burst: 3}
-			fw := algo.FixedWindow{Limit: 3, Window: time.Hour}
+			fw := algo.FixedWindow{Limit: 3, Window: 1000 * time.Hour} // aligned to the epoch: no boundary near
 			for _, a := range []algo.Algorithm{log, tb, fw} {
 				for _, key := range []string{"k", "other"} {
 					if _, err := s.Apply(ctx, key, a, algo.Request{N: 1}); err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/distributed"
+	"github.com/ratekit/limiter/internal/childproc"
 	"github.com/ratekit/limiter/internal/redistest"
 	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/semaphore"
@@ -164,25 +165,8 @@ func rendezvous(ctx context.Context, c *redis.Client, key string) bool {
 // scanner over its standard output. The process is killed when the test ends.
 func helper(t *testing.T, env ...string) (*exec.Cmd, *bufio.Scanner, io.WriteCloser) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestSemaphoreHelperProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	return cmd, bufio.NewScanner(out), stdin
+	c := childproc.Start(context.Background(), t, "TestSemaphoreHelperProcess", env...)
+	return c.Cmd, c.Lines, c.In
 }
 
 // expectLine reads lines until one starts with prefix and returns the rest of it.

@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/internal/childproc"
 	"github.com/ratekit/limiter/internal/redistest"
 	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/smooth"
@@ -54,41 +53,21 @@ func TestSmoothMultiProcessPacing(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	type child struct {
-		cmd   *exec.Cmd
-		in    io.WriteCloser
-		lines *bufio.Scanner
-	}
-	children := make([]child, procs)
+	children := make([]childproc.Child, procs)
 	for i := range children {
-		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestSmoothMultiProcessPacing$", "-test.count=1", "-test.v")
-		cmd.Env = append(os.Environ(), childEnv+"=1", "SMOOTH_REDIS="+srv.Addr(), "SMOOTH_KEY="+key,
-			"SMOOTH_RATE="+strconv.FormatFloat(rate, 'g', -1, 64), "SMOOTH_WINDOW="+window.String())
-		cmd.Stderr = os.Stderr
-		in, err := cmd.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		children[i] = child{cmd: cmd, in: in, lines: bufio.NewScanner(out)}
+		children[i] = childproc.Start(ctx, t, "TestSmoothMultiProcessPacing", childEnv+"=1", "SMOOTH_REDIS="+srv.Addr(),
+			"SMOOTH_KEY="+key, "SMOOTH_RATE="+strconv.FormatFloat(rate, 'g', -1, 64), "SMOOTH_WINDOW="+window.String())
 	}
 	// Wait for every child to be connected and ready, then start them all at once.
 	for i, c := range children {
-		if !scanUntil(c.lines, "ready") {
+		if !scanUntil(c.Lines, "ready") {
 			t.Fatalf("child %d exited before it was ready", i)
 		}
 	}
 	start := time.Now().Add(100 * time.Millisecond)
 	for _, c := range children {
-		fmt.Fprintln(c.in, start.UnixNano())
-		_ = c.in.Close()
+		fmt.Fprintln(c.In, start.UnixNano())
+		_ = c.In.Close()
 	}
 	// Collect every child's grants: the grant's instant and wait (server µs) and when it woke.
 	var mu sync.Mutex
@@ -100,10 +79,10 @@ func TestSmoothMultiProcessPacing(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for c.lines.Scan() {
+			for c.Lines.Scan() {
 				var g grant
 				var w int64
-				if _, err := fmt.Sscanf(c.lines.Text(), "grant %d %d %d", &g.at, &g.wait, &w); err == nil {
+				if _, err := fmt.Sscanf(c.Lines.Text(), "grant %d %d %d", &g.at, &g.wait, &w); err == nil {
 					mu.Lock()
 					grants, woke = append(grants, g), append(woke, w)
 					perChild[i]++
@@ -114,7 +93,7 @@ func TestSmoothMultiProcessPacing(t *testing.T) {
 	}
 	wg.Wait()
 	for i, c := range children {
-		if err := c.cmd.Wait(); err != nil {
+		if err := c.Cmd.Wait(); err != nil {
 			t.Fatalf("child %d: %v", i, err)
 		}
 	}

@@ -1,4 +1,3 @@
-// Package ctxutil holds the context helpers the limiter packages share.
 package ctxutil
 
 import (

@@ -1,0 +1,2 @@
+// Package ctxutil holds the context helpers the limiter packages share.
+package ctxutil

@@ -163,13 +163,7 @@ func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req alg
 // check is what Apply, Refund and Peek check before anything is sent: the arguments, then
 // Close, then the caller's context (a caller that gave up sends nothing).
 func (s *Store) check(ctx context.Context, key string, a algo.Algorithm, req algo.Request) error {
-	if err := storecheck.Apply(key, a, req); err != nil {
-		return err
-	}
-	if s.closed.Load() {
-		return store.ErrClosed
-	}
-	return storecheck.Context(ctx)
+	return storecheck.Call(ctx, key, a, req, s.closed.Load())
 }
 
 // applyScript is Apply's round trip, once the arguments are checked.

@@ -194,13 +194,7 @@ func (s *Store) giveBack(ctx context.Context, key string, l *lease) {
 // Remaining as the lease's leftover plus what the inner store had left when the slice
 // was taken, and ResetAfter counted down from the slice's. Errors are the inner store's.
 func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
-	if err := storecheck.Apply(key, a, req); err != nil {
-		return algo.Decision{}, err
-	}
-	if s.closed.Load() {
-		return algo.Decision{}, store.ErrClosed
-	}
-	if err := storecheck.Context(ctx); err != nil {
+	if err := storecheck.Call(ctx, key, a, req, s.closed.Load()); err != nil {
 		return algo.Decision{}, err
 	}
 	if req.MaxWait > 0 || req.N > s.slice || !leased(a) {
@@ -277,13 +271,7 @@ func (s *Store) refill(ctx context.Context, key string, a algo.Algorithm, req al
 // Refund gives n permits of a grant back: to key's lease when the grant came from it
 // (at is the lease's slice) and the lease still lasts, otherwise to the inner store.
 func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int64, at int64) error {
-	if err := storecheck.Apply(key, a, algo.Request{N: n}); err != nil {
-		return err
-	}
-	if s.closed.Load() {
-		return store.ErrClosed
-	}
-	if err := storecheck.Context(ctx); err != nil {
+	if err := storecheck.Call(ctx, key, a, algo.Request{N: n}, s.closed.Load()); err != nil {
 		return err
 	}
 	if leased(a) {

@@ -25,13 +25,7 @@ var _ store.Admin = (*Store)(nil)
 // fresh state is applied and thrown away); otherwise Peek returns an error wrapping
 // store.ErrUnsupported.
 func (s *Store) Peek(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
-	if err := storecheck.Apply(key, a, req); err != nil {
-		return algo.Decision{}, err
-	}
-	if s.closed.Load() {
-		return algo.Decision{}, store.ErrClosed
-	}
-	if err := storecheck.Context(ctx); err != nil {
+	if err := storecheck.Call(ctx, key, a, req, s.closed.Load()); err != nil {
 		return algo.Decision{}, err
 	}
 	slot := a.Slot()

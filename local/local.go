@@ -254,13 +254,7 @@ func freshIn(now int64, resetAfter time.Duration) int64 {
 
 // Refund gives back n permits of an earlier grant. See store.Store.
 func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int64, at int64) error {
-	if err := storecheck.Apply(key, a, algo.Request{N: n}); err != nil {
-		return err
-	}
-	if s.closed.Load() {
-		return store.ErrClosed
-	}
-	if err := storecheck.Context(ctx); err != nil {
+	if err := storecheck.Call(ctx, key, a, algo.Request{N: n}, s.closed.Load()); err != nil {
 		return err
 	}
 	slot := a.Slot()

@@ -128,3 +128,16 @@ func Reset(key string, rules []algo.Algorithm) error {
 	}
 	return nil
 }
+
+// Call is what a store checks first on every Apply, Refund or Peek, in this order: the
+// arguments (Apply), that the store is open (closed false, else store.ErrClosed), and the
+// caller's context (Context), so bad input is reported whatever the store's state.
+func Call(ctx context.Context, key string, a algo.Algorithm, req algo.Request, closed bool) error {
+	if err := Apply(key, a, req); err != nil {
+		return err
+	}
+	if closed {
+		return store.ErrClosed
+	}
+	return Context(ctx)
+}

@@ -273,12 +273,7 @@ func (t *tally) notedAtomic(ctx context.Context, ma store.MultiApplier, g group,
 	if err != nil {
 		return false, err
 	}
-	for i, d := range ds {
-		t.answers = append(t.answers, answer{d: d, figures: true})
-		if ok {
-			t.held = append(t.held, grant{lim: g.rules[i], key: g.key, alg: g.algs[i], n: q.N, at: d.At})
-		}
-	}
+	t.keep(g, q, ds, ok)
 	return ok, nil
 }
 

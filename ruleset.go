@@ -211,13 +211,19 @@ func (t *tally) atomic(ctx context.Context, ma store.MultiApplier, g group, q re
 	if err != nil {
 		return false, err
 	}
+	t.keep(g, q, ds, ok)
+	return ok, nil
+}
+
+// keep records the Decisions ds of group g's atomic call, and, when it granted (ok), the
+// permits each rule now holds.
+func (t *tally) keep(g group, q request, ds []Decision, ok bool) {
 	for i, d := range ds {
 		t.answers = append(t.answers, answer{d: d, figures: true})
 		if ok {
 			t.held = append(t.held, grant{lim: g.rules[i], key: g.key, alg: g.algs[i], n: q.N, at: d.At})
 		}
 	}
-	return ok, nil
 }
 
 // onFailure takes rule r's failure policy's answer to q, for r's store failure err. It

@@ -2,7 +2,6 @@ package leasing
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/maphash"
 	"sync"
@@ -28,41 +27,16 @@ var (
 // store.Store (see the package documentation for the bounds). It is safe for concurrent use.
 // Create one with [New]; the zero value is not usable.
 type Store struct {
-	inner   store.Store
-	slice   int64
-	ttl     time.Duration
-	clock   clockx.Clock
-	seed    maphash.Seed
-	perShrd int
-	closed  atomic.Bool
-	shards  [leaseShards]leaseShard
-}
-
-const leaseShards = 32
-
-type leaseShard struct {
-	mu sync.Mutex
-	m  map[leaseKey]*lease
-	_  [48]byte // keeps two shards' locks off one cache line
-}
-
-type leaseKey struct{ key, slot string }
-
-// lease is the slice of one key's quota this process holds; guarded by its own mutex.
-type lease struct {
-	mu     sync.Mutex
-	a      algo.Algorithm
-	left   int64     // permits not yet granted
-	at     int64     // the slice's Decision.At, which identifies it to Refund
-	limit  int64     // the slice's Decision.Limit
-	remain int64     // the inner store's Remaining after the slice
-	taken  time.Time // when the slice was asked for
-	reset  time.Duration
-	ends   time.Time // the lease ends here: taken + TTL (a fixed window: or its end)
-	dry    time.Time // a slice was denied: no slice is asked for before this instant
-	// busy is set while one caller takes the next slice; the others wait for done.
-	busy bool
-	done chan struct{}
+	inner  store.Store
+	slice  int64
+	ttl    time.Duration
+	clock  clockx.Clock
+	seed   maphash.Seed
+	closed atomic.Bool
+	// fills is held for reading by every call that takes a slice and for writing by Close,
+	// so that Close gives back the slices in flight once they land, before closing inner.
+	fills  sync.RWMutex
+	shards []leaseShard
 }
 
 // New returns a Store that leases slices of slice permits from inner. It takes ownership
@@ -85,13 +59,19 @@ func New(inner store.Store, slice int64, opts ...Option) (*Store, error) {
 	if o.err != nil {
 		return nil, o.err
 	}
-	s := &Store{inner: inner, slice: slice, ttl: o.ttl, clock: clockx.Real(), seed: maphash.MakeSeed(),
-		perShrd: (o.maxKeys + leaseShards - 1) / leaseShards}
+	s := &Store{inner: inner, slice: slice, ttl: o.ttl, clock: clockx.Real(), seed: maphash.MakeSeed()}
 	if c, ok := inner.(store.Clocked); ok {
 		s.clock = c.Clock()
 	}
+	// WithMaxKeys(n) is exact: n below leaseShards uses n shards of one lease, and the
+	// shards' shares of n differ by at most one.
+	s.shards = make([]leaseShard, min(leaseShards, o.maxKeys))
 	for i := range s.shards {
 		s.shards[i].m = make(map[leaseKey]*lease)
+		s.shards[i].cap = o.maxKeys / len(s.shards)
+		if i < o.maxKeys%len(s.shards) {
+			s.shards[i].cap++
+		}
 	}
 	return s, nil
 }
@@ -107,92 +87,16 @@ func leased(a algo.Algorithm) bool {
 	return false
 }
 
-func (s *Store) shard(k leaseKey) *leaseShard {
-	var h maphash.Hash
-	h.SetSeed(s.seed)
-	h.WriteString(k.key)
-	h.WriteString(k.slot)
-	return &s.shards[h.Sum64()%leaseShards]
-}
-
-// lease returns key's lease under a's slot, creating it.
-func (s *Store) lease(ctx context.Context, k leaseKey) *lease {
-	sh := s.shard(k)
-	sh.mu.Lock()
-	l := sh.m[k]
-	if l == nil {
-		var out []*lease
-		if len(sh.m) >= s.perShrd {
-			out = s.evict(sh, k)
-		}
-		l = &lease{}
-		sh.m[k] = l
-		sh.mu.Unlock()
-		for _, o := range out {
-			s.giveBack(ctx, k.key, o)
-		}
-		return l
-	}
-	sh.mu.Unlock()
-	return l
-}
-
-// evict removes the ended leases of a full shard, or an arbitrary one, returning those
-// with permits to give back; sh is locked.
-func (s *Store) evict(sh *leaseShard, _ leaseKey) []*lease {
-	now := s.clock.Now()
-	var out []*lease
-	for k, l := range sh.m {
-		l.mu.Lock()
-		if !l.busy && !now.Before(l.ends) {
-			delete(sh.m, k)
-			if l.left > 0 {
-				out = append(out, l.detach())
-			}
-		}
-		l.mu.Unlock()
-	}
-	if len(sh.m) < s.perShrd {
-		return out
-	}
-	for k, l := range sh.m {
-		l.mu.Lock()
-		if !l.busy {
-			delete(sh.m, k)
-			if l.left > 0 {
-				out = append(out, l.detach())
-			}
-			l.mu.Unlock()
-			return out
-		}
-		l.mu.Unlock()
-	}
-	return out
-}
-
-// detach empties l and returns a copy holding what it had, to give back; l is locked.
-func (l *lease) detach() *lease {
-	c := &lease{a: l.a, left: l.left, at: l.at}
-	l.left = 0
-	return c
-}
-
-// giveBack refunds what an ended lease did not grant. A failure only loses those permits
-// (under-admission), so it is not reported.
-func (s *Store) giveBack(ctx context.Context, key string, l *lease) {
-	if l == nil || l.left <= 0 {
-		return
-	}
-	_ = s.inner.Refund(context.WithoutCancel(ctx), key, l.a, l.left, l.at)
-}
-
 // Apply grants req from key's lease under a when it holds enough, without calling the
 // inner store; otherwise it takes the next slice (giving back the ended lease's leftover
-// first), or, while slices are denied, asks the inner store for req itself. Requests that
-// are not leased (see the package documentation) go to the inner store. A local grant
-// reports At as the slice's (Refund gives the permits back to the lease while it lasts),
-// Remaining as the lease's leftover plus what the inner store had left when the slice
-// was taken, and ResetAfter counted down from the slice's. Errors are the inner store's.
+// first). When the inner store denies the slice, it asks for the permits the store still
+// has (the quota's tail) or else for req alone, and until the slice's RetryAfter it asks
+// for no slice; a denial of req is remembered until its RetryAfter and answered without
+// calling the inner store. Requests that are not leased (see the package documentation) go
+// to the inner store. A local grant reports At as the slice's (Refund gives the permits back
+// to the lease while it lasts), Remaining as the lease's leftover plus what the inner store
+// had left when the slice was taken, and ResetAfter counted down from the slice's. Errors
+// are the inner store's.
 func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
 	if err := storecheck.Call(ctx, key, a, req, s.closed.Load()); err != nil {
 		return algo.Decision{}, err
@@ -200,59 +104,152 @@ func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req alg
 	if req.MaxWait > 0 || req.N > s.slice || !leased(a) {
 		return s.inner.Apply(ctx, key, a, req)
 	}
-	l := s.lease(ctx, leaseKey{key, a.Slot()})
+	k := leaseKey{key, a.Slot()}
+lookup:
 	for {
-		now := s.clock.Now()
-		l.mu.Lock()
-		if l.a == a && l.left >= req.N && now.Before(l.ends) {
-			l.left -= req.N
-			d := algo.Decision{Allowed: true, Limit: l.limit, Remaining: l.left + l.remain, At: l.at, ResetAfter: l.reset}
-			if l.reset != algo.Never {
-				d.ResetAfter = max(0, l.reset-now.Sub(l.taken))
-			}
-			l.mu.Unlock()
-			return d, nil
+		if s.closed.Load() {
+			return algo.Decision{}, store.ErrClosed
 		}
-		if l.busy {
-			done := l.done
-			l.mu.Unlock()
-			select {
-			case <-done:
-				continue
-			case <-ctx.Done():
-				return algo.Decision{}, ctx.Err()
-			}
-		}
-		if l.a == a && now.Before(l.dry) {
-			l.mu.Unlock() // slices are denied for now: ask for req alone
+		l := s.lookup(ctx, k, true)
+		if l == nil { // a Reset of the key is running: no lease until it is done
 			return s.inner.Apply(ctx, key, a, req)
 		}
-		old := l.detach()
-		l.busy, l.done = true, make(chan struct{})
-		l.mu.Unlock()
-		return s.refill(ctx, key, a, req, l, old, now)
+		for {
+			now := s.clock.Now()
+			if d, ok := l.grant(a, req, now, true); ok {
+				l.mu.Unlock()
+				return d, nil
+			}
+			if l.a == a {
+				if e := l.denial(req.N, clockx.Micros(now)); e != nil {
+					d := e.Answer(clockx.Micros(now))
+					l.mu.Unlock()
+					return d, nil
+				}
+			}
+			if l.busy {
+				done := l.done
+				l.mu.Unlock()
+				select {
+				case <-done:
+				case <-ctx.Done():
+					return algo.Decision{}, ctx.Err()
+				}
+				l.mu.Lock()
+				if l.dead {
+					l.mu.Unlock()
+					continue lookup
+				}
+				continue
+			}
+			l.busy, l.done = true, make(chan struct{})
+			if l.a == a && now.Before(l.dry) {
+				l.mu.Unlock() // slices are denied for now: ask for req alone
+				return s.ask(ctx, a, req, l, now)
+			}
+			old := l.detach()
+			l.mu.Unlock()
+			return s.refill(ctx, a, req, l, old, now)
+		}
+	}
+}
+
+// grant answers req from l when it holds enough under a at now, taking the permits when
+// take is set (Peek leaves them); l is locked.
+func (l *lease) grant(a algo.Algorithm, req algo.Request, now time.Time, take bool) (algo.Decision, bool) {
+	if l.a != a || l.left < req.N || !now.Before(l.ends) {
+		return algo.Decision{}, false
+	}
+	left := l.left - req.N
+	if take {
+		l.left = left
+	}
+	d := algo.Decision{Allowed: true, Limit: l.limit, Remaining: left + l.remain, At: l.at, ResetAfter: l.reset}
+	if l.reset != algo.Never {
+		d.ResetAfter = max(0, l.reset-now.Sub(l.taken))
+	}
+	return d, true
+}
+
+// land ends the call that marked l busy, waking the callers waiting for it; l is locked.
+func (l *lease) land() {
+	l.busy = false
+	close(l.done)
+}
+
+// ask answers req, while slices of l are denied, by asking the inner store for it alone
+// (the caller marked l busy), and remembers a denial until its RetryAfter.
+func (s *Store) ask(ctx context.Context, a algo.Algorithm, req algo.Request, l *lease, now time.Time) (algo.Decision, error) {
+	d, err := s.inner.Apply(ctx, l.key, a, req)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.land()
+	if err == nil && !l.dead {
+		l.note(req.N, d, now)
+	}
+	return d, err
+}
+
+// note records the inner store's answer d to a request of n permits sent at now: a denial
+// is remembered until its RetryAfter; a grant pushes the deadlines of the denials later,
+// so they are forgotten and asked again; l is locked.
+func (l *lease) note(n int64, d algo.Decision, now time.Time) {
+	if d.Allowed {
+		l.denied = l.denied[:0]
+	} else if d.RetryAfter > 0 {
+		l.remember(n, d, clockx.Micros(now))
 	}
 }
 
 // refill gives back old, takes a new slice into l (which the caller marked busy) and
-// answers req from it, or from the inner store if the slice is denied.
-func (s *Store) refill(ctx context.Context, key string, a algo.Algorithm, req algo.Request, l, old *lease, now time.Time) (algo.Decision, error) {
-	s.giveBack(ctx, key, old)
-	d, err := s.inner.Apply(ctx, key, a, algo.Request{N: s.slice})
+// answers req from it. When the slice is denied it asks for the quota's tail (the
+// permits the denial reports left, when they cover req) or else for req alone, and asks
+// for no slice until the slice's RetryAfter.
+func (s *Store) refill(ctx context.Context, a algo.Algorithm, req algo.Request, l, old *lease, now time.Time) (algo.Decision, error) {
+	s.fills.RLock()
+	defer s.fills.RUnlock()
+	if s.closed.Load() { // Close has given back the leases: take nothing more
+		l.mu.Lock()
+		l.land()
+		l.mu.Unlock()
+		return algo.Decision{}, store.ErrClosed
+	}
+	s.giveBack(ctx, old)
+	size := s.slice
+	d, err := s.inner.Apply(ctx, l.key, a, algo.Request{N: size})
+	dry := d
+	if err == nil && !d.Allowed && d.Remaining >= req.N && d.Remaining < size {
+		size = d.Remaining // the tail: the permits left, in one call instead of one by one
+		d, err = s.inner.Apply(ctx, l.key, a, algo.Request{N: size})
+	}
+	if err == nil && !d.Allowed {
+		size = 0
+		d, err = s.inner.Apply(ctx, l.key, a, req)
+	}
 	l.mu.Lock()
-	l.busy = false
-	close(l.done)
+	l.land()
 	if err != nil {
 		l.mu.Unlock()
 		return algo.Decision{}, err
 	}
-	if !d.Allowed {
-		l.a, l.dry = a, now.Add(d.RetryAfter)
-		if d.RetryAfter == algo.Never || l.dry.Before(now) {
-			l.dry = now.Add(s.ttl)
+	if size == 0 { // no slice: d answers req alone
+		if !l.dead {
+			l.a, l.dry = a, now.Add(dry.RetryAfter)
+			if dry.RetryAfter == algo.Never || l.dry.Before(now) {
+				l.dry = now.Add(s.ttl)
+			}
+			l.note(req.N, d, now)
 		}
 		l.mu.Unlock()
-		return s.inner.Apply(ctx, key, a, req)
+		return d, nil
+	}
+	out := algo.Decision{Allowed: true, Limit: d.Limit, Remaining: size - req.N + d.Remaining, At: d.At, ResetAfter: d.ResetAfter}
+	if l.dead {
+		// A Reset dropped the lease while the slice was in flight: the slice may have been
+		// counted in the state the Reset forgot, so only req is granted from it (as a plain
+		// store's request in flight at the Reset is) and the rest is forgotten with the state.
+		l.mu.Unlock()
+		return out, nil
 	}
 	life := s.ttl
 	if _, ok := a.(algo.FixedWindow); ok {
@@ -261,108 +258,31 @@ func (s *Store) refill(ctx context.Context, key string, a algo.Algorithm, req al
 		// a slice's use for a hot key; the sliding windows need no cap for the bound.)
 		life = min(life, d.ResetAfter)
 	}
-	l.a, l.left, l.at, l.limit, l.remain = a, s.slice-req.N, d.At, d.Limit, d.Remaining
-	l.taken, l.reset, l.ends, l.dry = now, d.ResetAfter, now.Add(life), time.Time{}
-	out := algo.Decision{Allowed: true, Limit: d.Limit, Remaining: l.left + l.remain, At: d.At, ResetAfter: d.ResetAfter}
+	l.a, l.size, l.left, l.at, l.limit, l.remain = a, size, size-req.N, d.At, d.Limit, d.Remaining
+	l.taken, l.reset, l.ends, l.dry, l.denied = now, d.ResetAfter, now.Add(life), time.Time{}, l.denied[:0]
 	l.mu.Unlock()
 	return out, nil
 }
 
 // Refund gives n permits of a grant back: to key's lease when the grant came from it
-// (at is the lease's slice) and the lease still lasts, otherwise to the inner store.
+// (at is the lease's slice), the lease still lasts and holds no more than its slice after
+// it; otherwise to the inner store. A lease that a Reset dropped is gone: the refund of
+// its grants goes to the inner store, as on a plain store.
 func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int64, at int64) error {
 	if err := storecheck.Call(ctx, key, a, algo.Request{N: n}, s.closed.Load()); err != nil {
 		return err
 	}
 	if leased(a) {
-		k := leaseKey{key, a.Slot()}
-		sh := s.shard(k)
-		sh.mu.Lock()
-		l := sh.m[k]
-		sh.mu.Unlock()
-		if l != nil {
-			l.mu.Lock()
-			if l.a == a && l.at == at && s.clock.Now().Before(l.ends) && l.left+n <= s.slice {
+		if l := s.lookup(ctx, leaseKey{key, a.Slot()}, false); l != nil {
+			if l.a == a && l.at == at && s.clock.Now().Before(l.ends) && n <= l.size-l.left {
 				l.left += n
 				l.mu.Unlock()
 				return nil
 			}
+			// The inner store gets permits back: the denials and the dry spell may be over.
+			l.denied, l.dry = l.denied[:0], time.Time{}
 			l.mu.Unlock()
 		}
 	}
 	return s.inner.Refund(ctx, key, a, n, at)
-}
-
-// Peek forwards to the inner store (store.Admin): what a call that goes to it would
-// answer, not counting the permits held in leases. Without store.Admin on the inner store
-// it reports store.ErrUnsupported.
-func (s *Store) Peek(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
-	ad, ok := s.inner.(store.Admin)
-	if !ok {
-		return algo.Decision{}, store.ErrUnsupported
-	}
-	if s.closed.Load() {
-		return algo.Decision{}, store.ErrClosed
-	}
-	return ad.Peek(ctx, key, a, req)
-}
-
-// Reset drops this process's leases of key under rules (their permits are forgotten with
-// the state) and resets the inner store's state (store.Admin). Leases of other processes
-// keep granting until they end.
-func (s *Store) Reset(ctx context.Context, key string, rules ...algo.Algorithm) error {
-	ad, ok := s.inner.(store.Admin)
-	if !ok {
-		return store.ErrUnsupported
-	}
-	if s.closed.Load() {
-		return store.ErrClosed
-	}
-	if err := storecheck.Reset(key, rules); err != nil {
-		return err
-	}
-	for _, a := range rules {
-		k := leaseKey{key, a.Slot()}
-		sh := s.shard(k)
-		sh.mu.Lock()
-		if l := sh.m[k]; l != nil {
-			l.mu.Lock()
-			l.left, l.dry = 0, time.Time{}
-			l.mu.Unlock()
-		}
-		sh.mu.Unlock()
-	}
-	return ad.Reset(ctx, key, rules...)
-}
-
-// Clock returns the clock the leases are kept on: the inner store's, else real time.
-func (s *Store) Clock() clockx.Clock { return s.clock }
-
-// Close gives back every lease's leftover (within ctx-free calls bounded by the inner
-// store's own timeout), then closes the inner store. Later calls return store.ErrClosed.
-// Close is idempotent; it returns the inner store's Close error, or the first failed
-// give-back.
-func (s *Store) Close() error {
-	if s.closed.Swap(true) {
-		return nil
-	}
-	var errs []error
-	for i := range s.shards {
-		sh := &s.shards[i]
-		sh.mu.Lock()
-		for k, l := range sh.m {
-			l.mu.Lock()
-			old := l.detach()
-			l.mu.Unlock()
-			if old.left > 0 {
-				if err := s.inner.Refund(context.Background(), k.key, old.a, old.left, old.at); err != nil {
-					errs = append(errs, err)
-				}
-			}
-		}
-		clear(sh.m)
-		sh.mu.Unlock()
-	}
-	errs = append(errs, s.inner.Close())
-	return errors.Join(errs...)
 }

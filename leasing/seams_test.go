@@ -1,0 +1,237 @@
+package leasing_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/leasing"
+)
+
+// TestEvictionGivesBackToItsOwnKey is issue 21's scripted history: one hot key of
+// FixedWindow{10 per minute} leased in slices of 5, interleaved with new keys in a table
+// of one lease (WithMaxKeys(1)), so that each new key evicts the hot key's lease and the
+// hot key evicts the new key's. The evicted lease's leftover must go back to its own key:
+// given to the key being created, it granted the hot key 55 in one window. (Before the
+// fix WithMaxKeys(1) still held one lease per shard of 32, so the history needs many new
+// keys to land in the hot key's shard.) The fake clock
+// never moves, so everything happens in one window: the hot key gets at most 10, as on
+// the plain store.
+func TestEvictionGivesBackToItsOwnKey(t *testing.T) {
+	t.Parallel()
+	a := algo.FixedWindow{Limit: 10, Window: time.Minute}
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			plain, _, ls, _ := pair(t, b, 5, leasing.WithMaxKeys(1))
+			history := func(s adminStore) (hot int) {
+				for i := range 200 {
+					for range 4 {
+						if grant(t, s, "hot", a) {
+							hot++
+						}
+					}
+					grant(t, s, fmt.Sprintf("new-%d", i), a)
+				}
+				return hot
+			}
+			want, got := history(plain), history(ls)
+			if got > want || got > int(a.Limit) {
+				t.Errorf("the hot key got %d grants in one window of limit %d (plain store: %d)", got, a.Limit, want)
+			}
+			t.Logf("hot key: %d leased, %d plain", got, want)
+		})
+	}
+}
+
+// TestEvictionUnderConcurrency is the issue's concurrent history on a fake clock that
+// does not move: FixedWindow{1000 per minute}, slices of 100, WithMaxKeys(32), 8
+// goroutines on one hot key and 4 creating new keys. Whatever the schedule, the hot key
+// gets at most its limit (it got 14,485–34,074 in one window).
+func TestEvictionUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	a := algo.FixedWindow{Limit: 1000, Window: time.Minute}
+	_, _, ls, _ := pair(t, backends()[0], 100, leasing.WithMaxKeys(32))
+	var hot, requests atomic.Int64
+	var stop atomic.Bool
+	var hotWG, newWG sync.WaitGroup
+	for range 8 {
+		hotWG.Add(1)
+		go func() { // the hot key, until the new keys are all made
+			defer hotWG.Done()
+			for !stop.Load() {
+				requests.Add(1)
+				d, err := ls.Apply(context.Background(), "hot", a, algo.Request{N: 1})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if d.Allowed {
+					hot.Add(1)
+				}
+				runtime.Gosched() // let the key makers in between
+			}
+		}()
+	}
+	for g := range 4 {
+		newWG.Add(1)
+		go func() {
+			defer newWG.Done()
+			for i := range 500 {
+				if _, err := ls.Apply(context.Background(), fmt.Sprintf("new-%d-%d", g, i), a, algo.Request{N: 1}); err != nil {
+					t.Error(err)
+					return
+				}
+				runtime.Gosched()
+			}
+		}()
+	}
+	newWG.Wait()
+	stop.Store(true)
+	hotWG.Wait()
+	if hot.Load() > a.Limit {
+		t.Errorf("the hot key got %d grants in one window of limit %d", hot.Load(), a.Limit)
+	}
+	t.Logf("hot key: %d of %d requests granted", hot.Load(), requests.Load())
+}
+
+// TestRefillDuringReset resets the key while the leasing store's slice is in flight (the
+// inner store has counted it; the answer has not landed yet). The slice was counted in
+// the state Reset forgets, so the lease it lands on must not grant from it: the leased
+// store grants no more after the Reset than the plain store, whose one request in flight
+// at the Reset is the only grant the Reset forgets.
+func TestRefillDuringReset(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a := algo.FixedWindow{Limit: 10, Window: time.Minute}
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			plain, inner, ls, _ := pair(t, b, 5)
+			history := func(s adminStore, sp *spy) (granted int) {
+				done := false
+				sp.hook = func(key string, _ algo.Request) {
+					if !done {
+						done = true
+						if err := s.Reset(ctx, "hot", a); err != nil {
+							t.Error(err)
+						}
+					}
+				}
+				for range 30 {
+					if grant(t, s, "hot", a) {
+						granted++
+					}
+				}
+				sp.hook = nil
+				return granted
+			}
+			want, got := history(plain, plain), history(ls, inner)
+			if got > want {
+				t.Errorf("leased: %d grants in one window of limit %d with a Reset during the first call, plain store: %d", got, a.Limit, want)
+			}
+			t.Logf("%d leased, %d plain", got, want)
+		})
+	}
+}
+
+// TestRefundAfterReset is issue 21's second case: 10 grants in a window of limit 10, a
+// Reset, then a Refund of those 10 grants. Through the lease the refund went back into
+// the lease the Reset had only emptied, and was granted again: 20 in the window, where
+// the plain store (whose refunds land on the forgotten window's fresh state) gives 10.
+func TestRefundAfterReset(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a := algo.FixedWindow{Limit: 10, Window: time.Minute}
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			plain, _, ls, _ := pair(t, b, 10)
+			history := func(s adminStore) (after int) {
+				var ats []int64
+				for range 10 {
+					d, err := s.Apply(ctx, "k", a, algo.Request{N: 1})
+					if err != nil || !d.Allowed {
+						t.Fatalf("%+v, %v", d, err)
+					}
+					ats = append(ats, d.At)
+				}
+				if err := s.Reset(ctx, "k", a); err != nil {
+					t.Fatal(err)
+				}
+				for _, at := range ats {
+					if err := s.Refund(ctx, "k", a, 1, at); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for range 30 {
+					if grant(t, s, "k", a) {
+						after++
+					}
+				}
+				return after
+			}
+			want, got := history(plain), history(ls)
+			if got > want || got > int(a.Limit) {
+				t.Errorf("after the Reset and the refunds: %d granted in a window of limit %d (plain store: %d)", got, a.Limit, want)
+			}
+		})
+	}
+}
+
+// TestCloseGivesBackInFlight closes the store while a slice is in flight: Close waits for
+// it to land and gives its leftover back, so the inner store ends with every permit but
+// the one granted (an orphan's leftover was never given back).
+func TestCloseGivesBackInFlight(t *testing.T) {
+	t.Parallel()
+	a := algo.FixedWindow{Limit: 100, Window: time.Minute}
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			_, inner, ls, _ := pair(t, b, 10)
+			closed := make(chan error, 1)
+			inner.hook = func(string, algo.Request) {
+				inner.hook = nil
+				go func() { closed <- ls.Close() }()
+			}
+			if !grant(t, ls, "k", a) {
+				t.Fatal("denied")
+			}
+			if err := <-closed; err != nil {
+				t.Fatal(err)
+			}
+			// The inner store is closed now: the spy counted what Close gave back.
+			if got := inner.refunds.Load(); got != 1 {
+				t.Errorf("%d refunds reached the inner store, want the leftover given back once", got)
+			}
+		})
+	}
+}
+
+// TestPeekSeesTheLease checks that Peek answers what Apply would: a lease holding
+// permits grants while the inner store, whose whole quota the lease took, would deny.
+func TestPeekSeesTheLease(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a := algo.FixedWindow{Limit: 10, Window: time.Minute}
+	_, _, ls, _ := pair(t, backends()[0], 10)
+	req := algo.Request{N: 1}
+	for i := range 11 {
+		p, err := ls.Peek(ctx, "k", a, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := ls.Apply(ctx, "k", a, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Allowed != d.Allowed || p.Remaining != d.Remaining {
+			t.Errorf("request %d: Peek %+v, Apply %+v", i+1, p, d)
+		}
+	}
+}

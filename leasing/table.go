@@ -1,0 +1,211 @@
+package leasing
+
+import (
+	"context"
+	"hash/maphash"
+	"sync"
+	"time"
+
+	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/internal/denial"
+)
+
+// leaseShards is the most shards the lease table has; WithMaxKeys below it uses fewer, so
+// that the bound holds exactly.
+const leaseShards = 32
+
+type leaseShard struct {
+	mu  sync.Mutex
+	m   map[leaseKey]*lease
+	cap int // the leases this shard holds at most: its part of WithMaxKeys
+	// resetting counts the Resets running on a key: while one runs, the key's requests go
+	// to the inner store, so that no lease holds a slice that the Reset forgets.
+	resetting map[leaseKey]int
+	_         [32]byte // keeps two shards' locks off one cache line
+}
+
+type leaseKey struct{ key, slot string }
+
+// lease is the slice of one key's quota this process holds; guarded by its own mutex,
+// which is never held while calling the inner store.
+type lease struct {
+	mu     sync.Mutex
+	key    string // its own key: an evicted lease gives its leftover back there
+	a      algo.Algorithm
+	dead   bool      // out of the table (evicted, reset, closed): never granted from or filled again
+	size   int64     // the permits the slice held (Slice, or less at a quota's tail)
+	left   int64     // permits not yet granted
+	at     int64     // the slice's Decision.At, which identifies it to Refund
+	limit  int64     // the slice's Decision.Limit
+	remain int64     // the inner store's Remaining after the slice
+	taken  time.Time // when the slice was asked for
+	reset  time.Duration
+	ends   time.Time // the lease ends here: taken + TTL (a fixed window: or its end)
+	dry    time.Time // a slice was denied: no slice is asked for before this instant
+	// denied remembers, while slices are denied, the inner store's denials of single
+	// requests (by N) until their RetryAfter: a key hammered over its limit is answered
+	// here instead of by the inner store.
+	denied []memo
+	// busy is set while one caller asks the inner store for the lease (a slice, or a
+	// request while slices are denied); the others wait for done.
+	busy bool
+	done chan struct{}
+}
+
+// memo is a remembered denial of requests of n permits.
+type memo struct {
+	n int64
+	e denial.Entry
+}
+
+// maxMemos bounds the distinct request sizes a lease remembers denials of.
+const maxMemos = 4
+
+// denial returns the live denial of n permits at now (µs), or nil; l is locked.
+func (l *lease) denial(n, now int64) *denial.Entry {
+	for i := range l.denied {
+		if m := &l.denied[i]; m.n == n && m.e.Live(now) {
+			return &m.e
+		}
+	}
+	return nil
+}
+
+// remember keeps the denial d of n permits asked at sent (µs); l is locked.
+func (l *lease) remember(n int64, d algo.Decision, sent int64) {
+	e := denial.Of(d, sent, 0)
+	for i := range l.denied {
+		if l.denied[i].n == n {
+			l.denied[i].e = e
+			return
+		}
+	}
+	if len(l.denied) == maxMemos {
+		l.denied = append(l.denied[:0], l.denied[1:]...) // forget the oldest size
+	}
+	l.denied = append(l.denied, memo{n, e})
+}
+
+// shard returns the shard holding k.
+func (s *Store) shard(k leaseKey) *leaseShard {
+	var h maphash.Hash
+	h.SetSeed(s.seed)
+	h.WriteString(k.key)
+	h.WriteString(k.slot)
+	return &s.shards[h.Sum64()%uint64(len(s.shards))]
+}
+
+// lookup returns k's live lease, locked, creating it when create is set (giving back the
+// leftovers of the leases it evicts to make room). It returns nil when k has none and
+// create is not set, and while a Reset of k runs.
+func (s *Store) lookup(ctx context.Context, k leaseKey, create bool) *lease {
+	sh := s.shard(k)
+	for {
+		sh.mu.Lock()
+		if sh.resetting[k] > 0 {
+			sh.mu.Unlock()
+			return nil
+		}
+		l := sh.m[k]
+		if l == nil {
+			if !create {
+				sh.mu.Unlock()
+				return nil
+			}
+			var out []*lease
+			if len(sh.m) >= sh.cap {
+				out = s.evict(sh)
+			}
+			l = &lease{key: k.key}
+			sh.m[k] = l
+			sh.mu.Unlock()
+			for _, o := range out {
+				s.giveBack(ctx, o)
+			}
+		} else {
+			sh.mu.Unlock()
+		}
+		l.mu.Lock()
+		if !l.dead {
+			return l
+		}
+		l.mu.Unlock() // it left the table after we found it: look again
+	}
+}
+
+// evict removes the ended leases of a full shard, or else one that no caller is filling,
+// returning what they held to give back; sh is locked. A lease being filled is never
+// evicted: the shard holds one more until the fill lands.
+func (s *Store) evict(sh *leaseShard) []*lease {
+	now := s.clock.Now()
+	var out []*lease
+	drop := func(k leaseKey, l *lease) {
+		delete(sh.m, k)
+		if c := l.kill(); c.left > 0 {
+			out = append(out, c)
+		}
+	}
+	for k, l := range sh.m {
+		l.mu.Lock()
+		if !l.busy && !now.Before(l.ends) && !now.Before(l.dry) {
+			drop(k, l)
+		}
+		l.mu.Unlock()
+	}
+	for k, l := range sh.m {
+		if len(sh.m) < sh.cap {
+			break
+		}
+		l.mu.Lock()
+		if !l.busy {
+			drop(k, l)
+		}
+		l.mu.Unlock()
+	}
+	return out
+}
+
+// detach empties l and returns a copy holding what it had, to give back; l is locked.
+func (l *lease) detach() *lease {
+	c := &lease{key: l.key, a: l.a, left: l.left, at: l.at}
+	l.left = 0
+	return c
+}
+
+// kill marks l out of the table for good and returns what it held; l is locked.
+func (l *lease) kill() *lease {
+	l.dead = true
+	l.denied = nil
+	return l.detach()
+}
+
+// giveBack refunds, to its own key, what a lease did not grant. A failure only loses
+// those permits (under-admission), so it is not reported.
+func (s *Store) giveBack(ctx context.Context, l *lease) {
+	if l == nil || l.left <= 0 {
+		return
+	}
+	_ = s.inner.Refund(context.WithoutCancel(ctx), l.key, l.a, l.left, l.at)
+}
+
+// drop takes k's lease out of the table and marks it dead, forgetting what it holds
+// (Reset); with resetting set it also counts a Reset running on k.
+func (s *Store) drop(k leaseKey, resetting int) {
+	sh := s.shard(k)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if resetting != 0 {
+		if sh.resetting == nil {
+			sh.resetting = map[leaseKey]int{}
+		}
+		if sh.resetting[k] += resetting; sh.resetting[k] <= 0 {
+			delete(sh.resetting, k)
+		}
+	}
+	if l := sh.m[k]; l != nil {
+		delete(sh.m, k)
+		l.mu.Lock()
+		l.kill()
+		l.mu.Unlock()
+	}
+}

@@ -21,7 +21,8 @@ func (shared) Close() error { return nil }
 
 // TestLeasingBoundModel runs random histories of processes leasing slices of one key
 // from a shared store on a fake clock (requests from random processes, the clock moving
-// by random steps, now and then a long idle), and checks the documented bounds on the
+// by random steps, now and then a long idle, cold keys evicting the hot key's leases from
+// tables of 1 to 3 leases), and checks the documented bounds on the
 // permits used, by the instant each was granted to the caller:
 //   - fixed window: no window uses more than Limit (a lease never outlives its window);
 //   - sliding log: no span of one Window uses more than Limit + processes × slice;
@@ -64,7 +65,9 @@ func leaseHistory(t *testing.T, a algo.Algorithm, procs int, slice int64, seed u
 	t.Cleanup(func() { _ = ls.Close() })
 	ps := make([]*leasing.Store, procs)
 	for i := range ps {
-		if ps[i], err = leasing.New(shared{ls}, slice, leasing.WithTTL(time.Duration(1+rng.IntN(300))*time.Millisecond)); err != nil {
+		// A table of 1 to 3 leases, which the cold keys below keep evicting the hot key from.
+		if ps[i], err = leasing.New(shared{ls}, slice, leasing.WithTTL(time.Duration(1+rng.IntN(300))*time.Millisecond),
+			leasing.WithMaxKeys(1+rng.IntN(3))); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = ps[i].Close() })
@@ -78,11 +81,15 @@ func leaseHistory(t *testing.T, a algo.Algorithm, procs int, slice int64, seed u
 		case r < 40:
 			clk.Add(time.Duration(rng.IntN(3000)) * time.Microsecond)
 		}
-		d, err := ps[rng.IntN(procs)].Apply(ctx, "hot", a, algo.Request{N: 1})
+		key := "hot"
+		if rng.IntN(8) == 0 {
+			key = fmt.Sprintf("cold-%d", rng.IntN(16))
+		}
+		d, err := ps[rng.IntN(procs)].Apply(ctx, key, a, algo.Request{N: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d.Allowed {
+		if d.Allowed && key == "hot" {
 			used = append(used, clockx.Micros(clk.Now()))
 		}
 	}

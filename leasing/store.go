@@ -234,6 +234,9 @@ func (s *Store) refill(ctx context.Context, a algo.Algorithm, req algo.Request, 
 	}
 	if size == 0 { // no slice: d answers req alone
 		if !l.dead {
+			if l.a != a {
+				l.denied = l.denied[:0] // another config's denials say nothing of a's
+			}
 			l.a, l.dry = a, now.Add(dry.RetryAfter)
 			if dry.RetryAfter == algo.Never || l.dry.Before(now) {
 				l.dry = now.Add(s.ttl)

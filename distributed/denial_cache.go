@@ -9,6 +9,7 @@ import (
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
+	deny "github.com/ratekit/limiter/internal/denial"
 )
 
 // DefaultDenialCacheEntries is the number of (key, slot) pairs a denial cache remembers
@@ -71,9 +72,6 @@ const denialShards = 32
 // maxDenials is how many distinct requests one (key, slot) pair remembers.
 const maxDenials = 4
 
-// never is a deadline that does not pass.
-const neverMicros = math.MaxInt64
-
 type denialCache struct {
 	seed     maphash.Seed
 	perShard int
@@ -103,15 +101,12 @@ type denialItem struct {
 	grants  int // consecutive probes granted: at 2 the key is no longer hammered
 }
 
-// denial is one denied request and the instants, in the cache's µs, until which it holds.
+// denial is one denied request and the instants, in the cache's µs, until which it holds
+// (internal/denial, shared with package leasing).
 type denial struct {
 	n       int64
 	maxWait time.Duration
-	grant   int64 // when the same request is granted (the store's RetryAfter); neverMicros
-	until   int64 // when the denial stops being reused: grant, or earlier with MaxAge
-	reset   int64 // when the state is fresh (ResetAfter); neverMicros
-	limit   int64
-	remain  int64
+	deny.Entry
 }
 
 func newDenialCache(c DenialCache, clock clockx.Clock) *denialCache {
@@ -165,18 +160,6 @@ func (it *denialItem) find(req algo.Request) *denial {
 	return nil
 }
 
-// answer is the cached denial as seen at now.
-func (d *denial) answer(now int64) algo.Decision {
-	out := algo.Decision{Limit: d.limit, Remaining: d.remain, RetryAfter: algo.Never, ResetAfter: algo.Never}
-	if d.grant != neverMicros {
-		out.RetryAfter = time.Duration(d.grant-now) * time.Microsecond
-	}
-	if d.reset != neverMicros {
-		out.ResetAfter = time.Duration(max(0, d.reset-now)) * time.Microsecond
-	}
-	return out
-}
-
 // applyCached answers req from the cache when it holds a live denial of it, otherwise
 // with applyScript (one script), keeping a denial for later.
 func (s *Store) applyCached(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
@@ -187,8 +170,8 @@ func (s *Store) applyCached(ctx context.Context, key string, a algo.Algorithm, r
 		now := c.now()
 		sh.mu.RLock()
 		if it := sh.m[k]; it != nil && it.a == a {
-			if d := it.find(req); d != nil && now < d.until {
-				out := d.answer(now)
+			if d := it.find(req); d != nil && d.Live(now) {
+				out := d.Answer(now)
 				sh.mu.RUnlock()
 				return out, nil
 			}
@@ -204,8 +187,8 @@ func (s *Store) applyCached(ctx context.Context, key string, a algo.Algorithm, r
 		if it != nil {
 			d = it.find(req)
 		}
-		if d != nil && now < d.until {
-			out := d.answer(now)
+		if d != nil && d.Live(now) {
+			out := d.Answer(now)
 			sh.mu.Unlock()
 			return out, nil
 		}
@@ -257,7 +240,7 @@ func (s *Store) applyCached(ctx context.Context, key string, a algo.Algorithm, r
 // A grant through this store calls it, since a grant makes the denials' deadlines early.
 func (it *denialItem) stale() {
 	for i := range it.ds {
-		it.ds[i].until = math.MinInt64
+		it.ds[i].Until = math.MinInt64
 	}
 }
 
@@ -273,18 +256,7 @@ func (it *denialItem) drop(req algo.Request) {
 
 // keep records the denial out of req, sent at sent; sh is locked.
 func (c *denialCache) keep(sh *denialShard, k denialKey, a algo.Algorithm, req algo.Request, out algo.Decision, sent int64) {
-	d := denial{n: req.N, maxWait: req.MaxWait, grant: neverMicros, until: neverMicros, reset: neverMicros,
-		limit: out.Limit, remain: out.Remaining}
-	if out.RetryAfter != algo.Never {
-		d.grant = sent + int64(out.RetryAfter/time.Microsecond)
-		d.until = d.grant
-	}
-	if out.ResetAfter != algo.Never {
-		d.reset = sent + int64(out.ResetAfter/time.Microsecond)
-	}
-	if c.maxAge > 0 && sent+c.maxAge < d.until {
-		d.until = sent + c.maxAge
-	}
+	d := denial{n: req.N, maxWait: req.MaxWait, Entry: deny.Of(out, sent, c.maxAge)}
 	it := sh.m[k]
 	if it == nil || it.a != a {
 		if it == nil && len(sh.m) >= c.perShard {
@@ -313,7 +285,7 @@ func (c *denialCache) evict(sh *denialShard, now int64) {
 		}
 		live := false
 		for _, d := range it.ds {
-			if now < d.until {
+			if d.Live(now) {
 				live = true
 				break
 			}

@@ -19,6 +19,23 @@
 //     leftover minus what was granted after the slice (golang.org/x/time/rate's CancelAt),
 //     so leftovers returned late are partly lost.
 //
+// Nothing else creates permits: a lease evicted to make room (WithMaxKeys) gives its
+// leftover back to its own key; a lease out of the table is never granted from or filled
+// again (a caller holding it looks the key up anew); Close waits for the slices in flight
+// and gives back every leftover; while Reset runs, the key's requests go to the inner store,
+// a slice that lands after it began grants only its caller's request (as a plain store's
+// request in flight does), and a Refund of a grant made before it goes to the inner store,
+// as on a plain store.
+//
+// A key over its limit costs the inner store less than without leasing, never more than
+// one call per request plus a few per denied slice: when a slice is denied, the store
+// takes the permits the denial reports left (the quota's tail) in one call, asks for no
+// slice until the slice's RetryAfter, and remembers the inner store's denial of a request
+// until that denial's RetryAfter, answering the same request locally meanwhile (one
+// caller asks again when it expires; the others wait for its answer). Such a key costs
+// about two calls per permit it earns and one per slice's RetryAfter, whatever the
+// number of requests.
+//
 // Leased: token bucket, GCRA, leaky bucket, fixed window, sliding log and sliding counter,
 // for requests with MaxWait 0 and N ≤ Slice. Everything else goes to the inner store call
 // by call: reservations (MaxWait > 0), larger requests, the smooth limiters (a slice would

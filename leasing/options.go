@@ -43,9 +43,11 @@ func WithTTL(d time.Duration) Option {
 	})
 }
 
-// WithMaxKeys bounds the keys holding a lease at once (default DefaultMaxKeys); a new key
-// beyond it first drops the leases that ended, then an arbitrary one, giving back their
-// leftovers. n ≤ 0 is an error of New.
+// WithMaxKeys bounds the keys holding a lease at once (default DefaultMaxKeys), spread
+// over at most 32 shards: a new key in a full shard first drops its leases that ended,
+// then an arbitrary one that no caller is filling, giving each leftover back to its own
+// key. The bound is exceeded only by leases being filled at that moment. n ≤ 0 is an
+// error of New.
 func WithMaxKeys(n int) Option {
 	return optionFunc(func(o *options) {
 		if n <= 0 && o.err == nil {

@@ -61,31 +61,54 @@ func sfInt(n int64) int64 {
 	return min(max(n, 0), sfMaxInt)
 }
 
-// policyValue formats RateLimit-Policy: `"name";q=100;w=60`. name is already an sf-string
-// (quoted and escaped, see quoteName).
-func policyValue(name string, q, w int64, hasW bool) string {
-	b := make([]byte, 0, len(name)+40)
-	b = append(b, name...)
-	b = append(b, ";q="...)
-	b = strconv.AppendInt(b, sfInt(q), 10)
-	if hasW {
-		b = append(b, ";w="...)
-		b = strconv.AppendInt(b, w, 10)
-	}
-	return string(b)
+// item is one policy's part of a response: its RateLimit-Policy item (name, q, w) and,
+// when hasR, its RateLimit item (r, t).
+type item struct {
+	name string // an sf-string, quoted and escaped (see quoteName)
+	q    int64
+	w    int64 // seconds; ≤ 0: left out
+	r    int64
+	t    int64 // seconds; < 0: left out
+	hasR bool
 }
 
-// rateLimitValue formats RateLimit: `"name";r=42;t=17`, leaving t out when hasT is false.
-func rateLimitValue(name string, r, t int64, hasT bool) string {
-	b := make([]byte, 0, len(name)+40)
-	b = append(b, name...)
-	b = append(b, ";r="...)
-	b = strconv.AppendInt(b, sfInt(r), 10)
-	if hasT {
-		b = append(b, ";t="...)
-		b = strconv.AppendInt(b, t, 10)
+// policyValue formats a RateLimit-Policy item: `"name";q=100;qu="content-bytes";w=60;pk=:…:`,
+// the parameters in the order of the draft's examples. qu is a quoted sf-string, "" for
+// the default unit (requests); pk a Byte Sequence (":base64:"), "" when not sent.
+func policyValue(it item, qu, pk string) string {
+	b := make([]byte, 0, len(it.name)+len(qu)+len(pk)+40)
+	b = append(b, it.name...)
+	b = append(b, ";q="...)
+	b = strconv.AppendInt(b, sfInt(it.q), 10)
+	if qu != "" {
+		b = append(b, ";qu="...)
+		b = append(b, qu...)
 	}
-	return string(b)
+	if it.w > 0 {
+		b = append(b, ";w="...)
+		b = strconv.AppendInt(b, it.w, 10)
+	}
+	return string(appendPK(b, pk))
+}
+
+// rateLimitValue formats a RateLimit item: `"name";r=42;t=17;pk=:…:`.
+func rateLimitValue(it item, pk string) string {
+	b := make([]byte, 0, len(it.name)+len(pk)+40)
+	b = append(b, it.name...)
+	b = append(b, ";r="...)
+	b = strconv.AppendInt(b, sfInt(it.r), 10)
+	if it.t >= 0 {
+		b = append(b, ";t="...)
+		b = strconv.AppendInt(b, sfInt(it.t), 10)
+	}
+	return string(appendPK(b, pk))
+}
+
+func appendPK(b []byte, pk string) []byte {
+	if pk == "" {
+		return b
+	}
+	return append(append(b, ";pk="...), pk...)
 }
 
 // quoteName makes a policy name an sf-string (RFC 9651, Section 3.3.3): characters outside
@@ -111,14 +134,18 @@ func quoteName(name string) string {
 	return string(append(b, '"'))
 }
 
-// addRateLimitHeaders adds RateLimit-Policy and RateLimit for an answered decision d of
-// algorithm a. t is the effective window in seconds, or -1 to leave it out. The fields are
-// added, not set: both are lists, which may be split over several field lines, so nested
-// middlewares each contribute their own policy item.
-func addRateLimitHeaders(h http.Header, name string, a algo.Algorithm, d algo.Decision, t int64) {
-	w, hasW := policyWindow(a)
-	h.Add(headerPolicy, policyValue(name, d.Limit, w, hasW))
-	h.Add(headerRateLimit, rateLimitValue(name, d.Remaining, t, t >= 0))
+// addRateLimitHeaders adds RateLimit-Policy and RateLimit, one item per policy of items.
+// The fields are added, not set: both are lists, which may be split over several field
+// lines, so nested middlewares each contribute their own policy items.
+func addRateLimitHeaders(h http.Header, items []item, qu, pk string) {
+	for _, it := range items {
+		h.Add(headerPolicy, policyValue(it, qu, pk))
+	}
+	for _, it := range items {
+		if it.hasR {
+			h.Add(headerRateLimit, rateLimitValue(it, pk))
+		}
+	}
 }
 
 // resetSeconds is the RateLimit "t" of an allowed decision: ResetAfter (how long until the

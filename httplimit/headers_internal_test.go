@@ -82,16 +82,16 @@ func TestPolicyWindow(t *testing.T) {
 
 func TestHeaderValues(t *testing.T) {
 	t.Parallel()
-	if got, want := policyValue(`"p"`, 100, 60, true), `"p";q=100;w=60`; got != want {
+	if got, want := policyValue(item{name: `"p"`, q: 100, w: 60}, "", ""), `"p";q=100;w=60`; got != want {
 		t.Errorf("policyValue = %q, want %q", got, want)
 	}
-	if got, want := policyValue(`"p"`, 1<<53, 0, false), `"p";q=999999999999999`; got != want {
+	if got, want := policyValue(item{name: `"p"`, q: 1 << 53}, "", ""), `"p";q=999999999999999`; got != want {
 		t.Errorf("policyValue (clamped, no w) = %q, want %q", got, want)
 	}
-	if got, want := rateLimitValue(`"p"`, 42, 17, true), `"p";r=42;t=17`; got != want {
+	if got, want := rateLimitValue(item{name: `"p"`, r: 42, t: 17}, ""), `"p";r=42;t=17`; got != want {
 		t.Errorf("rateLimitValue = %q, want %q", got, want)
 	}
-	if got, want := rateLimitValue(`"p"`, -3, 0, false), `"p";r=0`; got != want {
+	if got, want := rateLimitValue(item{name: `"p"`, r: -3, t: -1}, ""), `"p";r=0`; got != want {
 		t.Errorf("rateLimitValue (negative r, no t) = %q, want %q", got, want)
 	}
 	d := algo.Decision{Allowed: true, Limit: 10, Remaining: 3, ResetAfter: algo.Never}

@@ -48,12 +48,21 @@ func Middleware(l *limiter.Limiter, key KeyFunc, opts ...Option) (func(http.Hand
 	if o.err != nil {
 		return nil, o.err
 	}
+	rules := l.Rules()
+	names := []string{o.policy}
+	if rules != nil {
+		prefix := ""
+		if o.policySet {
+			prefix = o.policy
+		}
+		names = ruleNames(rules, prefix)
+	}
 	return func(next http.Handler) http.Handler {
 		var err error
 		if next == nil {
 			err = fmt.Errorf("%w: httplimit.Middleware: the next handler is nil", limiter.ErrInvalidConfig)
 		}
-		return &handler{l: l, key: key, next: next, o: o, cfgErr: err}
+		return &handler{l: l, key: key, next: next, o: o, cfgErr: err, rules: rules, names: names}
 	}, nil
 }
 
@@ -64,7 +73,13 @@ type handler struct {
 	next   http.Handler
 	o      options
 	cfgErr error
+	rules  []*limiter.Limiter // a composite's rules (limiter.All), each a policy; nil for one rule
+	names  []string           // the policies' names: one per rule, or the one policy's
 }
+
+// traced reports whether a composite's requests need each rule's figures: for the
+// headers or the problem details' violated-policies. Otherwise nothing is traced.
+func (h *handler) traced() bool { return h.rules != nil && (!h.o.noHeader || h.o.problem) }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.cfgErr != nil {
@@ -98,15 +113,19 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The algorithm is read before the decision, so a concurrent SetAlgorithm can at worst
 	// pair the new figures with the old window for one response.
 	a := h.l.Algorithm()
-	d, err := h.l.AllowN(r.Context(), k, n)
+	ctx, f := r.Context(), (*figures)(nil)
+	if h.traced() {
+		ctx, f = h.trace(ctx)
+	}
+	d, err := h.l.AllowN(ctx, k, n)
 	switch {
 	case err == nil && d.Allowed:
-		h.setHeaders(w, a, d, resetSeconds(d, 0))
+		h.setHeaders(w, k, a, d, f, 0)
 		h.next.ServeHTTP(w, r)
 	case err == nil:
-		h.deny(w, r, a, d, true)
+		h.deny(w, r, k, a, d, f, true)
 	default:
-		h.failed(w, r, a, d, err)
+		h.failed(w, r, k, a, d, err)
 	}
 }
 
@@ -119,7 +138,11 @@ func (h *handler) serveWait(w http.ResponseWriter, r *http.Request, k string, n 
 		maxWait = min(maxWait, max(0, time.Until(deadline)))
 	}
 	a := h.l.Algorithm()
-	res, err := h.l.Reserve(ctx, k, n, maxWait)
+	rctx, f := ctx, (*figures)(nil)
+	if h.traced() {
+		rctx, f = h.trace(ctx)
+	}
+	res, err := h.l.Reserve(rctx, k, n, maxWait)
 	if res == nil {
 		h.o.onError(w, r, err)
 		return
@@ -127,10 +150,10 @@ func (h *handler) serveWait(w http.ResponseWriter, r *http.Request, k string, n 
 	d := res.Decision()
 	switch {
 	case err != nil && !res.OK():
-		h.failed(w, r, a, d, err)
+		h.failed(w, r, k, a, d, err)
 		return
 	case !res.OK():
-		h.deny(w, r, a, d, true)
+		h.deny(w, r, k, a, d, f, true)
 		return
 	}
 	if res.Delay() > 0 {
@@ -144,21 +167,21 @@ func (h *handler) serveWait(w http.ResponseWriter, r *http.Request, k string, n 
 		}
 	}
 	if err == nil {
-		h.setHeaders(w, a, d, resetSeconds(d, d.Wait))
+		h.setHeaders(w, k, a, d, f, d.Wait)
 	}
 	// else: granted by FailOpen or a Fallback limiter, served without RateLimit headers.
 	h.next.ServeHTTP(w, r)
 }
 
 // failed answers a call that returned an error together with decision d.
-func (h *handler) failed(w http.ResponseWriter, r *http.Request, a algo.Algorithm, d algo.Decision, err error) {
+func (h *handler) failed(w http.ResponseWriter, r *http.Request, k string, a algo.Algorithm, d algo.Decision, err error) {
 	switch {
 	case d.Allowed:
 		// FailOpen or Fallback allowed it: the failure policy decided to serve.
 		h.next.ServeHTTP(w, r)
 	case errors.Is(err, store.ErrUnavailable) && d.RetryAfter > 0:
 		// A Fallback limiter denied it: a real rate-limit denial, by another policy.
-		h.deny(w, r, a, d, false)
+		h.deny(w, r, k, a, d, nil, false)
 	default:
 		// FailClosed (its Decision is empty), a cancelled request, a bad key.
 		h.o.onError(w, r, err)
@@ -166,27 +189,32 @@ func (h *handler) failed(w http.ResponseWriter, r *http.Request, a algo.Algorith
 }
 
 // deny answers a denied request: Retry-After, the RateLimit headers when ours is the
-// policy that denied (withPolicy), then the denied handler.
-func (h *handler) deny(w http.ResponseWriter, r *http.Request, a algo.Algorithm, d algo.Decision, withPolicy bool) {
+// policy that denied (withPolicy), then the denied handler or the problem details.
+func (h *handler) deny(w http.ResponseWriter, r *http.Request, k string, a algo.Algorithm, d algo.Decision, f *figures, withPolicy bool) {
 	// The cost is more than the limit can ever grant: no moment would grant it, so
 	// neither Retry-After nor t (a "t=0" would invite the client straight back). The
 	// policy's q still tells the client the most one request may cost.
-	t := int64(-1)
 	if d.RetryAfter != algo.Never {
-		s := retryAfterSeconds(d.RetryAfter)
-		w.Header().Set(headerRetryAfter, strconv.FormatInt(s, 10))
-		// The draft (Section 6) asks that Retry-After not end before the effective
-		// window: on a denial, both name the moment the request would be granted.
-		t = s
+		w.Header().Set(headerRetryAfter, strconv.FormatInt(retryAfterSeconds(d.RetryAfter), 10))
 	}
 	if withPolicy {
-		h.setHeaders(w, a, d, t)
+		// The draft (Section 6) asks that Retry-After not end before the effective
+		// window: on a denial, t names the moment the request would be granted.
+		h.setHeaders(w, k, a, d, f, 0)
 	}
-	h.o.denied.ServeHTTP(w, r)
+	if !h.o.problem {
+		h.o.denied.ServeHTTP(w, r)
+		return
+	}
+	var violated []string
+	if withPolicy {
+		violated = h.violated(d, f)
+	}
+	writeProblem(w, violated)
 }
 
-func (h *handler) setHeaders(w http.ResponseWriter, a algo.Algorithm, d algo.Decision, t int64) {
+func (h *handler) setHeaders(w http.ResponseWriter, k string, a algo.Algorithm, d algo.Decision, f *figures, waited time.Duration) {
 	if !h.o.noHeader {
-		addRateLimitHeaders(w.Header(), h.o.policy, a, d, t)
+		addRateLimitHeaders(w.Header(), h.items(a, d, f, waited), h.o.unit, h.partitionKey(k))
 	}
 }

@@ -1,0 +1,205 @@
+package httplimit
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ratekit/limiter"
+	"github.com/ratekit/limiter/algo"
+)
+
+// ruleNames names each rule of a composite for the RateLimit headers: the name given to
+// algo.Named, else one derived from the rule ("fw-100-60s": its state slot's kind, its
+// quota and window), else "r" and its position ("r2"). Names are unique; a derived name
+// that is taken falls back to the position. prefix (WithPolicyName) and "-" go before each.
+// Names are read once, when the middleware is made: a policy's name should not change
+// from one response to the next.
+func ruleNames(rules []*limiter.Limiter, prefix string) []string {
+	names := make([]string, len(rules))
+	taken := make(map[string]bool, len(rules))
+	for i, r := range rules {
+		n := namedName(r.Algorithm())
+		if n == "" || taken[n] {
+			n = derivedName(r.Algorithm())
+		}
+		if n == "" || taken[n] {
+			n = "r" + strconv.Itoa(i+1)
+		}
+		taken[n] = true
+		names[i] = n
+	}
+	if prefix != "" {
+		for i := range names {
+			names[i] = prefix + "-" + names[i]
+		}
+	}
+	return names
+}
+
+// namedName is the name given to algo.Named, looking through wrappers; "" when none.
+func namedName(a algo.Algorithm) string {
+	for a != nil {
+		if n, ok := a.(interface{ RuleName() string }); ok {
+			return cleanName(n.RuleName())
+		}
+		u, ok := a.(interface{ Unwrap() algo.Algorithm })
+		if !ok {
+			break
+		}
+		a = u.Unwrap()
+	}
+	return ""
+}
+
+// derivedName is "<kind>-<q>-<w>s" for an algorithm with a Quota, where kind is its state
+// slot up to the first ':' ("fw", "tb", "gcra"), reduced to the characters of a Structured
+// Field key (lower-case letters, digits, '_', '-', '.', '*'); "<kind>-<q>" without a window;
+// "" when the algorithm states no quota or its kind is empty.
+func derivedName(a algo.Algorithm) string {
+	q, ok := algo.QuotaOf(a)
+	if !ok || a == nil {
+		return ""
+	}
+	kind, _, _ := strings.Cut(a.Slot(), ":")
+	var b []byte
+	for i := 0; i < len(kind); i++ {
+		switch c := kind[i]; {
+		case c >= 'A' && c <= 'Z':
+			b = append(b, c+'a'-'A')
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '_', c == '-', c == '.', c == '*':
+			b = append(b, c)
+		}
+	}
+	if len(b) == 0 || (b[0] >= '0' && b[0] <= '9') || b[0] == '_' || b[0] == '-' || b[0] == '.' {
+		return ""
+	}
+	b = append(b, '-')
+	b = strconv.AppendInt(b, q.Limit, 10)
+	if w, ok := policyWindow(a); ok {
+		b = append(b, '-')
+		b = strconv.AppendInt(b, w, 10)
+		b = append(b, 's')
+	}
+	return string(b)
+}
+
+// cleanName drops the characters an sf-string cannot hold (outside printable ASCII).
+func cleanName(name string) string {
+	b := make([]byte, 0, len(name))
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c >= 0x20 && c <= 0x7e {
+			b = append(b, c)
+		}
+	}
+	return string(b)
+}
+
+// figures holds each rule's own Decision for one request of a composite, as
+// limiter.TraceRules reports them; ok[i] is false for a rule the request did not reach.
+type figures struct {
+	ds []algo.Decision
+	ok []bool
+}
+
+// trace returns the context under which a composite's request reports its rules' figures
+// into f. The rules are matched by identity, so a Fallback composite's rules, also
+// reported, are ignored.
+func (h *handler) trace(ctx context.Context) (context.Context, *figures) {
+	f := &figures{ds: make([]algo.Decision, len(h.rules)), ok: make([]bool, len(h.rules))}
+	return limiter.TraceRules(ctx, func(r *limiter.Limiter, d limiter.Decision) {
+		if i := slices.Index(h.rules, r); i >= 0 {
+			f.ds[i], f.ok[i] = d, true
+		}
+	}), f
+}
+
+// items describes the response to decision d (of algorithm a, for one rule; of the rules'
+// figures f, for a composite), one item per policy. waited is how long a WithWait request
+// waited. On a denial each RateLimit t is at most Retry-After, as the draft's Section 6
+// asks: a rule that would have granted says how much is left within that time.
+func (h *handler) items(a algo.Algorithm, d algo.Decision, f *figures, waited time.Duration) []item {
+	if h.rules == nil {
+		w, _ := policyWindow(a)
+		it := item{name: quoteName(h.names[0]), q: d.Limit, w: w, r: d.Remaining, t: resetSeconds(d, waited), hasR: true}
+		if !d.Allowed {
+			it.t = denialSeconds(d)
+		}
+		return []item{it}
+	}
+	retry := denialSeconds(d)
+	out := make([]item, 0, len(h.rules))
+	for i, r := range h.rules {
+		ra := r.Algorithm()
+		w, _ := policyWindow(ra)
+		it := item{name: quoteName(h.names[i]), w: w, t: -1}
+		switch {
+		case f != nil && f.ok[i]:
+			rd := f.ds[i]
+			it.q, it.r, it.hasR = rd.Limit, rd.Remaining, true
+			switch {
+			case d.Allowed:
+				it.t = resetSeconds(rd, waited)
+			case !rd.Allowed:
+				it.t = denialSeconds(rd)
+			default: // granted, then given back: within Retry-After at most r are left
+				it.t = resetSeconds(rd, 0)
+				if retry >= 0 && (it.t < 0 || it.t > retry) {
+					it.t = retry
+				}
+			}
+		default:
+			q, ok := algo.QuotaOf(ra)
+			if !ok {
+				continue // nothing to say about this rule
+			}
+			it.q = q.Limit
+		}
+		out = append(out, it)
+	}
+	return out
+}
+
+// denialSeconds is the RateLimit t of a denied decision: Retry-After's value, or -1 (left
+// out) when no wait would help.
+func denialSeconds(d algo.Decision) int64 {
+	if d.RetryAfter == algo.Never {
+		return -1
+	}
+	return retryAfterSeconds(d.RetryAfter)
+}
+
+// violated lists the names of the policies that denied the request, for problem details.
+func (h *handler) violated(d algo.Decision, f *figures) []string {
+	if h.rules == nil {
+		return []string{h.names[0]}
+	}
+	var out []string
+	for i := range h.rules {
+		if f != nil && f.ok[i] && !f.ds[i].Allowed {
+			out = append(out, h.names[i])
+		}
+	}
+	return out
+}
+
+// partitionKey is the pk parameter for key: the first 16 bytes of HMAC-SHA-256(secret,
+// key) as a Structured Field Byte Sequence (":base64:"); "" when WithPartitionKey is off.
+// The key itself (an address, an API key) is never sent (the draft's Section 6.1).
+func (h *handler) partitionKey(key string) string {
+	if h.o.pkSecret == nil {
+		return ""
+	}
+	m := hmac.New(sha256.New, h.o.pkSecret)
+	m.Write([]byte(key))
+	sum := m.Sum(nil)[:16]
+	b := make([]byte, 0, 2+base64.StdEncoding.EncodedLen(len(sum)))
+	b = append(b, ':')
+	b = base64.StdEncoding.AppendEncode(b, sum)
+	return string(append(b, ':'))
+}

@@ -115,7 +115,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a := h.l.Algorithm()
 	ctx, f := r.Context(), (*figures)(nil)
 	if h.traced() {
-		ctx, f = h.trace(ctx)
+		ctx, f = h.trace(ctx, n)
 	}
 	d, err := h.l.AllowN(ctx, k, n)
 	switch {
@@ -140,7 +140,7 @@ func (h *handler) serveWait(w http.ResponseWriter, r *http.Request, k string, n 
 	a := h.l.Algorithm()
 	rctx, f := ctx, (*figures)(nil)
 	if h.traced() {
-		rctx, f = h.trace(ctx)
+		rctx, f = h.trace(ctx, n)
 	}
 	res, err := h.l.Reserve(rctx, k, n, maxWait)
 	if res == nil {

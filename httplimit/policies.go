@@ -105,13 +105,14 @@ func cleanName(name string) string {
 type figures struct {
 	ds []algo.Decision
 	ok []bool
+	n  int64 // the request's cost
 }
 
 // trace returns the context under which a composite's request reports its rules' figures
 // into f. The rules are matched by identity, so a Fallback composite's rules, also
 // reported, are ignored.
-func (h *handler) trace(ctx context.Context) (context.Context, *figures) {
-	f := &figures{ds: make([]algo.Decision, len(h.rules)), ok: make([]bool, len(h.rules))}
+func (h *handler) trace(ctx context.Context, n int64) (context.Context, *figures) {
+	f := &figures{ds: make([]algo.Decision, len(h.rules)), ok: make([]bool, len(h.rules)), n: n}
 	return limiter.TraceRules(ctx, func(r *limiter.Limiter, d limiter.Decision) {
 		if i := slices.Index(h.rules, r); i >= 0 {
 			f.ds[i], f.ok[i] = d, true
@@ -148,6 +149,11 @@ func (h *handler) items(a algo.Algorithm, d algo.Decision, f *figures, waited ti
 			case !rd.Allowed:
 				it.t = denialSeconds(rd)
 			default: // granted, then given back: within Retry-After at most r are left
+				// The refund gave its cost back (the Decision predates it).
+				it.r = rd.Limit
+				if f.n < rd.Limit-rd.Remaining {
+					it.r = rd.Remaining + f.n
+				}
 				it.t = resetSeconds(rd, 0)
 				if retry >= 0 && (it.t < 0 || it.t > retry) {
 					it.t = retry

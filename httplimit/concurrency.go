@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ratekit/limiter/adaptive"
+	"github.com/ratekit/limiter/internal/rlheader"
 )
 
 // DefaultConcurrencyRetryAfter is the Retry-After a shed request gets unless
@@ -56,8 +57,8 @@ const DefaultConcurrencyPolicyName = "concurrency"
 func ConcurrencyHeaders(name string) ConcurrencyOption {
 	return concurrencyOptionFunc(func(o *concurrencyOptions) {
 		o.policy = ""
-		if name = cleanName(name); name != "" {
-			o.policy = quoteName(name)
+		if name = rlheader.CleanName(name); name != "" {
+			o.policy = rlheader.QuoteName(name)
 		}
 	})
 }
@@ -123,7 +124,7 @@ func DefaultConcurrencyOutcome(r *http.Request, status int) adaptive.Outcome {
 // concurrent use.
 func Concurrency(l *adaptive.Limiter, opts ...ConcurrencyOption) func(http.Handler) http.Handler {
 	o := concurrencyOptions{
-		policy:     quoteName(DefaultConcurrencyPolicyName),
+		policy:     rlheader.QuoteName(DefaultConcurrencyPolicyName),
 		retryAfter: retryAfterValue(DefaultConcurrencyRetryAfter),
 		shed:       http.HandlerFunc(serviceUnavailable),
 		outcome:    DefaultConcurrencyOutcome,
@@ -186,8 +187,8 @@ const unitConcurrent = `"concurrent-requests"`
 
 func (h *concurrencyHandler) setHeaders(w http.ResponseWriter, limit int, free int64) {
 	if h.o.policy != "" {
-		it := item{name: h.o.policy, q: int64(limit), r: free, t: -1, hasR: true}
-		addRateLimitHeaders(w.Header(), []item{it}, unitConcurrent, "")
+		it := rlheader.Item{Name: h.o.policy, Q: int64(limit), R: free, T: -1, HasR: true}
+		rlheader.Add(w.Header().Add, []rlheader.Item{it}, unitConcurrent, "")
 	}
 }
 

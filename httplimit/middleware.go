@@ -10,6 +10,7 @@ import (
 
 	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/internal/rlheader"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -48,21 +49,13 @@ func Middleware(l *limiter.Limiter, key KeyFunc, opts ...Option) (func(http.Hand
 	if o.err != nil {
 		return nil, o.err
 	}
-	rules := l.Rules()
-	names := []string{o.policy}
-	if rules != nil {
-		prefix := ""
-		if o.policySet {
-			prefix = o.policy
-		}
-		names = ruleNames(rules, prefix)
-	}
+	policies := rlheader.New(l, o.policy, o.policySet)
 	return func(next http.Handler) http.Handler {
 		var err error
 		if next == nil {
 			err = fmt.Errorf("%w: httplimit.Middleware: the next handler is nil", limiter.ErrInvalidConfig)
 		}
-		return &handler{l: l, key: key, next: next, o: o, cfgErr: err, rules: rules, names: names}
+		return &handler{l: l, key: key, next: next, o: o, cfgErr: err, policies: policies}
 	}, nil
 }
 
@@ -73,13 +66,14 @@ type handler struct {
 	next   http.Handler
 	o      options
 	cfgErr error
-	rules  []*limiter.Limiter // a composite's rules (limiter.All), each a policy; nil for one rule
-	names  []string           // the policies' names: one per rule, or the one policy's
+	// policies describes l in the RateLimit headers: one policy, or one per rule of a
+	// composite (limiter.All).
+	policies *rlheader.Policies
 }
 
 // traced reports whether a composite's requests need each rule's figures: for the
 // headers or the problem details' violated-policies. Otherwise nothing is traced.
-func (h *handler) traced() bool { return h.rules != nil && (!h.o.noHeader || h.o.problem) }
+func (h *handler) traced() bool { return h.policies.Composite() && (!h.o.noHeader || h.o.problem) }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.cfgErr != nil {
@@ -113,9 +107,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The algorithm is read before the decision, so a concurrent SetAlgorithm can at worst
 	// pair the new figures with the old window for one response.
 	a := h.l.Algorithm()
-	ctx, f := r.Context(), (*figures)(nil)
+	ctx, f := r.Context(), (*rlheader.Figures)(nil)
 	if h.traced() {
-		ctx, f = h.trace(ctx, n)
+		ctx, f = h.policies.Trace(ctx, n)
 	}
 	d, err := h.l.AllowN(ctx, k, n)
 	switch {
@@ -138,9 +132,9 @@ func (h *handler) serveWait(w http.ResponseWriter, r *http.Request, k string, n 
 		maxWait = min(maxWait, max(0, time.Until(deadline)))
 	}
 	a := h.l.Algorithm()
-	rctx, f := ctx, (*figures)(nil)
+	rctx, f := ctx, (*rlheader.Figures)(nil)
 	if h.traced() {
-		rctx, f = h.trace(ctx, n)
+		rctx, f = h.policies.Trace(ctx, n)
 	}
 	res, err := h.l.Reserve(rctx, k, n, maxWait)
 	if res == nil {
@@ -190,12 +184,12 @@ func (h *handler) failed(w http.ResponseWriter, r *http.Request, k string, a alg
 
 // deny answers a denied request: Retry-After, the RateLimit headers when ours is the
 // policy that denied (withPolicy), then the denied handler or the problem details.
-func (h *handler) deny(w http.ResponseWriter, r *http.Request, k string, a algo.Algorithm, d algo.Decision, f *figures, withPolicy bool) {
+func (h *handler) deny(w http.ResponseWriter, r *http.Request, k string, a algo.Algorithm, d algo.Decision, f *rlheader.Figures, withPolicy bool) {
 	// The cost is more than the limit can ever grant: no moment would grant it, so
 	// neither Retry-After nor t (a "t=0" would invite the client straight back). The
 	// policy's q still tells the client the most one request may cost.
 	if d.RetryAfter != algo.Never {
-		w.Header().Set(headerRetryAfter, strconv.FormatInt(retryAfterSeconds(d.RetryAfter), 10))
+		w.Header().Set("Retry-After", strconv.FormatInt(rlheader.RetryAfterSeconds(d.RetryAfter), 10))
 	}
 	if withPolicy {
 		// The draft (Section 6) asks that Retry-After not end before the effective
@@ -208,13 +202,13 @@ func (h *handler) deny(w http.ResponseWriter, r *http.Request, k string, a algo.
 	}
 	var violated []string
 	if withPolicy {
-		violated = h.violated(d, f)
+		violated = h.policies.Violated(f)
 	}
 	writeProblem(w, violated)
 }
 
-func (h *handler) setHeaders(w http.ResponseWriter, k string, a algo.Algorithm, d algo.Decision, f *figures, waited time.Duration) {
+func (h *handler) setHeaders(w http.ResponseWriter, k string, a algo.Algorithm, d algo.Decision, f *rlheader.Figures, waited time.Duration) {
 	if !h.o.noHeader {
-		addRateLimitHeaders(w.Header(), h.items(a, d, f, waited), h.o.unit, h.partitionKey(k))
+		rlheader.Add(w.Header().Add, h.policies.Items(a, d, f, waited), h.o.unit, rlheader.PartitionKey(h.o.pkSecret, k))
 	}
 }

@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/internal/rlheader"
 	"github.com/ratekit/limiter/store"
 )
 
 // DefaultPolicyName is the policy name the RateLimit-Policy and RateLimit headers carry
 // unless WithPolicyName sets another.
-const DefaultPolicyName = "default"
+const DefaultPolicyName = rlheader.DefaultName
 
 // Option configures Middleware. A nil Option is ignored; an Option given a value it cannot
 // use makes Middleware return an error wrapping limiter.ErrInvalidConfig.
@@ -26,7 +27,7 @@ type options struct {
 	wait      time.Duration
 	denied    http.Handler
 	onError   func(http.ResponseWriter, *http.Request, error)
-	policy    string // printable ASCII (cleanName)
+	policy    string // printable ASCII (rlheader.CleanName)
 	policySet bool   // WithPolicyName gave a name
 	unit      string // qu: a quoted sf-string; "" for requests
 	pkSecret  []byte // WithPartitionKey; nil: no pk
@@ -141,7 +142,7 @@ func WithErrorHandler(f func(w http.ResponseWriter, r *http.Request, err error))
 // Middleware); the name given here then prefixes each: "api-fw-100-60s".
 func WithPolicyName(name string) Option {
 	return optionFunc(func(o *options) {
-		if name = cleanName(name); name != "" {
+		if name = rlheader.CleanName(name); name != "" {
 			o.policy, o.policySet = name, true
 		}
 	})

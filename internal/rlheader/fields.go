@@ -1,18 +1,20 @@
-package httplimit
+// Package rlheader formats the RateLimit-Policy and RateLimit fields of
+// draft-ietf-httpapi-ratelimit-headers-11 from a limiter's decisions: one item per policy
+// (per rule of a composite), with q, qu, w, r, t and pk. httplimit writes them as HTTP
+// headers, grpclimit as metadata; keeping the arithmetic here keeps the two identical.
+package rlheader
 
 import (
-	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/ratekit/limiter/algo"
 )
 
-// Header names the middleware writes.
+// Field names.
 const (
-	headerPolicy     = "RateLimit-Policy"
-	headerRateLimit  = "RateLimit"
-	headerRetryAfter = "Retry-After"
+	PolicyField    = "RateLimit-Policy"
+	RateLimitField = "RateLimit"
 )
 
 // sfMaxInt is the largest Integer a Structured Field may carry (RFC 9651, Section 3.3.1:
@@ -32,10 +34,10 @@ func ceilSeconds(d time.Duration) int64 {
 	return min(s, sfMaxInt)
 }
 
-// retryAfterSeconds is the Retry-After value for a RetryAfter that is not algo.Never: the
+// RetryAfterSeconds is the Retry-After value for a RetryAfter that is not algo.Never: the
 // wait in whole seconds rounded up, and at least 1, since "Retry-After: 0" invites the
 // client to come straight back and be denied again.
-func retryAfterSeconds(d time.Duration) int64 {
+func RetryAfterSeconds(d time.Duration) int64 {
 	return max(1, ceilSeconds(d))
 }
 
@@ -61,45 +63,45 @@ func sfInt(n int64) int64 {
 	return min(max(n, 0), sfMaxInt)
 }
 
-// item is one policy's part of a response: its RateLimit-Policy item (name, q, w) and,
+// Item is one policy's part of a response: its RateLimit-Policy item (name, q, w) and,
 // when hasR, its RateLimit item (r, t).
-type item struct {
-	name string // an sf-string, quoted and escaped (see quoteName)
-	q    int64
-	w    int64 // seconds; ≤ 0: left out
-	r    int64
-	t    int64 // seconds; < 0: left out
-	hasR bool
+type Item struct {
+	Name string // an sf-string, quoted and escaped (see QuoteName)
+	Q    int64
+	W    int64 // seconds; ≤ 0: left out
+	R    int64
+	T    int64 // seconds; < 0: left out
+	HasR bool
 }
 
-// policyValue formats a RateLimit-Policy item: `"name";q=100;qu="content-bytes";w=60;pk=:…:`,
+// PolicyValue formats a RateLimit-Policy item: `"name";q=100;qu="content-bytes";w=60;pk=:…:`,
 // the parameters in the order of the draft's examples. qu is a quoted sf-string, "" for
 // the default unit (requests); pk a Byte Sequence (":base64:"), "" when not sent.
-func policyValue(it item, qu, pk string) string {
-	b := make([]byte, 0, len(it.name)+len(qu)+len(pk)+40)
-	b = append(b, it.name...)
+func PolicyValue(it Item, qu, pk string) string {
+	b := make([]byte, 0, len(it.Name)+len(qu)+len(pk)+40)
+	b = append(b, it.Name...)
 	b = append(b, ";q="...)
-	b = strconv.AppendInt(b, sfInt(it.q), 10)
+	b = strconv.AppendInt(b, sfInt(it.Q), 10)
 	if qu != "" {
 		b = append(b, ";qu="...)
 		b = append(b, qu...)
 	}
-	if it.w > 0 {
+	if it.W > 0 {
 		b = append(b, ";w="...)
-		b = strconv.AppendInt(b, it.w, 10)
+		b = strconv.AppendInt(b, it.W, 10)
 	}
 	return string(appendPK(b, pk))
 }
 
-// rateLimitValue formats a RateLimit item: `"name";r=42;t=17;pk=:…:`.
-func rateLimitValue(it item, pk string) string {
-	b := make([]byte, 0, len(it.name)+len(pk)+40)
-	b = append(b, it.name...)
+// RateLimitValue formats a RateLimit item: `"name";r=42;t=17;pk=:…:`.
+func RateLimitValue(it Item, pk string) string {
+	b := make([]byte, 0, len(it.Name)+len(pk)+40)
+	b = append(b, it.Name...)
 	b = append(b, ";r="...)
-	b = strconv.AppendInt(b, sfInt(it.r), 10)
-	if it.t >= 0 {
+	b = strconv.AppendInt(b, sfInt(it.R), 10)
+	if it.T >= 0 {
 		b = append(b, ";t="...)
-		b = strconv.AppendInt(b, sfInt(it.t), 10)
+		b = strconv.AppendInt(b, sfInt(it.T), 10)
 	}
 	return string(appendPK(b, pk))
 }
@@ -111,10 +113,10 @@ func appendPK(b []byte, pk string) []byte {
 	return append(append(b, ";pk="...), pk...)
 }
 
-// quoteName makes a policy name an sf-string (RFC 9651, Section 3.3.3): characters outside
+// QuoteName makes a policy name an sf-string (RFC 9651, Section 3.3.3): characters outside
 // printable ASCII (0x20 to 0x7E) are dropped, '"' and '\' are escaped, and the result is
-// quoted. A name left empty becomes "default".
-func quoteName(name string) string {
+// quoted. A name left empty becomes DefaultName.
+func QuoteName(name string) string {
 	b := make([]byte, 0, len(name)+2)
 	b = append(b, '"')
 	for i := 0; i < len(name); i++ {
@@ -129,21 +131,25 @@ func quoteName(name string) string {
 		}
 	}
 	if len(b) == 1 {
-		return `"` + DefaultPolicyName + `"`
+		return `"` + DefaultName + `"`
 	}
 	return string(append(b, '"'))
 }
 
-// addRateLimitHeaders adds RateLimit-Policy and RateLimit, one item per policy of items.
-// The fields are added, not set: both are lists, which may be split over several field
-// lines, so nested middlewares each contribute their own policy items.
-func addRateLimitHeaders(h http.Header, items []item, qu, pk string) {
+// DefaultName is the policy name of a limiter of one rule unless its caller names it.
+const DefaultName = "default"
+
+// Add adds RateLimit-Policy and RateLimit with add (http.Header.Add, or a metadata
+// append), one field line per item of items. The fields are added, not set: both are
+// lists, which may be split over several field lines, so nested middlewares each
+// contribute their own policy items.
+func Add(add func(name, value string), items []Item, qu, pk string) {
 	for _, it := range items {
-		h.Add(headerPolicy, policyValue(it, qu, pk))
+		add(PolicyField, PolicyValue(it, qu, pk))
 	}
 	for _, it := range items {
-		if it.hasR {
-			h.Add(headerRateLimit, rateLimitValue(it, pk))
+		if it.HasR {
+			add(RateLimitField, RateLimitValue(it, pk))
 		}
 	}
 }

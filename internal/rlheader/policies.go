@@ -1,4 +1,4 @@
-package httplimit
+package rlheader
 
 import (
 	"context"
@@ -14,7 +14,36 @@ import (
 	"github.com/ratekit/limiter/algo"
 )
 
-// ruleNames names each rule of a composite for the RateLimit headers: the name given to
+// Policies are the policies of one limiter, as the RateLimit fields describe them: one
+// for a limiter of one rule, one per rule for a composite (limiter.All). Its methods are
+// safe for concurrent use.
+type Policies struct {
+	rules []*limiter.Limiter // a composite's rules; nil for one rule
+	names []string           // the policies' names, unquoted: one per rule, or the one policy's
+}
+
+// New returns the policies of l. A limiter of one rule has one policy, named name
+// (DefaultName when empty). Each rule of a composite is a policy named as ruleNames
+// says, with name and "-" before it when prefix is true (the caller chose the name).
+func New(l *limiter.Limiter, name string, prefix bool) *Policies {
+	if name = CleanName(name); name == "" {
+		name, prefix = DefaultName, false
+	}
+	rules := l.Rules()
+	if rules == nil {
+		return &Policies{names: []string{name}}
+	}
+	if !prefix {
+		name = ""
+	}
+	return &Policies{rules: rules, names: ruleNames(rules, name)}
+}
+
+// Composite reports whether the policies are a composite's rules, whose figures come
+// from Trace.
+func (p *Policies) Composite() bool { return p.rules != nil }
+
+// ruleNames names each rule of a composite for the RateLimit fields: the name given to
 // algo.Named, else one derived from the rule ("fw-100-60s": its state slot's kind, its
 // quota and window), else "r" and its position ("r2"). Names are unique; a derived name
 // that is taken falls back to the position. prefix (WithPolicyName) and "-" go before each.
@@ -46,7 +75,7 @@ func ruleNames(rules []*limiter.Limiter, prefix string) []string {
 func namedName(a algo.Algorithm) string {
 	for a != nil {
 		if n, ok := a.(interface{ RuleName() string }); ok {
-			return cleanName(n.RuleName())
+			return CleanName(n.RuleName())
 		}
 		u, ok := a.(interface{ Unwrap() algo.Algorithm })
 		if !ok {
@@ -89,8 +118,8 @@ func derivedName(a algo.Algorithm) string {
 	return string(b)
 }
 
-// cleanName drops the characters an sf-string cannot hold (outside printable ASCII).
-func cleanName(name string) string {
+// CleanName drops the characters an sf-string cannot hold (outside printable ASCII).
+func CleanName(name string) string {
 	b := make([]byte, 0, len(name))
 	for i := 0; i < len(name); i++ {
 		if c := name[i]; c >= 0x20 && c <= 0x7e {
@@ -100,63 +129,66 @@ func cleanName(name string) string {
 	return string(b)
 }
 
-// figures holds each rule's own Decision for one request of a composite, as
+// Figures holds each rule's own Decision for one request of a composite, as
 // limiter.TraceRules reports them; ok[i] is false for a rule the request did not reach.
-type figures struct {
+type Figures struct {
 	ds []algo.Decision
 	ok []bool
 	n  int64 // the request's cost
 }
 
-// trace returns the context under which a composite's request reports its rules' figures
-// into f. The rules are matched by identity, so a Fallback composite's rules, also
-// reported, are ignored.
-func (h *handler) trace(ctx context.Context, n int64) (context.Context, *figures) {
-	f := &figures{ds: make([]algo.Decision, len(h.rules)), ok: make([]bool, len(h.rules)), n: n}
+// Trace returns the context under which a composite's request of cost n reports its
+// rules' figures into f; nil f for one rule, which needs none. The rules are matched by
+// identity, so a Fallback composite's rules, also reported, are ignored.
+func (p *Policies) Trace(ctx context.Context, n int64) (context.Context, *Figures) {
+	if p.rules == nil {
+		return ctx, nil
+	}
+	f := &Figures{ds: make([]algo.Decision, len(p.rules)), ok: make([]bool, len(p.rules)), n: n}
 	return limiter.TraceRules(ctx, func(r *limiter.Limiter, d limiter.Decision) {
-		if i := slices.Index(h.rules, r); i >= 0 {
+		if i := slices.Index(p.rules, r); i >= 0 {
 			f.ds[i], f.ok[i] = d, true
 		}
 	}), f
 }
 
-// items describes the response to decision d (of algorithm a, for one rule; of the rules'
+// Items describes the response to decision d (of algorithm a, for one rule; of the rules'
 // figures f, for a composite), one item per policy. waited is how long a WithWait request
 // waited. On a denial each RateLimit t is at most Retry-After, as the draft's Section 6
 // asks: a rule that would have granted says how much is left within that time.
-func (h *handler) items(a algo.Algorithm, d algo.Decision, f *figures, waited time.Duration) []item {
-	if h.rules == nil {
+func (p *Policies) Items(a algo.Algorithm, d algo.Decision, f *Figures, waited time.Duration) []Item {
+	if p.rules == nil {
 		w, _ := policyWindow(a)
-		it := item{name: quoteName(h.names[0]), q: d.Limit, w: w, r: d.Remaining, t: resetSeconds(d, waited), hasR: true}
+		it := Item{Name: QuoteName(p.names[0]), Q: d.Limit, W: w, R: d.Remaining, T: resetSeconds(d, waited), HasR: true}
 		if !d.Allowed {
-			it.t = denialSeconds(d)
+			it.T = denialSeconds(d)
 		}
-		return []item{it}
+		return []Item{it}
 	}
 	retry := denialSeconds(d)
-	out := make([]item, 0, len(h.rules))
-	for i, r := range h.rules {
+	out := make([]Item, 0, len(p.rules))
+	for i, r := range p.rules {
 		ra := r.Algorithm()
 		w, _ := policyWindow(ra)
-		it := item{name: quoteName(h.names[i]), w: w, t: -1}
+		it := Item{Name: QuoteName(p.names[i]), W: w, T: -1}
 		switch {
 		case f != nil && f.ok[i]:
 			rd := f.ds[i]
-			it.q, it.r, it.hasR = rd.Limit, rd.Remaining, true
+			it.Q, it.R, it.HasR = rd.Limit, rd.Remaining, true
 			switch {
 			case d.Allowed:
-				it.t = resetSeconds(rd, waited)
+				it.T = resetSeconds(rd, waited)
 			case !rd.Allowed:
-				it.t = denialSeconds(rd)
+				it.T = denialSeconds(rd)
 			default: // granted, then given back: within Retry-After at most r are left
 				// The refund gave its cost back (the Decision predates it).
-				it.r = rd.Limit
+				it.R = rd.Limit
 				if f.n < rd.Limit-rd.Remaining {
-					it.r = rd.Remaining + f.n
+					it.R = rd.Remaining + f.n
 				}
-				it.t = resetSeconds(rd, 0)
-				if retry >= 0 && (it.t < 0 || it.t > retry) {
-					it.t = retry
+				it.T = resetSeconds(rd, 0)
+				if retry >= 0 && (it.T < 0 || it.T > retry) {
+					it.T = retry
 				}
 			}
 		default:
@@ -164,7 +196,7 @@ func (h *handler) items(a algo.Algorithm, d algo.Decision, f *figures, waited ti
 			if !ok {
 				continue // nothing to say about this rule
 			}
-			it.q = q.Limit
+			it.Q = q.Limit
 		}
 		out = append(out, it)
 	}
@@ -177,31 +209,33 @@ func denialSeconds(d algo.Decision) int64 {
 	if d.RetryAfter == algo.Never {
 		return -1
 	}
-	return retryAfterSeconds(d.RetryAfter)
+	return RetryAfterSeconds(d.RetryAfter)
 }
 
-// violated lists the names of the policies that denied the request, for problem details.
-func (h *handler) violated(d algo.Decision, f *figures) []string {
-	if h.rules == nil {
-		return []string{h.names[0]}
+// Violated lists the names of the policies that denied a request (problem details'
+// violated-policies): the one policy, or each rule of a composite whose figures f say it
+// denied.
+func (p *Policies) Violated(f *Figures) []string {
+	if p.rules == nil {
+		return []string{p.names[0]}
 	}
 	var out []string
-	for i := range h.rules {
+	for i := range p.rules {
 		if f != nil && f.ok[i] && !f.ds[i].Allowed {
-			out = append(out, h.names[i])
+			out = append(out, p.names[i])
 		}
 	}
 	return out
 }
 
-// partitionKey is the pk parameter for key: the first 16 bytes of HMAC-SHA-256(secret,
-// key) as a Structured Field Byte Sequence (":base64:"); "" when WithPartitionKey is off.
-// The key itself (an address, an API key) is never sent (the draft's Section 6.1).
-func (h *handler) partitionKey(key string) string {
-	if h.o.pkSecret == nil {
+// PartitionKey is the pk parameter for key: the first 16 bytes of HMAC-SHA-256(secret,
+// key) as a Structured Field Byte Sequence (":base64:"); "" when secret is nil. The key
+// itself (an address, an API key) is never sent (the draft's Section 6.1).
+func PartitionKey(secret []byte, key string) string {
+	if secret == nil {
 		return ""
 	}
-	m := hmac.New(sha256.New, h.o.pkSecret)
+	m := hmac.New(sha256.New, secret)
 	m.Write([]byte(key))
 	sum := m.Sum(nil)[:16]
 	b := make([]byte, 0, 2+base64.StdEncoding.EncodedLen(len(sum)))

@@ -18,7 +18,10 @@ import (
 // that key computes. A request that is allowed goes to the next handler with the
 // RateLimit-Policy and RateLimit headers set; one that is denied gets 429 Too Many
 // Requests with Retry-After and the same headers (docs/httplimit.md has their exact values;
-// the Options give the variations).
+// the Options give the variations). A composite l (limiter.All) gets one item of each
+// header per rule, named after the rule: the name given to algo.Named, else one derived
+// from the rule ("fw-100-60s": its slot's kind, quota and window), else its position
+// ("r2"); names are unique and fixed when Middleware runs.
 //
 // When l's store is unavailable the middleware follows l's failure policy: a request that
 // the policy allows (FailOpen, or a Fallback limiter that allows it) is served, without

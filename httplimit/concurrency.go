@@ -39,12 +39,12 @@ func ConcurrencyRetryAfter(d time.Duration) ConcurrencyOption {
 	return concurrencyOptionFunc(func(o *concurrencyOptions) { o.retryAfter = retryAfterValue(d) })
 }
 
-// DefaultConcurrencyPolicyName is the policy name of the RateLimit headers Concurrency
-// sends unless ConcurrencyHeaders sets another.
-const DefaultConcurrencyPolicyName = "concurrency"
+// concurrencyPolicyName is the policy name of the RateLimit headers Concurrency sends
+// unless ConcurrencyHeaders sets another.
+const concurrencyPolicyName = "concurrency"
 
 // ConcurrencyHeaders sets the policy name of the RateLimit-Policy and RateLimit headers
-// that Concurrency sends, default DefaultConcurrencyPolicyName; characters outside
+// that Concurrency sends, default "concurrency"; characters outside
 // printable ASCII are dropped, and an empty name sends no RateLimit headers at all. The
 // policy is the limit on requests in flight, in the draft's "concurrent-requests" unit,
 // without a window:
@@ -124,7 +124,7 @@ func DefaultConcurrencyOutcome(r *http.Request, status int) adaptive.Outcome {
 // concurrent use.
 func Concurrency(l *adaptive.Limiter, opts ...ConcurrencyOption) func(http.Handler) http.Handler {
 	o := concurrencyOptions{
-		policy:     rlheader.QuoteName(DefaultConcurrencyPolicyName),
+		policy:     rlheader.QuoteName(concurrencyPolicyName),
 		retryAfter: retryAfterValue(DefaultConcurrencyRetryAfter),
 		shed:       http.HandlerFunc(serviceUnavailable),
 		outcome:    DefaultConcurrencyOutcome,

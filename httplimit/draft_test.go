@@ -267,3 +267,23 @@ func TestConcurrencyHeaders(t *testing.T) {
 		t.Errorf("ConcurrencyHeaders(\"inflight\"): %q", got)
 	}
 }
+
+// In wait mode a composite's request reserves through every rule: each rule's item
+// describes its own reservation.
+func TestCompositeWait(t *testing.T) {
+	t.Parallel()
+	l := newComposite(t)
+	h := mustMiddleware(t, l, mustByIP(t), httplimit.WithWait(time.Second))(&counter{})
+	for range 5 {
+		get(h, "192.0.2.1:1")
+	}
+	// The bucket is empty; its next token comes in 200 ms, within the bound: the request
+	// waits, then is served. After the wait the bucket is empty and full again 1 s later.
+	rec := get(h, "192.0.2.1:1")
+	if rec.Code != http.StatusOK {
+		t.Fatalf("sixth request: %d, want 200 after a wait", rec.Code)
+	}
+	if got, want := lines(rec, "RateLimit"), []string{`"tb-5-1s";r=0;t=1`, `"per-minute";r=94;t=60`}; !slices.Equal(got, want) {
+		t.Errorf("RateLimit = %q, want %q", got, want)
+	}
+}

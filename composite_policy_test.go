@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -194,13 +195,16 @@ func TestAllMiddleware(t *testing.T) {
 		h.ServeHTTP(rec, req)
 		codes = append(codes, rec.Code)
 		retry = append(retry, rec.Header().Get("Retry-After"))
-		policies = append(policies, rec.Header().Get("RateLimit-Policy")+" "+rec.Header().Get("RateLimit"))
+		policies = append(policies, strings.Join(rec.Header().Values("RateLimit-Policy"), ", ")+" | "+strings.Join(rec.Header().Values("RateLimit"), ", "))
 	}
 	if codes[0] != 200 || codes[1] != 200 || codes[2] != 429 || retry[2] != "10" {
 		t.Errorf("codes %v, Retry-After %q; want 200 200 429 and 10 (the window's, not the bucket's 1)", codes, retry)
 	}
-	// A composite has no single window: the policy carries the binding rule's quota, no w.
-	want := []string{`"default";q=2 "default";r=1;t=10`, `"default";q=2 "default";r=0;t=10`, `"default";q=2 "default";r=0;t=10`}
+	// One item per rule, with each rule's own figures (named after the rule); on the
+	// denial both rules denied, each with its own retry time.
+	const policy = `"tb-2-2s";q=2;w=2, "fw-2-10s";q=2;w=10 | `
+	want := []string{policy + `"tb-2-2s";r=1;t=1, "fw-2-10s";r=1;t=10`, policy + `"tb-2-2s";r=0;t=2, "fw-2-10s";r=0;t=10`,
+		policy + `"tb-2-2s";r=0;t=1, "fw-2-10s";r=0;t=10`}
 	for i := range want {
 		if policies[i] != want[i] {
 			t.Errorf("response %d: RateLimit-Policy and RateLimit %q, want %q", i+1, policies[i], want[i])

@@ -235,7 +235,7 @@ func (t *tally) notedStep(ctx context.Context, r *Limiter, g group, i int, q req
 		return false, err
 	}
 	r.tell(t.caller, decidedEvent(e, d))
-	t.answers = append(t.answers, answer{d: d, figures: true})
+	t.answers = append(t.answers, answer{d: d, figures: true, rule: r})
 	if !d.Allowed {
 		// In shadow mode a denial lets the request through and takes nothing; its figures
 		// stay in the composite's Decision.

@@ -42,6 +42,7 @@ func (c *ruleSet) decide(ctx context.Context, key string, q request, o *outcome)
 		}
 		if !ok {
 			_ = refundGrants(ctx, t.held)
+			traceRules(ctx, t.answers)
 			return t.answer(o, key, false)
 		}
 	}
@@ -49,6 +50,7 @@ func (c *ruleSet) decide(ctx context.Context, key string, q request, o *outcome)
 		_ = refundGrants(ctx, t.held)
 		return t.failed(o, key, err)
 	}
+	traceRules(ctx, t.answers)
 	return t.answer(o, key, true)
 }
 
@@ -135,7 +137,8 @@ type tally struct {
 // answer is one rule's answer to a request of a rule set.
 type answer struct {
 	d       Decision
-	figures bool // false for a FailOpen answer, which has no Limit or Remaining
+	figures bool     // false for a FailOpen answer, which has no Limit or Remaining
+	rule    *Limiter // the rule whose store gave d; nil when its failure policy answered
 }
 
 // within is the bound of a store call of a rule with timeout.
@@ -187,7 +190,7 @@ func (t *tally) group(ctx context.Context, g group, q request) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		t.answers = append(t.answers, answer{d: d, figures: true})
+		t.answers = append(t.answers, answer{d: d, figures: true, rule: r})
 		if !d.Allowed {
 			return false, nil
 		}
@@ -219,7 +222,7 @@ func (t *tally) atomic(ctx context.Context, ma store.MultiApplier, g group, q re
 // permits each rule now holds.
 func (t *tally) keep(g group, q request, ds []Decision, ok bool) {
 	for i, d := range ds {
-		t.answers = append(t.answers, answer{d: d, figures: true})
+		t.answers = append(t.answers, answer{d: d, figures: true, rule: g.rules[i]})
 		if ok {
 			t.held = append(t.held, grant{lim: g.rules[i], key: g.key, alg: g.algs[i], n: q.N, at: d.At})
 		}

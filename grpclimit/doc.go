@@ -59,6 +59,15 @@
 //		}
 //	}
 //
+// # RateLimit metadata
+//
+// Every call the limiter's store decided, allowed or denied, carries the values of
+// httplimit's RateLimit-Policy and RateLimit headers as header metadata, keys
+// "ratelimit-policy" and "ratelimit", one entry per policy (per rule of a composite
+// made by limiter.All): for example `"default";q=100;w=60` and `"default";r=42;t=17`.
+// A call the failure policy answered carries none; WithoutMetadata leaves them out.
+// docs/httplimit.md explains each value.
+//
 // # Streams
 //
 // A stream is limited once, when it opens, with the cost WithCost gives it: a limiter

@@ -9,11 +9,13 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/internal/rlheader"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -24,6 +26,7 @@ import (
 type Interceptors struct {
 	l *limiter.Limiter
 	o options
+	p *rlheader.Policies // l's policies, for the RateLimit metadata
 }
 
 // New returns the interceptors that limit calls with l, one limit per key (ByPeer unless
@@ -47,7 +50,7 @@ func New(l *limiter.Limiter, opts ...Option) (*Interceptors, error) {
 			opt.apply(&o)
 		}
 	}
-	return &Interceptors{l: l, o: o}, nil
+	return &Interceptors{l: l, o: o, p: rlheader.New(l, "", false)}, nil
 }
 
 // Unary returns the unary server interceptor, for grpc.UnaryInterceptor or
@@ -55,7 +58,13 @@ func New(l *limiter.Limiter, opts ...Option) (*Interceptors, error) {
 // allowed never reaches it.
 func (i *Interceptors) Unary() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if err := i.admit(ctx, info.FullMethod); err != nil {
+		md, err := i.admit(ctx, info.FullMethod)
+		if md != nil {
+			// Fails only outside a gRPC server (a test calling the interceptor), where
+			// there is no client to tell.
+			_ = grpc.SetHeader(ctx, md)
+		}
+		if err != nil {
 			return nil, err
 		}
 		return handler(ctx, req)
@@ -67,29 +76,34 @@ func (i *Interceptors) Unary() grpc.UnaryServerInterceptor {
 // WithCost): the messages it then carries are not counted.
 func (i *Interceptors) Stream() grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		if err := i.admit(ss.Context(), info.FullMethod); err != nil {
+		md, err := i.admit(ss.Context(), info.FullMethod)
+		if md != nil {
+			_ = ss.SetHeader(md)
+		}
+		if err != nil {
 			return err
 		}
 		return handler(srv, ss)
 	}
 }
 
-// admit decides on one call: nil serves it, an error ends it with that error.
-func (i *Interceptors) admit(ctx context.Context, method string) error {
+// admit decides on one call: nil serves it, an error ends it with that error. md is the
+// RateLimit header metadata to send with either, nil for none.
+func (i *Interceptors) admit(ctx context.Context, method string) (md metadata.MD, err error) {
 	if i == nil || i.l == nil {
 		// A nil or zero Interceptors (not made by New): the server's bug, answered as one
 		// rather than with a panic in the middle of serving.
-		return DefaultErrorHandler(ctx, method, errUnmade)
+		return nil, DefaultErrorHandler(ctx, method, errUnmade)
 	}
 	if i.o.skip[method] {
-		return nil
+		return nil, nil
 	}
 	k, err := i.o.key(ctx, method)
 	if err == nil && k == "" {
 		err = fmt.Errorf("%w: KeyFunc returned an empty key", ErrMissingKey)
 	}
 	if err != nil {
-		return i.o.onError(ctx, method, err)
+		return nil, i.o.onError(ctx, method, err)
 	}
 	n := int64(1)
 	if i.o.cost != nil {
@@ -97,24 +111,36 @@ func (i *Interceptors) admit(ctx context.Context, method string) error {
 	}
 	switch {
 	case n == 0:
-		return nil
+		return nil, nil
 	case n < 0:
-		return i.o.onError(ctx, method, fmt.Errorf("%w: grpclimit: WithCost returned %d for %s", limiter.ErrInvalidRequest, n, method))
+		return nil, i.o.onError(ctx, method, fmt.Errorf("%w: grpclimit: WithCost returned %d for %s", limiter.ErrInvalidRequest, n, method))
 	}
-	d, err := i.l.AllowN(ctx, k, n)
+	// The algorithm is read before the decision, as httplimit does.
+	a := i.l.Algorithm()
+	dctx, f := ctx, (*rlheader.Figures)(nil)
+	if !i.o.noMetadata {
+		dctx, f = i.p.Trace(ctx, n)
+	}
+	d, err := i.l.AllowN(dctx, k, n)
+	if err == nil && !i.o.noMetadata {
+		// The store answered: the figures describe our policies (not a failure
+		// policy's), exactly as httplimit's headers.
+		md = metadata.MD{}
+		rlheader.Add(func(name, value string) { md.Append(name, value) }, i.p.Items(a, d, f, 0), "", "")
+	}
 	switch {
 	case d.Allowed:
 		// Allowed by the limit, or (err != nil) by FailOpen or a Fallback limiter: the
 		// failure policy decided to serve.
-		return nil
+		return md, nil
 	case err == nil:
-		return denied(d.RetryAfter)
+		return md, denied(d.RetryAfter)
 	case errors.Is(err, store.ErrUnavailable) && d.RetryAfter > 0:
 		// A Fallback limiter denied it: a real rate-limit denial, by another policy.
-		return denied(d.RetryAfter)
+		return nil, denied(d.RetryAfter)
 	default:
 		// FailClosed (its Decision is empty), a closed store, an ended context.
-		return i.o.onError(ctx, method, err)
+		return nil, i.o.onError(ctx, method, err)
 	}
 }
 

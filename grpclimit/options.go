@@ -20,6 +20,8 @@ type options struct {
 	skip    map[string]bool
 	cost    func(ctx context.Context, fullMethod string) int64
 	onError func(ctx context.Context, fullMethod string, err error) error
+
+	noMetadata bool // WithoutMetadata
 }
 
 func defaultOptions() options {
@@ -120,4 +122,13 @@ func DefaultErrorHandler(ctx context.Context, fullMethod string, err error) erro
 		return status.Error(codes.DeadlineExceeded, "grpclimit: deadline exceeded")
 	}
 	return status.Error(codes.Internal, "grpclimit: rate limiter failed")
+}
+
+// WithoutMetadata stops the interceptors from sending the RateLimit-Policy and RateLimit
+// figures as header metadata ("ratelimit-policy" and "ratelimit"), for services that
+// prefer not to disclose their limits. The default is to send them with every call the
+// limiter's store decided, allowed or denied: the same values, one entry per policy (per
+// rule of a composite), as httplimit's headers (docs/httplimit.md).
+func WithoutMetadata() Option {
+	return optionFunc(func(o *options) { o.noMetadata = true })
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ratekit/limiter/adaptive"
+	"github.com/ratekit/limiter/internal/rlheader"
 )
 
 // DefaultConcurrencyRetryAfter is the Retry-After a shed request gets unless
@@ -21,6 +22,7 @@ type ConcurrencyOption interface {
 }
 
 type concurrencyOptions struct {
+	policy     string // quoted sf-string; "" for no RateLimit headers
 	retryAfter string // seconds
 	shed       http.Handler
 	outcome    func(*http.Request, int) adaptive.Outcome
@@ -35,6 +37,30 @@ func (f concurrencyOptionFunc) applyConcurrency(o *concurrencyOptions) { f(o) }
 // frees places as fast as requests finish, so a short hint suits it.
 func ConcurrencyRetryAfter(d time.Duration) ConcurrencyOption {
 	return concurrencyOptionFunc(func(o *concurrencyOptions) { o.retryAfter = retryAfterValue(d) })
+}
+
+// concurrencyPolicyName is the policy name of the RateLimit headers Concurrency sends
+// unless ConcurrencyHeaders sets another.
+const concurrencyPolicyName = "concurrency"
+
+// ConcurrencyHeaders sets the policy name of the RateLimit-Policy and RateLimit headers
+// that Concurrency sends, default "concurrency"; characters outside
+// printable ASCII are dropped, and an empty name sends no RateLimit headers at all. The
+// policy is the limit on requests in flight, in the draft's "concurrent-requests" unit,
+// without a window:
+//
+//	RateLimit-Policy: "concurrency";q=40;qu="concurrent-requests"
+//	RateLimit: "concurrency";r=12
+//
+// q is the limiter's limit when the request arrives, r the places still free once it is
+// admitted (0 on a shed request). An adaptive limit moves, so both are snapshots.
+func ConcurrencyHeaders(name string) ConcurrencyOption {
+	return concurrencyOptionFunc(func(o *concurrencyOptions) {
+		o.policy = ""
+		if name = rlheader.CleanName(name); name != "" {
+			o.policy = rlheader.QuoteName(name)
+		}
+	})
 }
 
 // ConcurrencyShedHandler sets the handler that answers a shed request. It is called with
@@ -85,8 +111,9 @@ func DefaultConcurrencyOutcome(r *http.Request, status int) adaptive.Outcome {
 // concurrency limiter l: a request is served while fewer than l's limit are in flight,
 // and its outcome and latency then move the limit (see package adaptive). A request that
 // l sheds (adaptive.ErrLimitReached, adaptive.ErrOverloaded) gets 503 Service Unavailable
-// with Retry-After; one whose context is already done gets 503 without it. No RateLimit
-// headers are sent: a concurrency limit has no quota or window to advertise.
+// with Retry-After; one whose context is already done gets 503 without it. Admitted and
+// shed requests carry the RateLimit headers of the limit in "concurrent-requests" (see
+// ConcurrencyHeaders).
 //
 // The handler's writer has http.Flusher, http.Hijacker and io.ReaderFrom exactly when the
 // server's writer has them, and Unwrap for http.ResponseController.
@@ -97,6 +124,7 @@ func DefaultConcurrencyOutcome(r *http.Request, status int) adaptive.Outcome {
 // concurrent use.
 func Concurrency(l *adaptive.Limiter, opts ...ConcurrencyOption) func(http.Handler) http.Handler {
 	o := concurrencyOptions{
+		policy:     rlheader.QuoteName(concurrencyPolicyName),
 		retryAfter: retryAfterValue(DefaultConcurrencyRetryAfter),
 		shed:       http.HandlerFunc(serviceUnavailable),
 		outcome:    DefaultConcurrencyOutcome,
@@ -121,16 +149,19 @@ type concurrencyHandler struct {
 }
 
 func (h *concurrencyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	limit := h.l.Limit()
 	tok, err := h.l.Acquire(r.Context())
 	if err != nil {
 		if errors.Is(err, adaptive.ErrLimitReached) || errors.Is(err, adaptive.ErrOverloaded) {
 			w.Header().Set("Retry-After", h.o.retryAfter)
+			h.setHeaders(w, limit, 0)
 			h.o.shed.ServeHTTP(w, r)
 			return
 		}
 		serviceUnavailable(w, r) // the request's context is done
 		return
 	}
+	h.setHeaders(w, limit, int64(limit-h.l.InFlight()))
 	sw := &statusWriter{ResponseWriter: w}
 	served := false
 	defer func() {
@@ -149,6 +180,16 @@ func (h *concurrencyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusOK
 	}
 	tok.Done(h.o.outcome(r, status))
+}
+
+// unitConcurrent is the quota unit of Concurrency's policy.
+const unitConcurrent = `"concurrent-requests"`
+
+func (h *concurrencyHandler) setHeaders(w http.ResponseWriter, limit int, free int64) {
+	if h.o.policy != "" {
+		it := rlheader.Item{Name: h.o.policy, Q: int64(limit), R: free, T: -1, HasR: true}
+		rlheader.Add(w.Header().Add, []rlheader.Item{it}, unitConcurrent, "")
+	}
 }
 
 // retryAfterValue is d in whole seconds rounded up, at least 1.

@@ -30,6 +30,18 @@
 // replace these responses, [WithoutHeaders] drops the headers, and [WithWait] delays a
 // request instead of denying it when its permits come within a bound.
 //
-// docs/httplimit.md has the full table of responses and how each header value (q, w, r, t)
-// is derived from the limiter's Decision and algorithm.
+// A composite limiter (limiter.All) is described rule by rule: one RateLimit-Policy and
+// one RateLimit item per rule, each with that rule's own figures, named by algo.Named or
+// after the rule ("fw-100-60s"). [WithQuotaUnit] sends the unit a cost counts ("qu",
+// "content-bytes" for a cost in bytes), [WithPartitionKey] a partition key ("pk") that is
+// an HMAC of the key, never the key, and [WithProblemDetails] answers 429 with an
+// application/problem+json document listing the violated policies. [Concurrency] sends
+// its limit in "concurrent-requests".
+//
+// Frameworks: any net/http router takes the middleware as it is (chi: r.Use(mw)); gin,
+// Echo and Fiber get it from the modules ginlimit, echolimit and fiberlimit, which run
+// this package's middleware and so behave exactly the same.
+//
+// docs/httplimit.md has the full table of responses, real header lines, and how each
+// header value (q, qu, w, r, t, pk) is derived from the limiter's Decisions and algorithm.
 package httplimit

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/internal/rlheader"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -17,7 +18,10 @@ import (
 // that key computes. A request that is allowed goes to the next handler with the
 // RateLimit-Policy and RateLimit headers set; one that is denied gets 429 Too Many
 // Requests with Retry-After and the same headers (docs/httplimit.md has their exact values;
-// the Options give the variations).
+// the Options give the variations). A composite l (limiter.All) gets one item of each
+// header per rule, named after the rule: the name given to algo.Named, else one derived
+// from the rule ("fw-100-60s": its slot's kind, quota and window), else its position
+// ("r2"); names are unique and fixed when Middleware runs.
 //
 // When l's store is unavailable the middleware follows l's failure policy: a request that
 // the policy allows (FailOpen, or a Fallback limiter that allows it) is served, without
@@ -48,12 +52,13 @@ func Middleware(l *limiter.Limiter, key KeyFunc, opts ...Option) (func(http.Hand
 	if o.err != nil {
 		return nil, o.err
 	}
+	policies := rlheader.New(l, o.policy, o.policySet)
 	return func(next http.Handler) http.Handler {
 		var err error
 		if next == nil {
 			err = fmt.Errorf("%w: httplimit.Middleware: the next handler is nil", limiter.ErrInvalidConfig)
 		}
-		return &handler{l: l, key: key, next: next, o: o, cfgErr: err}
+		return &handler{l: l, key: key, next: next, o: o, cfgErr: err, policies: policies}
 	}, nil
 }
 
@@ -64,7 +69,14 @@ type handler struct {
 	next   http.Handler
 	o      options
 	cfgErr error
+	// policies describes l in the RateLimit headers: one policy, or one per rule of a
+	// composite (limiter.All).
+	policies *rlheader.Policies
 }
+
+// traced reports whether a composite's requests need each rule's figures: for the
+// headers or the problem details' violated-policies. Otherwise nothing is traced.
+func (h *handler) traced() bool { return h.policies.Composite() && (!h.o.noHeader || h.o.problem) }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.cfgErr != nil {
@@ -98,15 +110,19 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The algorithm is read before the decision, so a concurrent SetAlgorithm can at worst
 	// pair the new figures with the old window for one response.
 	a := h.l.Algorithm()
-	d, err := h.l.AllowN(r.Context(), k, n)
+	ctx, f := r.Context(), (*rlheader.Figures)(nil)
+	if h.traced() {
+		ctx, f = h.policies.Trace(ctx, n)
+	}
+	d, err := h.l.AllowN(ctx, k, n)
 	switch {
 	case err == nil && d.Allowed:
-		h.setHeaders(w, a, d, resetSeconds(d, 0))
+		h.setHeaders(w, k, a, d, f, 0)
 		h.next.ServeHTTP(w, r)
 	case err == nil:
-		h.deny(w, r, a, d, true)
+		h.deny(w, r, k, a, d, f, true)
 	default:
-		h.failed(w, r, a, d, err)
+		h.failed(w, r, k, a, d, err)
 	}
 }
 
@@ -119,7 +135,11 @@ func (h *handler) serveWait(w http.ResponseWriter, r *http.Request, k string, n 
 		maxWait = min(maxWait, max(0, time.Until(deadline)))
 	}
 	a := h.l.Algorithm()
-	res, err := h.l.Reserve(ctx, k, n, maxWait)
+	rctx, f := ctx, (*rlheader.Figures)(nil)
+	if h.traced() {
+		rctx, f = h.policies.Trace(ctx, n)
+	}
+	res, err := h.l.Reserve(rctx, k, n, maxWait)
 	if res == nil {
 		h.o.onError(w, r, err)
 		return
@@ -127,10 +147,10 @@ func (h *handler) serveWait(w http.ResponseWriter, r *http.Request, k string, n 
 	d := res.Decision()
 	switch {
 	case err != nil && !res.OK():
-		h.failed(w, r, a, d, err)
+		h.failed(w, r, k, a, d, err)
 		return
 	case !res.OK():
-		h.deny(w, r, a, d, true)
+		h.deny(w, r, k, a, d, f, true)
 		return
 	}
 	if res.Delay() > 0 {
@@ -144,21 +164,21 @@ func (h *handler) serveWait(w http.ResponseWriter, r *http.Request, k string, n 
 		}
 	}
 	if err == nil {
-		h.setHeaders(w, a, d, resetSeconds(d, d.Wait))
+		h.setHeaders(w, k, a, d, f, d.Wait)
 	}
 	// else: granted by FailOpen or a Fallback limiter, served without RateLimit headers.
 	h.next.ServeHTTP(w, r)
 }
 
 // failed answers a call that returned an error together with decision d.
-func (h *handler) failed(w http.ResponseWriter, r *http.Request, a algo.Algorithm, d algo.Decision, err error) {
+func (h *handler) failed(w http.ResponseWriter, r *http.Request, k string, a algo.Algorithm, d algo.Decision, err error) {
 	switch {
 	case d.Allowed:
 		// FailOpen or Fallback allowed it: the failure policy decided to serve.
 		h.next.ServeHTTP(w, r)
 	case errors.Is(err, store.ErrUnavailable) && d.RetryAfter > 0:
 		// A Fallback limiter denied it: a real rate-limit denial, by another policy.
-		h.deny(w, r, a, d, false)
+		h.deny(w, r, k, a, d, nil, false)
 	default:
 		// FailClosed (its Decision is empty), a cancelled request, a bad key.
 		h.o.onError(w, r, err)
@@ -166,27 +186,32 @@ func (h *handler) failed(w http.ResponseWriter, r *http.Request, a algo.Algorith
 }
 
 // deny answers a denied request: Retry-After, the RateLimit headers when ours is the
-// policy that denied (withPolicy), then the denied handler.
-func (h *handler) deny(w http.ResponseWriter, r *http.Request, a algo.Algorithm, d algo.Decision, withPolicy bool) {
+// policy that denied (withPolicy), then the denied handler or the problem details.
+func (h *handler) deny(w http.ResponseWriter, r *http.Request, k string, a algo.Algorithm, d algo.Decision, f *rlheader.Figures, withPolicy bool) {
 	// The cost is more than the limit can ever grant: no moment would grant it, so
 	// neither Retry-After nor t (a "t=0" would invite the client straight back). The
 	// policy's q still tells the client the most one request may cost.
-	t := int64(-1)
 	if d.RetryAfter != algo.Never {
-		s := retryAfterSeconds(d.RetryAfter)
-		w.Header().Set(headerRetryAfter, strconv.FormatInt(s, 10))
-		// The draft (Section 6) asks that Retry-After not end before the effective
-		// window: on a denial, both name the moment the request would be granted.
-		t = s
+		w.Header().Set("Retry-After", strconv.FormatInt(rlheader.RetryAfterSeconds(d.RetryAfter), 10))
 	}
 	if withPolicy {
-		h.setHeaders(w, a, d, t)
+		// The draft (Section 6) asks that Retry-After not end before the effective
+		// window: on a denial, t names the moment the request would be granted.
+		h.setHeaders(w, k, a, d, f, 0)
 	}
-	h.o.denied.ServeHTTP(w, r)
+	if !h.o.problem {
+		h.o.denied.ServeHTTP(w, r)
+		return
+	}
+	var violated []string
+	if withPolicy {
+		violated = h.policies.Violated(f)
+	}
+	writeProblem(w, violated)
 }
 
-func (h *handler) setHeaders(w http.ResponseWriter, a algo.Algorithm, d algo.Decision, t int64) {
+func (h *handler) setHeaders(w http.ResponseWriter, k string, a algo.Algorithm, d algo.Decision, f *rlheader.Figures, waited time.Duration) {
 	if !h.o.noHeader {
-		addRateLimitHeaders(w.Header(), h.o.policy, a, d, t)
+		rlheader.Add(w.Header().Add, h.policies.Items(a, d, f, waited), h.o.unit, rlheader.PartitionKey(h.o.pkSecret, k))
 	}
 }

@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/internal/rlheader"
 	"github.com/ratekit/limiter/store"
 )
 
 // DefaultPolicyName is the policy name the RateLimit-Policy and RateLimit headers carry
 // unless WithPolicyName sets another.
-const DefaultPolicyName = "default"
+const DefaultPolicyName = rlheader.DefaultName
 
 // Option configures Middleware. A nil Option is ignored; an Option given a value it cannot
 // use makes Middleware return an error wrapping limiter.ErrInvalidConfig.
@@ -22,20 +23,24 @@ type Option interface {
 }
 
 type options struct {
-	cost     func(*http.Request) int64
-	wait     time.Duration
-	denied   http.Handler
-	onError  func(http.ResponseWriter, *http.Request, error)
-	policy   string // quoted sf-string
-	noHeader bool
-	err      error // the first invalid option
+	cost      func(*http.Request) int64
+	wait      time.Duration
+	denied    http.Handler
+	onError   func(http.ResponseWriter, *http.Request, error)
+	policy    string // printable ASCII (rlheader.CleanName)
+	policySet bool   // WithPolicyName gave a name
+	unit      string // qu: a quoted sf-string; "" for requests
+	pkSecret  []byte // WithPartitionKey; nil: no pk
+	problem   bool   // WithProblemDetails
+	noHeader  bool
+	err       error // the first invalid option
 }
 
 func defaultOptions() options {
 	return options{
 		denied:  http.HandlerFunc(tooManyRequests),
 		onError: DefaultErrorHandler,
-		policy:  `"` + DefaultPolicyName + `"`,
+		policy:  DefaultPolicyName,
 	}
 }
 
@@ -95,14 +100,15 @@ func WithWait(maxWait time.Duration) Option {
 // It is called with Retry-After and the RateLimit headers already set on the
 // ResponseWriter and must write the status itself, normally 429 Too Many Requests (for
 // example with a JSON problem document). The default writes 429 with the plain-text body
-// "Too Many Requests". A nil h is an error (leave the option out for the default).
+// "Too Many Requests". A nil h is an error (leave the option out for the default). It
+// replaces WithProblemDetails given before it; the last of the two wins.
 func WithDeniedHandler(h http.Handler) Option {
 	return optionFunc(func(o *options) {
 		if h == nil {
 			o.invalid("WithDeniedHandler(nil): the handler is nil")
 			return
 		}
-		o.denied = h
+		o.denied, o.problem = h, false
 	})
 }
 
@@ -131,8 +137,15 @@ func WithErrorHandler(f func(w http.ResponseWriter, r *http.Request, err error))
 // the same requests (per IP, then per API key) each contributes an item: give them
 // distinct names. Characters outside printable ASCII are dropped; an empty name keeps the
 // default, DefaultPolicyName ("default").
+//
+// A composite limiter (limiter.All) sends one item per rule, named after the rule (see
+// Middleware); the name given here then prefixes each: "api-fw-100-60s".
 func WithPolicyName(name string) Option {
-	return optionFunc(func(o *options) { o.policy = quoteName(name) })
+	return optionFunc(func(o *options) {
+		if name = rlheader.CleanName(name); name != "" {
+			o.policy, o.policySet = name, true
+		}
+	})
 }
 
 // WithoutHeaders stops the middleware from writing the RateLimit-Policy and RateLimit
@@ -173,4 +186,70 @@ func DefaultErrorHandler(w http.ResponseWriter, _ *http.Request, err error) {
 		code = http.StatusServiceUnavailable
 	}
 	http.Error(w, http.StatusText(code), code)
+}
+
+// WithQuotaUnit sets the unit the limit counts, sent as the "qu" parameter of
+// RateLimit-Policy: "content-bytes" when WithCost charges a request by its size,
+// "requests" (the default, which is left out of the header as the draft allows) when
+// each request costs the same, or another value of the draft's quota unit registry. The
+// unit must be 1 to 64 characters of lower-case letters, digits and '-'; another value
+// is an error.
+func WithQuotaUnit(unit string) Option {
+	return optionFunc(func(o *options) {
+		if !validUnit(unit) {
+			o.invalid("WithQuotaUnit(%q): use 1 to 64 lower-case letters, digits or '-'", unit)
+			return
+		}
+		o.unit = `"` + unit + `"`
+		if unit == "requests" {
+			o.unit = ""
+		}
+	})
+}
+
+func validUnit(u string) bool {
+	if u == "" || len(u) > 64 {
+		return false
+	}
+	for i := 0; i < len(u); i++ {
+		if c := u[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// WithPartitionKey adds the "pk" parameter (the partition key, draft Section 3.1.4) to
+// every item of RateLimit-Policy and RateLimit: a client acting for several users or API
+// keys can then tell which quota a response describes. The key itself is never sent
+// (Section 6.1: it may be an address or a credential): pk is the first 16 bytes of
+// HMAC-SHA-256(secret, key), in base64 as a Structured Field Byte Sequence
+// (pk=:base64:). With a secret the value cannot be reversed by hashing every IPv4 address;
+// keep the secret stable across instances and restarts so that one key keeps one pk. The
+// default is no pk; a secret shorter than 16 bytes is an error.
+func WithPartitionKey(secret []byte) Option {
+	return optionFunc(func(o *options) {
+		if len(secret) < 16 {
+			o.invalid("WithPartitionKey: the secret has %d bytes, want at least 16", len(secret))
+			return
+		}
+		o.pkSecret = append([]byte(nil), secret...)
+	})
+}
+
+// WithProblemDetails answers a rate-limited request with a problem document (RFC 9457)
+// of the draft's "quota-exceeded" type (Section 5.1) instead of the plain-text body:
+//
+//	HTTP/1.1 429 Too Many Requests
+//	Content-Type: application/problem+json
+//
+//	{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded",
+//	 "title":"Too Many Requests","status":429,"violated-policies":["default"]}
+//
+// violated-policies names the policies that denied the request, as in the RateLimit
+// headers: every rule of a composite that denied. It is left out when another limiter (a
+// Fallback) denied. The default is the plain-text body; WithDeniedHandler given after it
+// replaces it.
+func WithProblemDetails() Option {
+	return optionFunc(func(o *options) { o.problem = true })
 }

@@ -1,4 +1,4 @@
-package httplimit
+package rlheader
 
 import (
 	"math"
@@ -25,8 +25,8 @@ func TestRetryAfterSeconds(t *testing.T) {
 		{time.Duration(algo.MaxMicros) * time.Microsecond, 1_000_000_000},
 		{algo.Never - 1, 9_223_372_037}, // the largest Duration, rounded up
 	} {
-		if got := retryAfterSeconds(c.d); got != c.want {
-			t.Errorf("retryAfterSeconds(%v) = %d, want %d", c.d, got, c.want)
+		if got := RetryAfterSeconds(c.d); got != c.want {
+			t.Errorf("RetryAfterSeconds(%v) = %d, want %d", c.d, got, c.want)
 		}
 	}
 }
@@ -82,16 +82,16 @@ func TestPolicyWindow(t *testing.T) {
 
 func TestHeaderValues(t *testing.T) {
 	t.Parallel()
-	if got, want := policyValue(`"p"`, 100, 60, true), `"p";q=100;w=60`; got != want {
+	if got, want := PolicyValue(Item{Name: `"p"`, Q: 100, W: 60}, "", ""), `"p";q=100;w=60`; got != want {
 		t.Errorf("policyValue = %q, want %q", got, want)
 	}
-	if got, want := policyValue(`"p"`, 1<<53, 0, false), `"p";q=999999999999999`; got != want {
+	if got, want := PolicyValue(Item{Name: `"p"`, Q: 1 << 53}, "", ""), `"p";q=999999999999999`; got != want {
 		t.Errorf("policyValue (clamped, no w) = %q, want %q", got, want)
 	}
-	if got, want := rateLimitValue(`"p"`, 42, 17, true), `"p";r=42;t=17`; got != want {
+	if got, want := RateLimitValue(Item{Name: `"p"`, R: 42, T: 17}, ""), `"p";r=42;t=17`; got != want {
 		t.Errorf("rateLimitValue = %q, want %q", got, want)
 	}
-	if got, want := rateLimitValue(`"p"`, -3, 0, false), `"p";r=0`; got != want {
+	if got, want := RateLimitValue(Item{Name: `"p"`, R: -3, T: -1}, ""), `"p";r=0`; got != want {
 		t.Errorf("rateLimitValue (negative r, no t) = %q, want %q", got, want)
 	}
 	d := algo.Decision{Allowed: true, Limit: 10, Remaining: 3, ResetAfter: algo.Never}

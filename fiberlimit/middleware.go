@@ -1,0 +1,114 @@
+package fiberlimit
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/url"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/ratekit/limiter"
+	"github.com/ratekit/limiter/httplimit"
+)
+
+// Middleware returns Fiber middleware that limits requests with l, one limit per key that
+// key computes, as httplimit.Middleware(l, key, opts...) does for net/http; it returns
+// the same errors, wrapping limiter.ErrInvalidConfig, for the same arguments. A request
+// whose URI does not parse as a URL gets fiber.ErrBadRequest. The returned handler is
+// safe for concurrent use.
+func Middleware(l *limiter.Limiter, key httplimit.KeyFunc, opts ...httplimit.Option) (fiber.Handler, error) {
+	mw, err := httplimit.Middleware(l, key, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return func(c *fiber.Ctx) error {
+		r, err := request(c)
+		if err != nil {
+			return fiber.ErrBadRequest
+		}
+		w := &writer{c: c}
+		var nextErr error
+		mw(http.HandlerFunc(func(_ http.ResponseWriter, _ *http.Request) {
+			// Let through: the headers httplimit set go to Fiber's response before the
+			// chain runs, so a handler may still change them.
+			w.copyHeader()
+			nextErr = c.Next()
+		})).ServeHTTP(w, r)
+		return nextErr
+	}, nil
+}
+
+// request builds the net/http view of c's request that KeyFuncs and cost functions read.
+// Every string is copied: fasthttp reuses its buffers once the request ends, and a key
+// outlives it in the store.
+func request(c *fiber.Ctx) (*http.Request, error) {
+	fc := c.Context()
+	uri := string(fc.RequestURI())
+	u, err := url.ParseRequestURI(uri)
+	if err != nil {
+		return nil, err
+	}
+	body := bytes.Clone(fc.PostBody())
+	r := &http.Request{
+		Method:        string(fc.Method()),
+		URL:           u,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        make(http.Header),
+		Host:          string(fc.Host()),
+		RemoteAddr:    fc.RemoteAddr().String(),
+		RequestURI:    uri,
+		ContentLength: int64(len(body)),
+		Body:          io.NopCloser(bytes.NewReader(body)),
+		TLS:           fc.TLSConnectionState(),
+	}
+	// Add, not Set: a header sent on several lines (X-Forwarded-For through several
+	// proxies) keeps every line, as net/http keeps them.
+	fc.Request.Header.VisitAll(func(k, v []byte) {
+		r.Header.Add(string(k), string(v))
+	})
+	return r.WithContext(c.UserContext()), nil
+}
+
+// writer is the http.ResponseWriter httplimit answers through: it holds the headers until
+// the status is written, then writes status, headers and body to Fiber's response.
+type writer struct {
+	c     *fiber.Ctx
+	h     http.Header
+	wrote bool
+}
+
+func (w *writer) Header() http.Header {
+	if w.h == nil {
+		w.h = make(http.Header)
+	}
+	return w.h
+}
+
+func (w *writer) WriteHeader(code int) {
+	if w.wrote {
+		return
+	}
+	w.wrote = true
+	w.copyHeader()
+	w.c.Status(code)
+}
+
+func (w *writer) Write(b []byte) (int, error) {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.c.Write(b)
+}
+
+// copyHeader adds the headers set so far to Fiber's response, every line of each.
+func (w *writer) copyHeader() {
+	rh := &w.c.Response().Header
+	for k, vs := range w.h {
+		for _, v := range vs {
+			rh.Add(k, v)
+		}
+	}
+}

@@ -207,6 +207,8 @@ var (
 	// they hold permits.
 	comboEvictKinds = []comboKind{cAllow, cAllow, cAllow, cAllow, cAllow, cAllow, cAllow, cAllow, cAllow, cAllow,
 		cAllow, cAllow, cRefund, cForward}
+	comboLagKinds = []comboKind{cAllow, cAllow, cAllow, cAllow, cAllow, cAllow, cAllow, cAllow, cReserve,
+		cRefund, cForward, cForward, cLag, cLag}
 	comboResetKinds = []comboKind{cAllow, cAllow, cAllow, cAllow, cAllow, cAllow, cAllow, cRefund, cRefund,
 		cReset, cReset, cReset, cForward}
 )

@@ -297,6 +297,11 @@ func (w *comboWorld) do(step int, o comboOp) (comboObs, error) {
 		}
 	case cForward, cIdle:
 		w.clk.Add(o.d)
+		if w.ttl != nil && o.b&1 == 1 {
+			// The client clock catches up (runs faster than the server's for a while), so
+			// that later lag steps put it behind again.
+			w.lag -= min(w.lag, o.d)
+		}
 	case cLag:
 		if w.ttl == nil {
 			break

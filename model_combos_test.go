@@ -102,7 +102,7 @@ var modelCombos = []*combo{
 		plainVariant("redis-denial-cache", true, 1, agreeGranted, withDenialCache),
 	}},
 	// Case 4: a Penalty inside a Penalty decides differently on Redis.
-	{name: "penalty-nested", keys: comboKeys, rules: nestedPenaltyRules, variants: []comboVariant{
+	{name: "penalty-nested", keys: comboKeys, rules: nestedPenaltyRules, seeds: 16, variants: []comboVariant{
 		plainVariant("redis", true, 1, agreeFull),
 	}},
 	// algo.Named decides as the rule it names, wherever it goes (leasing and the denial
@@ -129,6 +129,6 @@ var modelCombos = []*combo{
 	{name: "breaker-faults", fams: comboRateFamilies, keys: comboKeys, rules: plainRules, seeds: 4,
 		variants: []comboVariant{faultVariant()}},
 	// Case 8: WithClientClock and Redis's TTLs.
-	{name: "client-clock-ttl", fams: comboRateFamilies, keys: comboKeys, rules: plainRules,
+	{name: "client-clock-ttl", fams: comboRateFamilies, keys: comboKeys, kinds: comboLagKinds, rules: plainRules, seeds: 12, long: 2,
 		variants: []comboVariant{clientClockVariant()}},
 }

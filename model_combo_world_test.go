@@ -157,8 +157,8 @@ func (w *comboWorld) histKeys(key string) []string {
 	return []string{"a|" + comboUser(key), "b|" + comboEndpoint(key)}
 }
 
-// record adds a grant of n usable at use (µs) to key's histories.
-func (w *comboWorld) record(key string, n, use int64) []comboRef {
+// record adds a grant of n usable at use (µs), made at step, to key's histories.
+func (w *comboWorld) record(step int, key string, n, use int64) []comboRef {
 	var refs []comboRef
 	for _, hk := range w.histKeys(key) {
 		h := w.hist[hk]
@@ -166,7 +166,7 @@ func (w *comboWorld) record(key string, n, use int64) []comboRef {
 			h = &modelHistory{}
 			w.hist[hk] = h
 		}
-		h.grants = append(h.grants, modelGrant{n: n, at: use})
+		h.grants = append(h.grants, modelGrant{step: step, n: n, at: use})
 		refs = append(refs, comboRef{hk, h, len(h.grants) - 1})
 	}
 	return refs
@@ -221,7 +221,7 @@ func (w *comboWorld) do(step int, o comboOp) (comboObs, error) {
 			return obs, fmt.Errorf("AllowN: %w", err)
 		}
 		if d.Allowed && err == nil {
-			refs := w.record(key, o.n, w.useAt(d))
+			refs := w.record(step, key, o.n, w.useAt(d))
 			if w.rules.b == nil {
 				w.grants = append(w.grants, comboGrant{proc: proc, key: key, n: o.n, at: d.At, refs: refs})
 			}
@@ -234,7 +234,7 @@ func (w *comboWorld) do(step int, o comboOp) (comboObs, error) {
 		}
 		ok := r != nil && r.OK() && err == nil
 		if ok {
-			w.res = append(w.res, comboRes{r, w.record(key, o.n, w.useAt(r.Decision()))})
+			w.res = append(w.res, comboRes{r, w.record(step, key, o.n, w.useAt(r.Decision()))})
 			obs.full = fmt.Sprintf("ok delay=%v %s", r.Delay(), fmtDecision(r.Decision()))
 		} else {
 			obs.full = "not ok" + errText(err)

@@ -29,6 +29,7 @@ const (
 type comboVariant struct {
 	name  string
 	redis bool // needs a Redis server
+	seeds int  // default seeds; 0: the combo's
 	agree comboAgree
 	// stores makes one store per process on w's clock; it may add closers to w.closes.
 	stores func(env *comboEnv, p *comboPlan, w *comboWorld, prefix string) ([]store.Store, error)

@@ -150,6 +150,17 @@ type combo struct {
 	long     int // steps per plan × long (0: 1): a seam that needs a long history
 }
 
+// seedsOf is the default number of seeds of variant v of c.
+func (c *combo) seedsOf(v *comboVariant) int {
+	switch {
+	case v.seeds > 0:
+		return v.seeds
+	case c.seeds > 0:
+		return c.seeds
+	}
+	return comboSeeds
+}
+
 // procs is the most processes any variant runs; a step's process is taken modulo a
 // world's own count.
 func (c *combo) procs() int { return 3 }
@@ -246,10 +257,13 @@ func runCombo(env *comboEnv, p *comboPlan, v *comboVariant, prefix string) strin
 		if err != nil {
 			return fail(step, "%s: %v", v.name, err)
 		}
-		if msg := ref.checkBound(); msg != "" {
+		// Only the step's key can newly break its bound: a give-back or a Reset only
+		// removes grants from what is checked.
+		keys := ref.histKeys(p.c.keys[o.key])
+		if msg := ref.checkBound(keys); msg != "" {
 			return fail(step, "reference store: %s", msg)
 		}
-		if msg := w.checkBound(); msg != "" {
+		if msg := w.checkBound(keys); msg != "" {
 			return fail(step, "%s: %s", v.name, msg)
 		}
 		switch v.agree {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -364,11 +363,16 @@ func (w *comboWorld) refundable(refs []comboRef) bool {
 // real time that passed while the client's stood still.
 func (w *comboWorld) serverNow() int64 { return w.clk.Now().Add(w.lag).UnixMicro() }
 
-// checkBound returns "" or the first rule and key whose used grants break the bound.
-func (w *comboWorld) checkBound() string {
-	for _, hk := range slices.Sorted(maps.Keys(w.hist)) {
+// checkBound returns "" or the first of the histories hks (rule and key) whose used grants
+// break the bound.
+func (w *comboWorld) checkBound(hks []string) string {
+	for _, hk := range hks {
+		h := w.hist[hk]
+		if h == nil {
+			continue
+		}
 		rule, _, _ := strings.Cut(hk, "|")
-		if msg := w.ceil[rule].check(hk, w.hist[hk]); msg != "" {
+		if msg := w.ceil[rule].check(hk, h); msg != "" {
 			return fmt.Sprintf("rule %s, key %q: %s", rule, hk[2:], msg)
 		}
 	}

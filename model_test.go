@@ -248,11 +248,7 @@ func TestModel(t *testing.T) {
 					seeds := []int{only}
 					if only == 0 {
 						seeds = seeds[:0]
-						def := cb.seeds
-						if def == 0 {
-							def = comboSeeds
-						}
-						for seed := 1; seed <= modelEnv(t, "LIMITER_MODEL_COMBO_SEEDS", def); seed++ {
+						for seed := 1; seed <= modelEnv(t, "LIMITER_MODEL_COMBO_SEEDS", cb.seedsOf(v)); seed++ {
 							seeds = append(seeds, seed)
 						}
 					}

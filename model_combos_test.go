@@ -97,7 +97,7 @@ var modelCombos = []*combo{
 	// Case 1: an evicted lease's leftover goes to the key being created.
 	{name: "leasing-evict", fams: []string{"fixed-window"}, keys: comboEvictKeys, seeds: 32, kinds: comboEvictKinds, rules: leaseRules, long: 3, variants: []comboVariant{
 		leasingVariant("local", false, 1, []leasing.Option{leasing.WithMaxKeys(32)}),
-		withSeeds(leasingVariant("redis", true, 1, []leasing.Option{leasing.WithMaxKeys(32)}), 12),
+		withSeeds(leasingVariant("redis", true, 1, []leasing.Option{leasing.WithMaxKeys(32)}), 24),
 	}},
 	{name: "denial-cache", keys: comboKeys, rules: plainRules, variants: []comboVariant{
 		plainVariant("redis", true, 1, agreeGranted, withDenialCache),

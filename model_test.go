@@ -195,7 +195,8 @@ var modelRegressionSeeds = map[string][]int{
 // seeds 1..LIMITER_MODEL_SEEDS and the regression seeds, or only LIMITER_MODEL_SEED.
 func TestModel(t *testing.T) {
 	t.Parallel()
-	c := redistest.WithoutExpiry(redistest.Start(t).Client(t))
+	srv := redistest.Start(t)
+	c := redistest.WithoutExpiry(srv.Client(t))
 	only := 0
 	if os.Getenv("LIMITER_MODEL_SEED") != "" {
 		only = modelEnv(t, "LIMITER_MODEL_SEED", 1)
@@ -235,6 +236,27 @@ func TestModel(t *testing.T) {
 			}
 		})
 	}
+	// The combinations (model_combo_test.go): TestModel/<combo>/<variant>.
+	comboSteps := modelEnv(t, "LIMITER_MODEL_COMBO_STEPS", comboSteps)
+	for _, cb := range modelCombos {
+		t.Run(cb.name, func(t *testing.T) {
+			t.Parallel()
+			for i := range cb.variants {
+				v := &cb.variants[i]
+				t.Run(v.name, func(t *testing.T) {
+					t.Parallel()
+					seeds := []int{only}
+					if only == 0 {
+						seeds = seeds[:0]
+						for seed := 1; seed <= modelEnv(t, "LIMITER_MODEL_COMBO_SEEDS", cb.seedsOf(v)); seed++ {
+							seeds = append(seeds, seed)
+						}
+					}
+					runComboSeeds(t, &comboEnv{tb: t, srv: srv}, cb, v, seeds, comboSteps*max(1, cb.long))
+				})
+			}
+		})
+	}
 }
 
 // FuzzModel decodes the fuzzer's bytes into a plan (decodePlan) and runs it on the local
@@ -248,11 +270,43 @@ func FuzzModel(f *testing.F) {
 		f.Add(data)
 	}
 	var c redis.UniversalClient
+	var srv *redistest.Server
 	if os.Getenv("LIMITER_MODEL_FUZZ_REDIS") != "" {
-		c = redistest.WithoutExpiry(redistest.Start(f).Client(f))
+		srv = redistest.Start(f)
+		c = redistest.WithoutExpiry(srv.Client(f))
+	}
+	// Combos (header bit 0x08): byte 1 picks the combo and variant among those that need
+	// no Redis, or all of them with LIMITER_MODEL_FUZZ_REDIS=1.
+	var variants [][2]int
+	for ci, cb := range modelCombos {
+		for vi, v := range cb.variants {
+			if !v.redis || c != nil {
+				variants = append(variants, [2]int{ci, vi})
+			}
+		}
+	}
+	env := &comboEnv{tb: f, srv: srv}
+	if srv != nil {
+		env.prepare()
+	}
+	for i := range uint64(4) {
+		data := seededBytes(i, 200, 60)
+		data[0] |= 0x08
+		f.Add(data)
 	}
 	runs := 0
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 2 && data[0]&0x08 != 0 {
+			pick := variants[int(data[1])%len(variants)]
+			cb := modelCombos[pick[0]]
+			v := &cb.variants[pick[1]]
+			runs++
+			p := decodeCombo(cb, data[2:], -1)
+			if msg := runCombo(env, &p, v, fmt.Sprintf("fuzz:%d:%d:", os.Getpid(), runs)); msg != "" {
+				t.Fatalf("%s/%s (%s): %s", cb.name, v.name, p.fam.name, msg)
+			}
+			return
+		}
 		p := decodePlan(data, -1)
 		var others []modelStore
 		if c != nil {

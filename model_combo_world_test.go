@@ -1,0 +1,380 @@
+package limiter_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ratekit/limiter"
+	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/store"
+)
+
+// comboWorld is one store stack of a combo with its own fake clock: one limiter per
+// process (one rule, or a composite of two), and the histories of the permits granted,
+// kept at the facade: what a caller got, at the instant it could use it. Leasing reports
+// a local grant's At as its slice's, so the use instant is the later of At and the clock
+// plus the Wait.
+type comboWorld struct {
+	name   string
+	v      *comboVariant // nil: the reference
+	clk    *clockx.Fake
+	rules  comboRules
+	keys   []string
+	stores []store.Store // per process: the store its limiter calls (cRefund calls it too)
+	lims   []*limiter.Limiter
+	closes []func() error
+	hist   map[string]*modelHistory // per rule and key ("a|key", "b|key"), since the last Reset
+	ceil   map[string]*modelCeiling // per rule ("a", "b"), widened by the variant's trade
+	grants []comboGrant             // the Allow grants a cRefund may give back
+	res    []comboRes               // OK reservations not yet cancelled
+	lag    time.Duration            // how far the server's clock is ahead of the client's (cLag)
+	ttl    *comboTTL                // the client-clock variant's emulated expiry; nil otherwise
+	fault  func(b byte) error       // the variant's fault injection; nil: none
+	bad    string                   // the key that holds the wrong type; "": none
+}
+
+// comboRef is one grant in one history: a composite's grant is in two.
+type comboRef struct {
+	hk string // the rule and key
+	h  *modelHistory
+	i  int
+}
+
+type comboGrant struct {
+	proc  int
+	key   string
+	n, at int64
+	refs  []comboRef
+}
+
+type comboRes struct {
+	r    *limiter.Reservation
+	refs []comboRef
+}
+
+// comboObs is what a world observed in one step: in full, and only what was granted.
+type comboObs struct{ full, granted string }
+
+// refused reports an error of a config that does not validate.
+func refused(err error) bool { return errors.Is(err, limiter.ErrInvalidConfig) }
+
+// newComboWorld builds the world of variant v (nil: the reference, one local store per
+// rule) for plan p.
+func newComboWorld(env *comboEnv, p *comboPlan, rules comboRules, v *comboVariant, prefix string) (*comboWorld, error) {
+	w := &comboWorld{name: "reference", v: v, clk: clockx.NewFake(modelStart), rules: rules, keys: p.c.keys,
+		hist: map[string]*modelHistory{}, ceil: map[string]*modelCeiling{}}
+	var bStores []store.Store // the composite's second rule's stores, when apart
+	if v == nil {
+		w.stores = []store.Store{newComboLocal(w.clk)}
+		if rules.b != nil {
+			bStores = []store.Store{newComboLocal(w.clk)} // rules that never meet
+		}
+	} else {
+		w.name = v.name
+		var err error
+		if w.stores, err = v.stores(env, p, w, prefix); err != nil {
+			w.close()
+			return nil, err
+		}
+	}
+	for _, s := range append(slices.Clone(w.stores), bStores...) {
+		w.closes = append(w.closes, s.Close)
+	}
+	for i, s := range w.stores {
+		opts := []limiter.Option{limiter.WithClock(w.clk)}
+		if rules.b == nil {
+			l, err := limiter.New(s, rules.a, opts...)
+			if err != nil {
+				w.close()
+				return nil, err
+			}
+			w.lims = append(w.lims, l)
+			continue
+		}
+		sb := s
+		if bStores != nil {
+			sb = bStores[i]
+		}
+		user, err := limiter.New(s, rules.a, append(opts, limiter.WithKeyFunc(comboUser))...)
+		if err != nil {
+			w.close()
+			return nil, err
+		}
+		endpoint, err := limiter.New(sb, rules.b, append(opts, limiter.WithKeyFunc(comboEndpoint))...)
+		if err != nil {
+			w.close()
+			return nil, err
+		}
+		all, err := limiter.All(user, endpoint)
+		if err != nil {
+			w.close()
+			return nil, err
+		}
+		w.lims = append(w.lims, all)
+	}
+	slack := int64(0)
+	if v != nil && v.slack != nil {
+		slack = v.slack(p, rules.boundA)
+	}
+	w.ceil["a"] = &modelCeiling{}
+	w.ceil["a"].add(rules.boundA)
+	w.ceil["a"].limit += slack
+	if rules.b != nil {
+		w.ceil["b"] = &modelCeiling{}
+		w.ceil["b"].add(rules.boundB)
+	}
+	if v != nil && v.setup != nil {
+		if err := v.setup(env, w, prefix); err != nil {
+			w.close()
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// comboUser and comboEndpoint split "user|endpoint", the composite's key: a user may be
+// named like an endpoint.
+func comboUser(k string) string     { u, _, _ := strings.Cut(k, "|"); return u }
+func comboEndpoint(k string) string { _, e, _ := strings.Cut(k, "|"); return e }
+
+func (w *comboWorld) close() {
+	for _, c := range w.closes {
+		_ = c()
+	}
+}
+
+// histKeys returns the histories a request on key counts in: one per rule.
+func (w *comboWorld) histKeys(key string) []string {
+	if w.rules.b == nil {
+		return []string{"a|" + key}
+	}
+	return []string{"a|" + comboUser(key), "b|" + comboEndpoint(key)}
+}
+
+// record adds a grant of n usable at use (µs), made at step, to key's histories.
+func (w *comboWorld) record(step int, key string, n, use int64) []comboRef {
+	var refs []comboRef
+	for _, hk := range w.histKeys(key) {
+		h := w.hist[hk]
+		if h == nil {
+			h = &modelHistory{}
+			w.hist[hk] = h
+		}
+		h.grants = append(h.grants, modelGrant{step: step, n: n, at: use})
+		refs = append(refs, comboRef{hk, h, len(h.grants) - 1})
+	}
+	return refs
+}
+
+// unuse marks a grant as not used: it was given back (whatever the store made of it).
+func unuse(refs []comboRef) {
+	for _, r := range refs {
+		r.h.grants[r.i].cancelled = true
+	}
+}
+
+// useAt is the instant (µs) the permits of a granted d may be used.
+func (w *comboWorld) useAt(d algo.Decision) int64 {
+	wait := int64((d.Wait + time.Microsecond - 1) / time.Microsecond)
+	return max(d.At, w.clk.Now().UnixMicro()+wait)
+}
+
+// errOK reports whether err is an answer the world may give: an outage its variant
+// injects, answered by the failure policy (FailClosed: nothing granted).
+func (w *comboWorld) errOK(err error) bool {
+	return w.fault != nil && errors.Is(err, limiter.ErrUnavailable)
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return " err"
+}
+
+// do runs one step.
+func (w *comboWorld) do(step int, o comboOp) (comboObs, error) {
+	ctx := context.Background()
+	proc := o.proc % len(w.lims)
+	lim, key := w.lims[proc], w.keys[o.key]
+	if w.ttl != nil {
+		if err := w.ttl.expire(ctx, w.serverNow()); err != nil {
+			return comboObs{}, err
+		}
+		defer func() {
+			if err := w.ttl.scan(ctx, w.serverNow()); err != nil {
+				panic(fmt.Sprintf("model TTL scan: %v", err)) // a broken test Redis, not a finding
+			}
+		}()
+	}
+	var obs comboObs
+	switch o.kind {
+	case cAllow:
+		d, err := lim.AllowN(ctx, key, o.n)
+		if err != nil && !w.errOK(err) {
+			return obs, fmt.Errorf("AllowN: %w", err)
+		}
+		if d.Allowed && err == nil {
+			refs := w.record(step, key, o.n, w.useAt(d))
+			if w.rules.b == nil {
+				w.grants = append(w.grants, comboGrant{proc: proc, key: key, n: o.n, at: d.At, refs: refs})
+			}
+		}
+		obs = comboObs{fmtDecision(d) + errText(err), fmt.Sprintf("ok=%v%s", d.Allowed, errText(err))}
+	case cReserve:
+		r, err := lim.Reserve(ctx, key, o.n, o.d)
+		if err != nil && !w.errOK(err) {
+			return obs, fmt.Errorf("Reserve: %w", err)
+		}
+		ok := r != nil && r.OK() && err == nil
+		if ok {
+			w.res = append(w.res, comboRes{r, w.record(step, key, o.n, w.useAt(r.Decision()))})
+			obs.full = fmt.Sprintf("ok delay=%v %s", r.Delay(), fmtDecision(r.Decision()))
+		} else {
+			obs.full = "not ok" + errText(err)
+		}
+		obs.granted = fmt.Sprintf("ok=%v", ok)
+	case cCancel:
+		i := w.pick(o.b, len(w.res), func(i int) []comboRef { return w.res[i].refs })
+		if i < 0 {
+			return comboObs{"no reservation", "no reservation"}, nil
+		}
+		r := w.res[i]
+		w.res = slices.Delete(w.res, i, i+1)
+		delay := r.r.Delay()
+		if delay > 0 { // from its instant on, Cancel gives nothing back: the permits count as used
+			unuse(r.refs)
+		}
+		if err := r.r.Cancel(ctx); err != nil && !w.errOK(err) {
+			return obs, fmt.Errorf("Cancel: %w", err)
+		}
+		obs = comboObs{fmt.Sprintf("cancel #%d delay=%v", i, delay), fmt.Sprintf("cancel #%d", i)}
+	case cRefund:
+		i := w.pick(o.b, len(w.grants), func(i int) []comboRef { return w.grants[i].refs })
+		if i < 0 {
+			return comboObs{"no grant", "no grant"}, nil
+		}
+		g := w.grants[i]
+		w.grants = slices.Delete(w.grants, i, i+1)
+		unuse(g.refs) // the caller gives them back: whatever the call answers, they are not used
+		err := w.stores[g.proc].Refund(ctx, g.key, w.rules.a, g.n, g.at)
+		if err != nil && !w.errOK(err) {
+			return obs, fmt.Errorf("Refund: %w", err)
+		}
+		obs = comboObs{fmt.Sprintf("refund #%d%s", i, errText(err)), fmt.Sprintf("refund #%d", i)}
+	case cReset:
+		err := lim.Reset(ctx, key)
+		if err != nil && !w.errOK(err) {
+			return obs, fmt.Errorf("Reset: %w", err)
+		}
+		if err == nil {
+			// A Reset forgets the key's grants: the bound holds again from here on.
+			for _, hk := range w.histKeys(key) {
+				w.hist[hk] = &modelHistory{}
+			}
+		}
+		obs = comboObs{"reset" + errText(err), "reset"}
+		if o.b%2 == 1 && w.rules.b == nil {
+			// A request granted before the Reset fails after it and gives its permits back:
+			// a Refund that must find nothing to give them to.
+			for i := len(w.grants) - 1; i >= 0; i-- {
+				if g := w.grants[i]; g.key == key {
+					w.grants = slices.Delete(w.grants, i, i+1)
+					unuse(g.refs)
+					if err := w.stores[g.proc].Refund(ctx, g.key, w.rules.a, g.n, g.at); err != nil && !w.errOK(err) {
+						return obs, fmt.Errorf("Refund after Reset: %w", err)
+					}
+					obs.full += fmt.Sprintf(", refund of %d@%d", g.n, g.at)
+					break
+				}
+			}
+		}
+	case cForward, cIdle:
+		w.clk.Add(o.d)
+		if w.ttl != nil && o.b&1 == 1 {
+			// The client clock catches up (runs faster than the server's for a while), so
+			// that later lag steps put it behind again.
+			w.lag -= min(w.lag, o.d)
+		}
+	case cLag:
+		if w.ttl == nil {
+			break
+		}
+		w.lag = min(w.lag+o.d, modelClientLag)
+	case cFault:
+		if w.fault != nil {
+			if err := w.fault(o.b); err != nil {
+				return obs, err
+			}
+		}
+		if w.bad != "" {
+			// A client hammering the key that holds the wrong type: every call fails on
+			// it, and must stay its own (healthy keys keep their answers).
+			for range 3 + int(o.b%5) {
+				d, err := lim.Allow(ctx, w.bad)
+				if d.Allowed || err == nil || !errors.Is(err, limiter.ErrUnavailable) {
+					return obs, fmt.Errorf("Allow on the key holding the wrong type: %s, %v", fmtDecision(d), err)
+				}
+			}
+		}
+		obs = comboObs{"fault", "fault"}
+	}
+	if obs.full == "" {
+		obs = comboObs{"-", "-"}
+	}
+	now := fmt.Sprintf("; now=+%v", w.clk.Now().Sub(modelStart))
+	return comboObs{obs.full + now, obs.granted + now}, nil
+}
+
+// pick returns the b-th (modulo) of the n grants that may be given back, or -1. A grant
+// made before its key's last Reset may be given back only while nothing was granted on
+// the key since: a Refund names a grant by its permits and instant, which a grant after
+// the Reset may share (a window's count, a log's entries at one µs), so even the plain
+// store then gives back permits the Reset already forgot. Right after a Reset the state
+// holds nothing to give back to, and a Refund of a forgotten grant must add nothing.
+func (w *comboWorld) pick(b byte, n int, refs func(int) []comboRef) int {
+	var ok []int
+	for i := range n {
+		if w.refundable(refs(i)) {
+			ok = append(ok, i)
+		}
+	}
+	if len(ok) == 0 {
+		return -1
+	}
+	return ok[int(b)%len(ok)]
+}
+
+func (w *comboWorld) refundable(refs []comboRef) bool {
+	for _, r := range refs {
+		if cur := w.hist[r.hk]; cur != r.h && len(cur.grants) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// serverNow is the server's clock (µs) of the client-clock variant: the client's plus the
+// real time that passed while the client's stood still.
+func (w *comboWorld) serverNow() int64 { return w.clk.Now().Add(w.lag).UnixMicro() }
+
+// checkBound returns "" or the first of the histories hks (rule and key) whose used grants
+// break the bound.
+func (w *comboWorld) checkBound(hks []string) string {
+	for _, hk := range hks {
+		h := w.hist[hk]
+		if h == nil {
+			continue
+		}
+		rule, _, _ := strings.Cut(hk, "|")
+		if msg := w.ceil[rule].check(hk, h); msg != "" {
+			return fmt.Sprintf("rule %s, key %q: %s", rule, hk[2:], msg)
+		}
+	}
+	return ""
+}

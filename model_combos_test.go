@@ -1,0 +1,141 @@
+package limiter_test
+
+import (
+	"time"
+
+	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/distributed"
+	"github.com/ratekit/limiter/leasing"
+)
+
+// The rules of the combos, from a plan's family and bytes.
+
+func plainRules(p *comboPlan) comboRules {
+	a := p.fam.config(p.first)
+	return comboRules{a: a, boundA: a}
+}
+
+// comboPenalty wraps r in a Penalty whose Block is one to four of the family's steps.
+func comboPenalty(p *comboPlan, r algo.Algorithm, b byte) algo.Algorithm {
+	pen := algo.Penalty{Rule: r, Block: p.fam.scale * time.Duration(1+b%4)}
+	if b&4 != 0 {
+		pen.Growth, pen.MaxBlock = 2, 8*p.fam.scale
+	}
+	return pen
+}
+
+// leaseRules are plainRules with sizes a lease can take slices of and a window can fill
+// in a few steps (3 to 13 permits).
+func leaseRules(p *comboPlan) comboRules {
+	b := p.first&7 | byte(8*(2+int(p.first>>3)%4))
+	a := p.fam.config(b)
+	return comboRules{a: a, boundA: a}
+}
+
+func penaltyRules(p *comboPlan) comboRules {
+	a := p.fam.config(p.first)
+	return comboRules{a: comboPenalty(p, a, p.v), boundA: a}
+}
+
+// nestedPenaltyRules: a Penalty inside a Penalty (issue 21, case 4). Both layers must keep
+// their own state, or Validate must refuse the nesting (runCombo accepts a refusal).
+func nestedPenaltyRules(p *comboPlan) comboRules {
+	a := p.fam.config(p.first)
+	return comboRules{a: comboPenalty(p, comboPenalty(p, a, p.v), p.v>>3), boundA: a}
+}
+
+func namedRules(p *comboPlan) comboRules {
+	a := p.fam.config(p.first)
+	return comboRules{a: algo.Named(a, "model"), boundA: a}
+}
+
+// compositeRules: two configs of one family, so one slot, per user and per endpoint
+// (issue 21, case 7): on the key "/upload|/upload" both rules are on the key "/upload".
+func compositeRules(p *comboPlan) comboRules {
+	a, b := p.fam.config(p.first), p.fam.config(p.first^p.v)
+	return comboRules{a: a, boundA: a, b: b, boundB: b}
+}
+
+// withSeeds sets v's default seeds: the Redis twin of a seam that the local variant finds
+// already, or one that a few seeds find surely.
+func withSeeds(v comboVariant, n int) comboVariant {
+	v.seeds = n
+	return v
+}
+
+// The families whose configs leasing and the composite reference handle the same way as
+// the plain store (the smooth limiters are never leased and pace rather than bound).
+var comboRateFamilies = []string{"fixed-window", "sliding-log", "sliding-counter", "token-bucket", "gcra", "leaky-bucket"}
+
+var (
+	withBatching    = distributed.WithBatching(distributed.Batching{})
+	withDenialCache = distributed.WithDenialCache(distributed.DenialCache{})
+)
+
+// modelCombos are the combinations TestModel walks, each variant a subtest
+// TestModel/<combo>/<variant>. The comments name the issue 21 case a combo fails on
+// before its fix.
+var modelCombos = []*combo{
+	{name: "procs", keys: comboKeys, rules: plainRules, variants: []comboVariant{
+		// Three stores on one Redis as three processes decide as one local store.
+		plainVariant("redis", true, 3, agreeFull),
+		plainVariant("redis-batching", true, 3, agreeFull, withBatching),
+	}},
+	{name: "leasing", fams: comboRateFamilies, keys: comboKeys, kinds: comboNoReset, rules: leaseRules, variants: []comboVariant{
+		leasingVariant("local", false, 1, nil),
+		leasingVariant("redis", true, 1, nil),
+		leasingVariant("procs-local", false, 3, nil),
+		leasingVariant("procs-redis", true, 3, nil),
+		leasingVariant("procs-redis-batching", true, 3, nil, withBatching),
+		leasingVariant("procs-redis-denial-cache", true, 3, nil, withDenialCache),
+	}},
+	// Case 2: a Refund after Reset re-grants.
+	{name: "leasing-reset", fams: []string{"fixed-window"}, keys: comboKeys[:2], seeds: 32, kinds: comboResetKinds, rules: leaseRules, long: 3, variants: []comboVariant{
+		leasingVariant("local", false, 1, nil),
+		withSeeds(leasingVariant("redis", true, 1, nil), 12),
+	}},
+	// Case 1: an evicted lease's leftover goes to the key being created.
+	{name: "leasing-evict", fams: []string{"fixed-window"}, keys: comboEvictKeys, seeds: 32, kinds: comboEvictKinds, rules: leaseRules, long: 3, variants: []comboVariant{
+		leasingVariant("local", false, 1, []leasing.Option{leasing.WithMaxKeys(32)}),
+		withSeeds(leasingVariant("redis", true, 1, []leasing.Option{leasing.WithMaxKeys(32)}), 24),
+	}},
+	{name: "denial-cache", keys: comboKeys, rules: plainRules, variants: []comboVariant{
+		plainVariant("redis", true, 1, agreeGranted, withDenialCache),
+		plainVariant("procs-redis", true, 3, agreeNone, withDenialCache),
+		plainVariant("procs-redis-batching", true, 3, agreeNone, withDenialCache, withBatching),
+	}},
+	{name: "penalty", keys: comboKeys, rules: penaltyRules, variants: []comboVariant{
+		plainVariant("redis", true, 1, agreeFull),
+		plainVariant("redis-denial-cache", true, 1, agreeGranted, withDenialCache),
+	}},
+	// Case 4: a Penalty inside a Penalty decides differently on Redis.
+	{name: "penalty-nested", keys: comboKeys, rules: nestedPenaltyRules, seeds: 16, variants: []comboVariant{
+		plainVariant("redis", true, 1, agreeFull),
+	}},
+	// algo.Named decides as the rule it names, wherever it goes (leasing and the denial
+	// cache pass it through).
+	{name: "named", keys: comboKeys, rules: namedRules, variants: []comboVariant{
+		plainVariant("local", false, 1, agreeFull),
+		plainVariant("redis", true, 1, agreeFull),
+		plainVariant("redis-denial-cache", true, 1, agreeFull, withDenialCache),
+		func() comboVariant {
+			v := leasingVariant("redis-leasing", true, 1, nil)
+			v.agree, v.slack = agreeFull, nil
+			return v
+		}(),
+	}},
+	// Case 7: two rules of a composite meet on one key; they must count as if each had a
+	// store of its own (the reference).
+	{name: "composite-keys", fams: comboRateFamilies, keys: comboCompositeKeys, rules: compositeRules, variants: []comboVariant{
+		plainVariant("local", false, 1, agreeGranted),
+		plainVariant("redis", true, 1, agreeGranted),
+	}},
+	// Case 6: one key of the wrong type must not stop the others.
+	{name: "breaker-wrongtype", keys: comboKeys, rules: plainRules, variants: []comboVariant{wrongTypeVariant()}},
+	// Refused and hung connections: nothing over-admits, whatever the breaker does.
+	{name: "breaker-faults", fams: comboRateFamilies, keys: comboKeys, rules: plainRules, seeds: 4,
+		variants: []comboVariant{faultVariant()}},
+	// Case 8: WithClientClock and Redis's TTLs.
+	{name: "client-clock-ttl", fams: comboRateFamilies, keys: comboKeys, kinds: comboLagKinds, rules: plainRules, long: 2,
+		variants: []comboVariant{clientClockVariant()}},
+}

@@ -145,14 +145,10 @@ func (c *denialCache) shard(k denialKey) *denialShard {
 	return &c.shards[h.Sum64()%denialShards]
 }
 
-// cacheable reports whether a's denials write nothing and keep for their RetryAfter.
+// cacheable reports whether a's denials write nothing and keep for their RetryAfter
+// (algo.DenialCacheable), also when a is wrapped (algo.Named, or any wrapper with Unwrap).
 func cacheable(a algo.Algorithm) bool {
-	switch a.(type) {
-	case algo.TokenBucket, algo.GCRA, algo.LeakyBucket, algo.FixedWindow, algo.SlidingWindowLog,
-		algo.SlidingWindowCounter, algo.SmoothBursty, algo.SmoothWarmingUp:
-		return true
-	}
-	return false
+	return algo.CapabilitiesOf(a)&algo.DenialCacheable != 0
 }
 
 // find returns the live denial of req in it, or the expired one (live false), or nil.

@@ -48,12 +48,16 @@ next:
 // rule's algorithm changes (SetAlgorithm): the same value for every request, so that a
 // store comparing configs (the local store, leasing) sees one config.
 func (c *ruleSet) spacedAlg(i int, b *algoBox) algo.Algorithm {
-	if s := c.spaced[i].Load(); s != nil && s.box == b {
-		return s.a
+	for {
+		cur := c.spaced[i].Load()
+		if cur != nil && cur.box == b {
+			return cur.a
+		}
+		// Concurrent first requests agree on one value: the first one stored.
+		if s := (&spacedBox{box: b, a: inNamespace(i+1, b.a)}); c.spaced[i].CompareAndSwap(cur, s) {
+			return s.a
+		}
 	}
-	s := &spacedBox{box: b, a: inNamespace(i+1, b.a)}
-	c.spaced[i].Store(s)
-	return s.a
 }
 
 // spacedBox is a rule's algorithm (box) and the same under the rule's namespace (a).

@@ -21,9 +21,11 @@ import (
 // for some requests and in a composite for others counts both against one limit. The
 // position, not an identity of the process, names a namespace, so every process that
 // builds the same composite reaches the same keys. The decision is made per request, with
-// the rules' algorithms of that request: a SetAlgorithm that gives a rule the slot of a
-// later rule moves the later rule's state into its namespace (its count restarts, as a
-// rule's own count restarts when SetAlgorithm changes its slot).
+// the rules' algorithms of that request, so no two rules meet after a SetAlgorithm either.
+// A SetAlgorithm that gives a rule the slot of a later rule, though, moves the later rule
+// into its namespace, where its count restarts, and the changed rule takes the slot over
+// with the state the later rule left there: a one-time restart of the kind SetAlgorithm
+// documents when a rule's own slot changes.
 
 // ruleAlgs returns each rule's algorithm for one request, a rule's under its namespace
 // when an earlier rule on its store has its slot (see above). buf is scratch space.

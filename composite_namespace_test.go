@@ -103,3 +103,31 @@ func TestAllRulesNeverMeet(t *testing.T) {
 		}
 	}
 }
+
+// TestAllRulesNeverMeetAfterSetAlgorithm: a rule given the slot of a later rule at run time
+// does not meet it either: each still counts against its own limit on one key.
+func TestAllRulesNeverMeetAfterSetAlgorithm(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := newLocal(t, clockx.NewFake(start))
+	first := mustNew(t, st, algo.TokenBucket{Rate: 1e-6, Burst: 100})
+	second := mustNew(t, st, algo.FixedWindow{Limit: 4, Window: time.Minute})
+	api := mustAll(t, first, second)
+	if err := first.SetAlgorithm(algo.FixedWindow{Limit: 2, Window: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{true, true, false} {
+		if d, err := api.Allow(ctx, "k"); err != nil || d.Allowed != want {
+			t.Fatalf("call %d: %+v, %v; want allowed %v (the first rule's limit 2)", i+1, d, err, want)
+		}
+	}
+	// The second rule counted 2 of its 4 in its own state: 2 left.
+	if err := first.SetAlgorithm(algo.FixedWindow{Limit: 100, Window: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{true, true, false} {
+		if d, err := api.Allow(ctx, "k"); err != nil || d.Allowed != want {
+			t.Fatalf("after raising the first rule, call %d: %+v, %v; want allowed %v (the second rule's 4)", i+1, d, err, want)
+		}
+	}
+}

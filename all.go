@@ -3,6 +3,7 @@ package limiter
 import (
 	"fmt"
 	"reflect"
+	"sync/atomic"
 
 	"github.com/ratekit/limiter/store"
 )
@@ -22,9 +23,16 @@ import (
 // The composite Decision carries the binding rule's Limit and Remaining, the largest
 // ResetAfter and Wait, and when denied the largest RetryAfter among the rules that denied.
 //
-// All returns an error wrapping ErrInvalidConfig when rules is empty or holds nil, or when two
-// rules would share state (the same store, no key function, the same algorithm slot: wrap
-// one with algo.Named). docs/composite.md explains the semantics in full.
+// Two rules never share a state, whatever their key functions return: a rule whose
+// algorithm slot an earlier rule on the same store already has (the same algorithm and
+// window, not told apart by algo.Named) keeps its state in a namespace of its own, named by
+// its position in the composite (nested composites flattened), under the same hash tag,
+// so rules on one key stay atomic in one Cluster slot. Every other rule keeps the state it
+// keeps when used alone: a rule used alone and in a composite counts both against one
+// limit.
+//
+// All returns an error wrapping ErrInvalidConfig when rules is empty or holds nil.
+// docs/composite.md explains the semantics in full.
 func All(rules ...*Limiter) (*Limiter, error) {
 	var flat []*Limiter
 	for i, r := range rules {
@@ -42,26 +50,13 @@ func All(rules ...*Limiter) (*Limiter, error) {
 	if len(flat) == 0 {
 		return nil, fmt.Errorf("%w: All: no rules", ErrInvalidConfig)
 	}
-	c := &ruleSet{rules: flat, storeID: make([]int, len(flat))}
+	c := &ruleSet{rules: flat, storeID: make([]int, len(flat)), spaced: make([]atomic.Pointer[spacedBox], len(flat))}
 	for i, r := range flat {
 		c.storeID[i] = i
 		for j := 0; j < i; j++ {
 			if sameStore(flat[j].store, r.store) {
 				c.storeID[i] = c.storeID[j]
 				break
-			}
-		}
-	}
-	for i, r := range flat {
-		for j := 0; j < i; j++ {
-			q := flat[j]
-			if q != r && (c.storeID[i] != c.storeID[j] || r.keyFn != nil || q.keyFn != nil) {
-				continue
-			}
-			if a, b := q.Algorithm(), r.Algorithm(); a.Slot() == b.Slot() {
-				return nil, fmt.Errorf("%w: All: rules %d (%v) and %d (%v) would share the state slot %q of every key "+
-					"in one store; wrap one algorithm with algo.Named to give it a slot of its own",
-					ErrInvalidConfig, j+1, a, i+1, b, a.Slot())
 			}
 		}
 	}
@@ -82,7 +77,8 @@ func (l *Limiter) Rules() []*Limiter {
 // (ruleset.go).
 type ruleSet struct {
 	rules   []*Limiter
-	storeID []int // storeID[i] == storeID[j]: rules i and j share one store
+	storeID []int                       // storeID[i] == storeID[j]: rules i and j share one store
+	spaced  []atomic.Pointer[spacedBox] // each rule's algorithm in its namespace (spacedAlg)
 }
 
 // sameStore reports whether a and b are one store, without panicking on a store type that

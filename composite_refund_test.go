@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,19 +90,32 @@ func perUserItem(t *testing.T, clk clockx.Clock, opts ...limiter.Option) (*limit
 	return mustAll(t, user, item), hs
 }
 
-// taken reports how many permits of key's bucket are gone.
+// taken reports how many permits of key's bucket are gone. The item rule repeats the user
+// rule's slot, so the composite keeps its state in the namespace of rule 2 (see All).
 func taken(t *testing.T, hs *hookStore, key string) int64 {
 	t.Helper()
-	d, err := hs.st.Apply(context.Background(), key, algo.TokenBucket{Rate: 1e-6, Burst: refundBurst}, algo.Request{N: 1})
+	var a algo.Algorithm = algo.TokenBucket{Rate: 1e-6, Burst: refundBurst}
+	if strings.HasPrefix(key, "item:") {
+		a = slotAs{a, ":2:tb"}
+	}
+	d, err := hs.st.Apply(context.Background(), key, a, algo.Request{N: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !d.Allowed {
 		return refundBurst
 	}
-	_ = hs.st.Refund(context.Background(), key, algo.TokenBucket{Rate: 1e-6, Burst: refundBurst}, 1, d.At)
+	_ = hs.st.Refund(context.Background(), key, a, 1, d.At)
 	return refundBurst - d.Remaining - 1
 }
+
+// slotAs is an algorithm under another slot: a probe of a state the composite namespaced.
+type slotAs struct {
+	algo.Algorithm
+	slot string
+}
+
+func (s slotAs) Slot() string { return s.slot }
 
 // TestAllRefundsWhenCallerGivesUp: every way a composite call on two keys can fail after
 // the first rule granted leaves both keys untouched.

@@ -3,11 +3,9 @@ package limiter
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/ratekit/limiter/algo"
-	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -84,7 +82,7 @@ type group struct {
 	store store.Store
 	key   string
 	rules []*Limiter
-	algs  []algo.Algorithm // each rule's algorithm, read once for this request
+	algs  []algo.Algorithm // each rule's algorithm (in its namespace: ruleAlgs), read once for this request
 }
 
 // groups splits the rules by store and key, in the order of their first rule. The groups
@@ -117,9 +115,10 @@ next:
 		gs[j].rules, gs[j].algs = rules[off:off:off+count[j]], algs[off:off:off+count[j]]
 		off += count[j]
 	}
-	for i, r := range c.rules {
+	var abuf [8]algo.Algorithm
+	for i, a := range c.ruleAlgs(abuf[:]) {
 		g := &gs[gid[i]]
-		g.rules, g.algs = append(g.rules, r), append(g.algs, r.alg.Load().a)
+		g.rules, g.algs = append(g.rules, c.rules[i]), append(g.algs, a)
 	}
 	return gs
 }
@@ -160,9 +159,6 @@ func (t *tally) addSoft(err error) {
 // error that fails the whole request.
 func (t *tally) group(ctx context.Context, g group, q request) (bool, error) {
 	if len(g.rules) > 1 {
-		if err := storecheck.DistinctSlots(g.algs); err != nil {
-			return false, fmt.Errorf("limiter: All: on key %q: %w", g.key, err)
-		}
 		if ma, ok := g.store.(store.MultiApplier); ok {
 			switch observed, shadow := groupNoted(g); {
 			case shadow: // rule by rule below: a shadow rule's denial must not stop the others

@@ -18,7 +18,9 @@
 // store.SemaphoreStore. [Named] gives a rule a state slot of its own, so two rules of one
 // algorithm can limit the same key side by side; [CloneState] copies a state, so a store can
 // apply several rules all or nothing; [QuotaOf] states a rule's [Quota] (its limit and the
-// span over which it earns it back).
+// span over which it earns it back); [CapabilitiesOf] what stores and features may do with
+// it (lease its permits, cache its denials, share a state when full). Both look through
+// wrappers with an Unwrap method, as errors.As does.
 //
 // # Units and conventions
 //

@@ -11,7 +11,8 @@ import (
 //
 // Rules that share a Slot on one key share state (see Algorithm.Slot): two TokenBuckets of
 // different rates on one key would both read and spend the bucket "tb". Naming them keeps
-// the two apart, which is what a composite of such rules needs:
+// the two apart, for example two limiters used alone on one store (a composite keeps its
+// rules apart by itself, but named rules keep readable keys there too):
 //
 //	fast := algo.Named(algo.TokenBucket{Rate: 100, Burst: 100}, "second")
 //	slow := algo.Named(algo.TokenBucket{Rate: 1000.0 / 3600, Burst: 1000}, "hour")

@@ -56,6 +56,7 @@ type DenialWriter interface {
 var (
 	_ Scripted     = Penalty{}
 	_ DenialWriter = Penalty{}
+	_ Capable      = Penalty{}
 	_ StateCloner  = (*penaltyState)(nil)
 )
 
@@ -84,7 +85,8 @@ func (p Penalty) Name() string {
 	return "penalty-" + p.Rule.Name()
 }
 
-// Validate reports a nil or invalid Rule, a Block that is not > 0 and a whole number of µs
+// Validate reports a nil or invalid Rule, a Rule that is or wraps (through Unwrap, as
+// [Named] does) another Penalty, a Block that is not > 0 and a whole number of µs
 // up to MaxMicros µs, a Growth below 1 (other than 0), not finite or above 1e6, or a
 // MaxBlock below Block or beyond MaxMicros µs.
 func (p Penalty) Validate() error {
@@ -92,6 +94,9 @@ func (p Penalty) Validate() error {
 		return fmt.Errorf("%w: Penalty.Rule is nil", ErrInvalidConfig)
 	}
 	if err := p.Rule.Validate(); err != nil {
+		return err
+	}
+	if err := notNested(p.Rule); err != nil {
 		return err
 	}
 	b, err := windowMicros("Penalty.Block", p.Block)
@@ -108,6 +113,21 @@ func (p Penalty) Validate() error {
 		}
 		if m < b {
 			return fmt.Errorf("%w: Penalty.MaxBlock %v is below Block %v", ErrInvalidConfig, p.MaxBlock, p.Block)
+		}
+	}
+	return nil
+}
+
+// notNested reports a Penalty in rule's Unwrap chain. Each layer would keep its penalty in
+// its own Go state but, on Redis, in one key (rule's keys + ":pen"), so a nested Penalty
+// would decide differently on the two stores; a single Penalty with Growth > 1 is what
+// repeat offences call for.
+func notNested(rule Algorithm) error {
+	for a := rule; a != nil; a = unwrapAlgorithm(a) {
+		switch a.(type) {
+		case Penalty, *Penalty:
+			return fmt.Errorf("%w: Penalty.Rule %v is or wraps another Penalty, which is not supported: "+
+				"use one Penalty, with Growth > 1 for longer repeat blocks", ErrInvalidConfig, rule)
 		}
 	}
 	return nil
@@ -139,6 +159,11 @@ func (p Penalty) NewState() State {
 	}
 	return &penaltyState{inner: p.Rule.NewState()}
 }
+
+// Capabilities returns none, whatever Rule's: a denial writes state (it may start a
+// block), so it may not be answered from a cache, and a slice taken by a lease but denied
+// would be an offence that no request committed.
+func (Penalty) Capabilities() Capability { return 0 }
 
 // WritesOnDenial returns true: a denial may start a block.
 func (Penalty) WritesOnDenial() bool { return true }

@@ -35,11 +35,7 @@ func QuotaOf(a Algorithm) (q Quota, ok bool) {
 		if qa, ok := a.(Quoter); ok {
 			return qa.Quota(), true
 		}
-		u, ok := a.(interface{ Unwrap() Algorithm })
-		if !ok {
-			break
-		}
-		a = u.Unwrap()
+		a = unwrapAlgorithm(a)
 	}
 	return Quota{}, false
 }

@@ -32,9 +32,10 @@ type DenialCache struct {
 // WithDenialCache makes the store answer, without a round trip, a request that Redis
 // denied a moment ago, until that denial's RetryAfter has passed: a key hammered far
 // beyond its limit then costs Redis about two scripts per refill instead of one per
-// request. It applies to Apply (also when batched) with the algorithm configs of package
-// algo; ApplyAll, Peek, algorithms of other packages and rules wrapped in algo.Named
-// always go to Redis. The default is off.
+// request. It applies to Apply (also when batched) with the algorithms that state
+// algo.DenialCacheable (every config of package algo but Penalty, whose denials write),
+// also wrapped in algo.Named or any wrapper with Unwrap; ApplyAll, Peek and other
+// algorithms always go to Redis. The default is off.
 //
 // The cached answer is exact as long as nothing but grants changes the key: a denial
 // writes nothing (every algorithm of package algo, in Go and in Lua: see
@@ -140,14 +141,10 @@ func (c *denialCache) shard(k denialKey) *denialShard {
 	return &c.shards[h.Sum64()%denialShards]
 }
 
-// cacheable reports whether a's denials write nothing and keep for their RetryAfter.
+// cacheable reports whether a's denials write nothing and keep for their RetryAfter
+// (algo.DenialCacheable), also when a is wrapped (algo.Named, or any wrapper with Unwrap).
 func cacheable(a algo.Algorithm) bool {
-	switch a.(type) {
-	case algo.TokenBucket, algo.GCRA, algo.LeakyBucket, algo.FixedWindow, algo.SlidingWindowLog,
-		algo.SlidingWindowCounter, algo.SmoothBursty, algo.SmoothWarmingUp:
-		return true
-	}
-	return false
+	return algo.CapabilitiesOf(a)&algo.DenialCacheable != 0
 }
 
 // find returns the live denial of req in it, or the expired one (live false), or nil.

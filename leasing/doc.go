@@ -36,11 +36,13 @@
 // about two calls per permit it earns and one per slice's RetryAfter, whatever the
 // number of requests.
 //
-// Leased: token bucket, GCRA, leaky bucket, fixed window, sliding log and sliding counter,
-// for requests with MaxWait 0 and N ≤ Slice. Everything else goes to the inner store call
-// by call: reservations (MaxWait > 0), larger requests, the smooth limiters (a slice would
-// be granted at once and break their pacing), rules wrapped in algo.Named and
-// algorithms of other packages.
+// Leased: the algorithms that state algo.Leasable (token bucket, GCRA, leaky bucket, fixed
+// window, sliding log and sliding counter), also wrapped in algo.Named or any wrapper with
+// Unwrap, for requests with MaxWait 0 and N ≤ Slice. Everything else goes to the inner
+// store call by call: reservations (MaxWait > 0), larger requests, the smooth limiters (a
+// slice would be granted at once and break their pacing), algo.Penalty (a slice denied
+// would be an offence no request committed) and algorithms that do not state
+// algo.Leasable.
 //
 // docs/distributed.md ("Quota leasing") has the bounds and the figures.
 package leasing

@@ -76,15 +76,11 @@ func New(inner store.Store, slice int64, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-// leased reports whether a's permits can be taken in slices: the rate algorithms whose
-// grants may be used a little later (not the smooth ones, whose point is the spacing).
+// leased reports whether a's permits can be taken in slices (algo.Leasable): the rate
+// algorithms whose grants may be used a little later (not the smooth ones, whose point is
+// the spacing), also when wrapped (algo.Named, or any wrapper with Unwrap).
 func leased(a algo.Algorithm) bool {
-	switch a.(type) {
-	case algo.TokenBucket, algo.GCRA, algo.LeakyBucket, algo.FixedWindow, algo.SlidingWindowLog,
-		algo.SlidingWindowCounter:
-		return true
-	}
-	return false
+	return algo.CapabilitiesOf(a)&algo.Leasable != 0
 }
 
 // Apply grants req from key's lease under a when it holds enough, without calling the
@@ -255,7 +251,7 @@ func (s *Store) refill(ctx context.Context, a algo.Algorithm, req algo.Request, 
 		return out, nil
 	}
 	life := s.ttl
-	if _, ok := a.(algo.FixedWindow); ok {
+	if algo.CapabilitiesOf(a)&algo.LeaseEndsAtReset != 0 {
 		// A fixed window's ResetAfter is its end: a lease never outlives the window
 		// that counted it. (The buckets' ResetAfter is their refill time, shorter than
 		// a slice's use for a hot key; the sliding windows need no cap for the bound.)

@@ -219,9 +219,20 @@ func revive(e *entry, a algo.Algorithm, _ int64) {
 
 // writesOnDenial reports whether a's denials may write its state (algo.DenialWriter: a
 // Penalty's offence starts a block), so that a denial moves the entry's fresh instant too.
+// It asks the first algorithm of a's Unwrap chain that is one, so that a Penalty wrapped
+// in any wrapper keeps its blocks.
 func writesOnDenial(a algo.Algorithm) bool {
-	w, ok := a.(algo.DenialWriter)
-	return ok && w.WritesOnDenial()
+	for a != nil {
+		if w, ok := a.(algo.DenialWriter); ok {
+			return w.WritesOnDenial()
+		}
+		u, ok := a.(interface{ Unwrap() algo.Algorithm })
+		if !ok {
+			return false
+		}
+		a = u.Unwrap()
+	}
+	return false
 }
 
 // carriesConfig reports whether st carries itself across a change of config.
@@ -323,10 +334,10 @@ func (s *Store) insert(sh *shard, h uint64, key, slot string, a algo.Algorithm, 
 		if ov != nil {
 			return ov, 0
 		}
-		st := a.NewState()
-		if !overflowSafe(st) {
+		if !overflowSafe(a) {
 			return nil, soon
 		}
+		st := a.NewState()
 		if sh.over == nil {
 			sh.over = make(map[string]*entry)
 		}
@@ -366,27 +377,15 @@ type tbEntry struct {
 	st algo.TokenBucketState
 }
 
-// overflowSafe reports whether st, a fresh state, may serve as an overflow state: whether
-// it is the state of one of package algo's algorithms under which a state that has granted
-// more (since it was fresh) is never more permissive than one that granted less, and a
-// fresh state is the most permissive. A shared state then decides any of its keys at least
-// as strictly as the key's own state would. Guava's smooth limiters are not such: a fresh
-// key starts empty (SmoothBursty) or cold (SmoothWarmingUp), the slowest it can be, while a
-// state shared for a while has stored permits or warmed up.
-func overflowSafe(st algo.State) bool {
-	_, ok := overflowSafeStates[reflect.TypeOf(st)]
-	return ok
-}
-
-var overflowSafeStates = map[reflect.Type]struct{}{}
-
-func init() {
-	for _, a := range []algo.Algorithm{
-		algo.FixedWindow{}, algo.SlidingWindowLog{}, algo.SlidingWindowCounter{},
-		algo.TokenBucket{}, algo.LeakyBucket{}, algo.GCRA{},
-	} {
-		overflowSafeStates[reflect.TypeOf(a.NewState())] = struct{}{}
-	}
+// overflowSafe reports whether a's fresh state may serve as an overflow state
+// (algo.OverflowSafe): under a, a state that has granted more (since it was fresh) is never
+// more permissive than one that granted less, and a fresh state is the most permissive. A
+// shared state then decides any of its keys at least as strictly as the key's own state
+// would. Guava's smooth limiters are not such: a fresh key starts empty (SmoothBursty) or
+// cold (SmoothWarmingUp), the slowest it can be, while a state shared for a while has
+// stored permits or warmed up.
+func overflowSafe(a algo.Algorithm) bool {
+	return algo.CapabilitiesOf(a)&algo.OverflowSafe != 0
 }
 
 // fullDenial turns d, a's decision for a fresh key at now, into the decision for a new key

@@ -1,0 +1,103 @@
+package algo
+
+// Capability is a set of things a store or a feature may do with an algorithm beyond
+// applying it: take its permits ahead in slices (package leasing), answer its denials from
+// a cache (the Redis store's denial cache), let several keys share one of its states (the
+// local store when it is full). Each is a promise about the algorithm's decisions that the
+// feature relies on to keep its bound, so it is asked of the algorithm ([CapabilitiesOf])
+// rather than inferred from its type: a custom algorithm opts in by implementing
+// [Capable], and a wrapper keeps the capabilities of the algorithm it wraps.
+type Capability uint8
+
+const (
+	// Leasable: permits granted at one instant may be handed out a little later, in
+	// parts, by a store that took them in one grant (package leasing): the algorithm
+	// limits how many permits are granted, not how they are spaced (the smooth
+	// algorithms are not leasable: their spacing is their point).
+	Leasable Capability = 1 << iota
+
+	// LeaseEndsAtReset: a lease of a Leasable algorithm must not outlive the ResetAfter
+	// of the grant that filled it. A fixed window's ResetAfter is the end of the window
+	// that counted the grant; a permit of that window handed out in the next one would
+	// come on top of the next window's whole limit.
+	LeaseEndsAtReset
+
+	// DenialCacheable: a denial writes no state, and while nothing else changes the state
+	// the same request stays denied until its RetryAfter, so a store may answer it from
+	// a cache until then.
+	DenialCacheable
+
+	// OverflowSafe: a state that has granted more since it was fresh never decides more
+	// permissively than one that granted less, and a fresh state is the most permissive.
+	// Several keys may then share one state (the local store's overflow state when it
+	// holds as many keys as it may): each is decided at least as strictly as its own
+	// state would. Guava's smooth limiters are not: a fresh key starts empty or cold,
+	// the slowest it can be.
+	OverflowSafe
+)
+
+// Capable is implemented by an algorithm that states its capabilities. Every config struct
+// of this package implements it. A wrapper that decides exactly as the algorithm it wraps
+// ([Named]) does not, and is looked through by its Unwrap method; a wrapper that changes
+// the decisions ([Penalty], whose denials write state) implements it and states its own.
+type Capable interface {
+	// Capabilities returns what the algorithm allows; it does not depend on any state.
+	Capabilities() Capability
+}
+
+// CapabilitiesOf returns the capabilities of the first algorithm of a's chain that
+// implements [Capable], the chain being a, then what its Unwrap() Algorithm method returns,
+// and so on (as errors.As walks an error's chain). It is 0, nothing allowed, when no
+// algorithm of the chain states any.
+func CapabilitiesOf(a Algorithm) Capability {
+	for a != nil {
+		if c, ok := a.(Capable); ok {
+			return c.Capabilities()
+		}
+		a = unwrapAlgorithm(a)
+	}
+	return 0
+}
+
+// unwrapAlgorithm returns the algorithm a wraps (its Unwrap() Algorithm method), or nil.
+func unwrapAlgorithm(a Algorithm) Algorithm {
+	if u, ok := a.(interface{ Unwrap() Algorithm }); ok {
+		return u.Unwrap()
+	}
+	return nil
+}
+
+// The capabilities of this package's algorithms, beside one another so that they read as
+// a table. Penalty's is in penalty.go.
+
+// Capabilities: leasable, denials cacheable, overflow-safe.
+func (TokenBucket) Capabilities() Capability { return Leasable | DenialCacheable | OverflowSafe }
+
+// Capabilities: leasable, denials cacheable, overflow-safe.
+func (GCRA) Capabilities() Capability { return Leasable | DenialCacheable | OverflowSafe }
+
+// Capabilities: leasable, denials cacheable, overflow-safe.
+func (LeakyBucket) Capabilities() Capability { return Leasable | DenialCacheable | OverflowSafe }
+
+// Capabilities: leasable within the window of the grant, denials cacheable, overflow-safe.
+func (FixedWindow) Capabilities() Capability {
+	return Leasable | LeaseEndsAtReset | DenialCacheable | OverflowSafe
+}
+
+// Capabilities: leasable, denials cacheable, overflow-safe.
+func (SlidingWindowLog) Capabilities() Capability {
+	return Leasable | DenialCacheable | OverflowSafe
+}
+
+// Capabilities: leasable, denials cacheable, overflow-safe.
+func (SlidingWindowCounter) Capabilities() Capability {
+	return Leasable | DenialCacheable | OverflowSafe
+}
+
+// Capabilities: denials cacheable only (its point is the spacing of grants, and a fresh
+// state is its slowest).
+func (SmoothBursty) Capabilities() Capability { return DenialCacheable }
+
+// Capabilities: denials cacheable only (its point is the spacing of grants, and a fresh
+// state is its coldest).
+func (SmoothWarmingUp) Capabilities() Capability { return DenialCacheable }

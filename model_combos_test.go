@@ -112,17 +112,14 @@ var modelCombos = []*combo{
 	{name: "penalty-nested", keys: comboKeys, rules: nestedPenaltyRules, seeds: 16, variants: []comboVariant{
 		plainVariant("redis", true, 1, agreeFull),
 	}},
-	// algo.Named decides as the rule it names, wherever it goes (leasing and the denial
-	// cache pass it through).
+	// algo.Named decides as the rule it names, wherever it goes.
 	{name: "named", keys: comboKeys, rules: namedRules, variants: []comboVariant{
 		plainVariant("local", false, 1, agreeFull),
 		plainVariant("redis", true, 1, agreeFull),
-		plainVariant("redis-denial-cache", true, 1, agreeFull, withDenialCache),
-		func() comboVariant {
-			v := leasingVariant("redis-leasing", true, 1, nil)
-			v.agree, v.slack = agreeFull, nil
-			return v
-		}(),
+		// Named keeps the features of the rule it names (algo.CapabilitiesOf looks through
+		// Unwrap): the denial cache and leasing trade as they do for the bare rule.
+		plainVariant("redis-denial-cache", true, 1, agreeGranted, withDenialCache),
+		leasingVariant("redis-leasing", true, 1, nil),
 	}},
 	// Case 7: two rules of a composite meet on one key; they must count as if each had a
 	// store of its own (the reference).

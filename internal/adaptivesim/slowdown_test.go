@@ -1,0 +1,79 @@
+package adaptivesim
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ratekit/limiter/adaptive"
+)
+
+// TestGradientRecoversFromSlowdown: the workers did not change, only their speed, so the
+// limit must come back to them. It used to fall to 1 and stay there (about 15 ok/s where
+// the workers serve 133/s) until LongWindow (10 minutes) had aged the latency floor; the
+// requirement is at least half the workers 60 s after the step, and every request the
+// workers can serve served.
+func TestGradientRecoversFromSlowdown(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		capacity int
+		from, to time.Duration
+		at       time.Duration
+		load     float64
+	}{
+		{8, 20 * time.Millisecond, 60 * time.Millisecond, 3700 * time.Millisecond, 3},
+		{100, 50 * time.Millisecond, 150 * time.Millisecond, 20 * time.Second, 3},
+		{40, 10 * time.Millisecond, 100 * time.Millisecond, 10 * time.Second, 3},
+		{100, 50 * time.Millisecond, 75 * time.Millisecond, 20 * time.Second, 3},
+		{100, 50 * time.Millisecond, 100 * time.Millisecond, 20 * time.Second, 1.5}, // 3× what is served after
+	} {
+		rows, err := Run(Config{Algorithm: adaptive.Gradient{}, Capacity: tc.capacity, Latency: tc.from, Load: tc.load,
+			Duration: tc.at + 70*time.Second, Interval: 500 * time.Millisecond, SlowAt: tc.at, SlowTo: tc.to})
+		if err != nil {
+			t.Fatal(err)
+		}
+		half := float64(tc.capacity) / 2
+		lowest, dip, back := 1e9, 1e9, time.Duration(0)
+		completed, span := 0, 0
+		for _, r := range rows {
+			if r.Start < tc.at {
+				continue
+			}
+			dip = min(dip, r.Limit)
+			if r.Limit < half {
+				back = r.Start + 500*time.Millisecond - tc.at // at half the workers again from then on
+			}
+			if r.Start >= tc.at+60*time.Second {
+				lowest = min(lowest, r.Limit)
+				completed += r.Completed
+				span++
+			}
+		}
+		served := float64(completed) / (float64(span) * 0.5)
+		workers := float64(tc.capacity) / tc.to.Seconds()
+		if lowest < half || served < 0.9*workers {
+			t.Errorf("%d workers, %v → %v at %v: from 60 s after the step the limit was as low as %.1f (want ≥ %.1f) and %.0f/s were served (want ≥ 90%% of %.0f/s)",
+				tc.capacity, tc.from, tc.to, tc.at, lowest, half, served, workers)
+			continue
+		}
+		t.Logf("%d workers, %v → %v, load %g: lowest limit after the step %.1f, at half the workers or more from %v after it on; from 60 s after it, lowest limit %.1f, %.0f/s served of %.0f/s",
+			tc.capacity, tc.from, tc.to, tc.load, dip, back, lowest, served, workers)
+	}
+}
+
+// TestAIMDTimeoutBelowServiceTime pins what docs/adaptive.md says of AIMD's Timeout: once
+// the service time exceeds it, every request is a drop by definition, and the limit falls
+// to Min and stays there. It is a setting to revise with the service, not a defect the
+// algorithm could correct: a slow success and a timeout are the same thing to it.
+func TestAIMDTimeoutBelowServiceTime(t *testing.T) {
+	t.Parallel()
+	rows, err := Run(Config{Algorithm: adaptive.AIMD{Timeout: 40 * time.Millisecond}, Capacity: 8, Latency: 20 * time.Millisecond,
+		Load: 3, Duration: 30 * time.Second, Interval: 500 * time.Millisecond, SlowAt: 3700 * time.Millisecond, SlowTo: 60 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if r.Start >= 10*time.Second && r.Limit > 1 {
+			t.Fatalf("at %v the limit is %.1f; with every request slower than Timeout it stays at Min (1)", r.Start, r.Limit)
+		}
+	}
+}

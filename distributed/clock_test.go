@@ -182,8 +182,14 @@ func TestClientClockLagRefused(t *testing.T) {
 	for _, op := range []func() error{
 		func() error { return s.Refund(ctx, "k", fw, 1, clockx.Micros(epoch)) },
 		func() error { _, err := s.Peek(ctx, "k", fw, algo.Request{N: 1}); return err },
-		func() error { _, _, err := s.ApplyAll(ctx, "k", []algo.Algorithm{fw, algo.TokenBucket{Rate: 1, Burst: 1}}, algo.Request{N: 1}); return err },
-		func() error { _, err := s.Acquire(ctx, "sem", algo.Semaphore{Permits: 1, LeaseTTL: time.Second}, "t", 0); return err },
+		func() error {
+			_, _, err := s.ApplyAll(ctx, "k", []algo.Algorithm{fw, algo.TokenBucket{Rate: 1, Burst: 1}}, algo.Request{N: 1})
+			return err
+		},
+		func() error {
+			_, err := s.Acquire(ctx, "sem", algo.Semaphore{Permits: 1, LeaseTTL: time.Second}, "t", 0)
+			return err
+		},
 	} {
 		if err := op(); !errors.Is(err, algo.ErrInvalidConfig) {
 			t.Errorf("11 s behind: %v, want an error wrapping ErrInvalidConfig", err)

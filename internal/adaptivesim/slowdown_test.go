@@ -1,6 +1,7 @@
 package adaptivesim
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -74,6 +75,38 @@ func TestAIMDTimeoutBelowServiceTime(t *testing.T) {
 	for _, r := range rows {
 		if r.Start >= 10*time.Second && r.Limit > 1 {
 			t.Fatalf("at %v the limit is %.1f; with every request slower than Timeout it stays at Min (1)", r.Start, r.Limit)
+		}
+	}
+}
+
+// TestSlowdownConfig checks the service-time step itself: each row reports the service
+// time at its end, and a step that is not a slow-down is refused.
+func TestSlowdownConfig(t *testing.T) {
+	t.Parallel()
+	cfg := Config{Algorithm: adaptive.Fixed{Limit: 10}, Capacity: 10, Latency: 10 * time.Millisecond, Load: 0.5,
+		Duration: 3 * time.Second, SlowAt: 1500 * time.Millisecond, SlowTo: 20 * time.Millisecond}
+	rows, err := Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 20 * time.Millisecond} {
+		if rows[i].ServiceTime != want {
+			t.Errorf("row %d: ServiceTime %v, want %v", i, rows[i].ServiceTime, want)
+		}
+	}
+	// Half the load, no queueing: the last second's requests take the new service time.
+	if got := rows[2].MeanLatency(); got != 20*time.Millisecond {
+		t.Errorf("after the step: mean latency %v, want 20ms", got)
+	}
+	for name, mut := range map[string]func(*Config){
+		"slow-at < 0":           func(c *Config) { c.SlowAt = -time.Second },
+		"slow-to 0":             func(c *Config) { c.SlowTo = 0 },
+		"slow-to below latency": func(c *Config) { c.SlowTo = 5 * time.Millisecond },
+	} {
+		c := cfg
+		mut(&c)
+		if _, err := Run(c); !errors.Is(err, ErrConfig) {
+			t.Errorf("%s: Run = %v, want ErrConfig", name, err)
 		}
 	}
 }

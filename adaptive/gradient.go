@@ -48,8 +48,8 @@ const (
 // A decrease needs evidence of queueing. The limit shrinks because the latency is above
 // its floor; if that is queueing, halving the requests in flight halves the latency (or
 // brings it down to the floor). So when a run of decreasing rounds has halved the
-// requests in flight (or brought them to 1) and the latency has stayed above 3/4 of what
-// it was at the run's start, the service itself has become slower: the floor is set to
+// requests in flight since its slowest round (or brought them to 1) and the latency has
+// stayed above 3/4 of that round's, the service itself has become slower: the floor is set to
 // the latency at that reduced load, measured then as TCP Vegas and BBR's ProbeRTT measure
 // theirs, and the limit grows again from there. A service that becomes permanently slower
 // is thus followed within a few round trips instead of falling to Min until LongWindow has

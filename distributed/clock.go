@@ -29,8 +29,9 @@ import (
 //     script ran in between, at a lag up to the reply's): the decision is then an error
 //     wrapping algo.ErrInvalidConfig instead of a grant.
 //
-// Calls younger than the tolerance cannot have lost their keys, whatever the clock did
-// since, so a clock stepped back (a test resetting a fake clock) is refused only once the
+// Calls younger than the tolerance cannot have lost a key whose state still held
+// anything (its TTL is at least the tolerance), whatever the clock did since, so a clock
+// stepped back (a test resetting a fake clock) is refused only once the
 // keys written before the step may have expired. The record is per store: clients that
 // share keys must keep their clocks within the tolerance of each other themselves.
 

@@ -23,7 +23,10 @@ const (
 //
 // AIMD needs a drop signal: requests reported with Timeout or Overload, or slower than
 // Timeout. Its limit settles just above the concurrency at which the drops start, so set
-// Timeout a little above the latency the service has when it is not queueing.
+// Timeout a little above the latency the service has when it is not queueing. Timeout is
+// fixed: should the service itself become slower than it, every request is a drop by
+// definition, and the limit falls to Min and stays there until Timeout is raised (Gradient
+// needs no threshold and follows such a change).
 //
 // The zero value is usable: every zero field takes the default written on it.
 type AIMD struct {

@@ -124,8 +124,9 @@ func TestGradientTable(t *testing.T) {
 
 func TestGradientLongLatencyAges(t *testing.T) {
 	t.Parallel()
-	// A service that becomes permanently 3× slower is judged right again after a few
-	// LongWindows: the long-term latency rises to the new normal.
+	// A service 3× slower at a constant number in flight (so no evidence either way, see
+	// TestGradientSlowerServiceFollowed) is judged right again after a few LongWindows: the
+	// long-term latency rises to the new normal.
 	g := Gradient{Initial: 50, LongWindow: time.Second}
 	e := g.NewEstimator()
 	ms := 0
@@ -140,6 +141,29 @@ func TestGradientLongLatencyAges(t *testing.T) {
 	}
 	if low < 50 {
 		t.Fatalf("limit %d after 60 s at the new latency, want back at ≥ 50", low)
+	}
+}
+
+// TestGradientSlowerServiceFollowed: the service becomes 3× slower for good while the
+// requests in flight follow the limit (as they do under overload); the latency does not
+// fall as the limit does, which is no queueing, so the floor moves to the new latency
+// within a few rounds and the limit grows back, without waiting for LongWindow (10 min).
+func TestGradientSlowerServiceFollowed(t *testing.T) {
+	t.Parallel()
+	e := Gradient{Initial: 50}.NewEstimator()
+	ms := 0
+	for range 10 {
+		e.Update(at(ms, 100, e.Limit(), false))
+		ms += 100
+	}
+	lowest, last := e.Limit(), 0
+	for range 100 { // 30 s of 300 ms rounds
+		last = e.Update(at(ms, 300, e.Limit(), false))
+		lowest = min(lowest, last)
+		ms += 300
+	}
+	if lowest < 20 || last < 50 {
+		t.Fatalf("limit fell to %d and ended at %d, want ≥ 20 and back at ≥ 50", lowest, last)
 	}
 }
 

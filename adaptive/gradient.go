@@ -17,6 +17,12 @@ const (
 	// dropGradient caps the gradient of a round with a drop, so a downstream that fails
 	// fast (and so looks quick) still lowers the limit.
 	dropGradient = 0.9
+	// queueRatio tells queueing from a slower service once the requests in flight have
+	// halved during a decrease: a queued latency is in proportion to the requests in
+	// flight, so it halves too (or falls to the service time), while the latency of a
+	// service that became slower stays put. A latency still above queueRatio of what it was
+	// is the service's own.
+	queueRatio = 0.75
 )
 
 // Gradient moves the limit by comparing short- and long-term latency, in the spirit of
@@ -39,9 +45,18 @@ const (
 // Tolerance × its floor, that is at about Tolerance × the server's capacity. A round with
 // a drop (outcome Timeout or Overload) has a gradient of at most 0.9.
 //
+// A decrease needs evidence of queueing. The limit shrinks because the latency is above
+// its floor; if that is queueing, halving the requests in flight halves the latency (or
+// brings it down to the floor). So when a run of decreasing rounds has halved the
+// requests in flight since its slowest round (or brought them to 1) and the latency has
+// stayed above 3/4 of that round's, the service itself has become slower: the floor is set to
+// the latency at that reduced load, measured then as TCP Vegas and BBR's ProbeRTT measure
+// theirs, and the limit grows again from there. A service that becomes permanently slower
+// is thus followed within a few round trips instead of falling to Min until LongWindow has
+// aged the floor.
+//
 // Gradient needs no latency threshold, but it learns the floor from what it sees: a
-// service that starts overloaded, or that becomes permanently slower, takes up to
-// LongWindow to be judged right.
+// service that starts overloaded takes up to LongWindow to be judged right.
 //
 // The zero value is usable: every zero field takes the default written on it.
 type Gradient struct {
@@ -130,9 +145,37 @@ type gradientEstimator struct {
 	n        int
 	inFlight int // the most in flight at an admission
 	dropped  bool
+	// The round of the current run of decreasing rounds with the highest latency
+	// (refFlight 0: no run): its in-flight count and short-term latency, against which
+	// queueing is judged.
+	refFlight int
+	refShort  float64
 }
 
 func (e *gradientEstimator) Limit() int { return int(e.limit) }
+
+// queueing reports whether a round whose latency calls for a decrease shows queueing (see
+// Gradient): true until the run of decreases it belongs to has halved the requests in
+// flight since its slowest round, then whether the latency fell with them. A run whose
+// latency did fall goes on, judged from this round. The slowest round, not the first, is
+// the reference: a queue takes a round trip to show in the latency, so the first rounds
+// of a run see only part of it.
+func (e *gradientEstimator) queueing(short float64) bool {
+	flight := max(e.inFlight, 1)
+	if e.refFlight == 0 || short > e.refShort {
+		e.refFlight, e.refShort = flight, short
+		return true
+	}
+	if 2*flight > e.refFlight && flight > 1 {
+		return true // not halved yet: no evidence either way
+	}
+	if short < queueRatio*e.refShort {
+		e.refFlight, e.refShort = flight, short
+		return true
+	}
+	e.refFlight = 0
+	return false
+}
 
 func (e *gradientEstimator) Update(s Sample) int {
 	e.sum += float64(max(s.Latency, 0))
@@ -154,6 +197,14 @@ func (e *gradientEstimator) Update(s Sample) int {
 		e.longRTT += (short - e.longRTT) * max(w, 0)
 	}
 	g := e.c.tolerance * e.longRTT / short
+	if g < 1 && !e.queueing(short) {
+		// Not queueing: the latency at this reduced load is the service's floor now.
+		e.longRTT = short
+		g = e.c.tolerance
+	}
+	if g >= 1 {
+		e.refFlight = 0 // the run of decreases, if any, is over
+	}
 	if e.dropped {
 		g = min(g, dropGradient)
 	}

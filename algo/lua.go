@@ -17,7 +17,9 @@ import (
 //	KEYS[i]   the state key of the decision followed by Keys[i] (Keys[0] is "", the key itself);
 //	          every key carries the same Redis Cluster hash tag.
 //	ARGV[1]   "apply", "peek" or "refund"
-//	ARGV[2]   now in µs since the Unix epoch, or "" to read the server's TIME ([NowArg])
+//	ARGV[2]   now in µs since the Unix epoch, or "" to read the server's TIME ([NowArg]), or
+//	          "now pad": now followed by a padding in µs added to every TTL the call sets
+//	          ([PaddedNowArg]; a client clock's tolerance, see distributed.WithClockTolerance)
 //	ARGV[3]   N (permits asked for, or given back)
 //	ARGV[4]   apply and peek: MaxWait in whole µs, rounded down, in [0, MaxMicros-1] (MaxMicros-1 for
 //	          Forever, since a wait clamped to MaxMicros is never granted; the script clamps
@@ -31,8 +33,9 @@ import (
 // apply would reply at the same instant, but writes nothing: no state, no TTL, no key
 // created or deleted (the prelude skips every write; a script of this package needs no
 // code for it). A "refund" replies 0. Every write sets the keys' PEXPIRE to
-// ResetAfter rounded up to whole milliseconds, at least 2 ms (up to Redis 7.0,
-// "PEXPIRE key 1" may delete the key at once), and a state that is fresh again is deleted.
+// ResetAfter (plus the padding of ARGV[2], if any) rounded up to whole milliseconds, at
+// least 2 ms (up to Redis 7.0, "PEXPIRE key 1" may delete the key at once), and a state
+// that is fresh again is deleted.
 //
 // Units and precision: every instant and duration is an integer count of µs held in a Lua
 // double, exact below 2^53 (about year 2255); counts are integers below 2^53 too. Floats
@@ -51,6 +54,10 @@ type Script struct {
 	Keys     []string // suffixes appended to the state key; "" is the key itself
 	Function string   // the function Library registers, for FCALL; "" with no Library
 	Library  string   // Redis 7 function library code, for FUNCTION LOAD; "" for none
+	// PadsTTL reports a script that reads ARGV[2] in the form "now pad" too ([PaddedNowArg])
+	// and adds pad to every TTL it sets; a store sends that form only to such scripts. It
+	// is true for every script of this package (a Penalty's, when its Rule's is).
+	PadsTTL bool
 }
 
 // Scripted is implemented by the algorithms that have a Lua twin. Its script answers the
@@ -75,6 +82,18 @@ func NowArg(now int64) any {
 		return ""
 	}
 	return now
+}
+
+// PaddedNowArg returns ARGV[2] of a script call at now (µs since the Unix epoch, not
+// [ServerTime]) whose TTLs are each padded by pad µs: "now pad", or now alone when pad ≤ 0.
+// A store deciding at a client's time pads the TTLs so that Redis, which expires keys on
+// its own clock, keeps a state while the client clock, running up to pad behind, still
+// needs it.
+func PaddedNowArg(now, pad int64) any {
+	if pad <= 0 {
+		return now
+	}
+	return strconv.FormatInt(now, 10) + " " + strconv.FormatInt(pad, 10)
 }
 
 // ApplyArgs appends to dst the ARGV of an "apply" of req at now (µs since the Unix epoch,

@@ -302,6 +302,8 @@ func penaltyScript(inner *Script) *Script {
 		Name:   "penalty-" + inner.Name,
 		Source: "local function inner(KEYS, ARGV)\n" + inner.Source + "\nend\n" + penaltyLua,
 		Keys:   append(append([]string(nil), inner.Keys...), penaltyKeySuffix),
+		// penalty.lua reads "now pad" and hands ARGV[2] to the rule unchanged.
+		PadsTTL: inner.PadsTTL,
 	}
 }
 

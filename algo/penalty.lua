@@ -45,6 +45,13 @@ if ARGV[2] == '' then
 else
   now = tonumber(ARGV[2])
 end
+-- pad (µs) is added to the penalty key's TTL: ARGV[2] may be "now pad" (see the prelude;
+-- the rule gets it unchanged and pads its own keys).
+local pad = 0
+if not now then
+  local a, b = string.match(ARGV[2], '^(%-?%d+) (%d+)$')
+  now, pad = tonumber(a), tonumber(b)
+end
 
 local st = redis.call('HMGET', pkey, 'until', 'block')
 local p_until, p_block = 0, 0
@@ -87,7 +94,7 @@ end
 p_until, p_block = now + b, b
 if mode == 'apply' then
   redis.call('HSET', pkey, 'until', num(p_until), 'block', num(p_block))
-  local ms = math.ceil(math.min(p_end(), MAX_MICROS) / 1000)
+  local ms = math.ceil(math.min(p_end() + pad, MAX_MICROS) / 1000)
   if ms < 2 then ms = 2 end -- see the prelude's keep
   redis.call('PEXPIRE', pkey, num(ms))
 end

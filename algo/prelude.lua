@@ -105,7 +105,14 @@ end
 -- the minimum TTL, as the Go twin keeps it, because its timestamps guard against a clock
 -- stepping back (a sliding log that forgot its newest entry would let an earlier instant
 -- admit again what it already admitted).
+--
+-- pad (µs) is added to every TTL keep sets: the tolerance of a client clock, sent with it
+-- in ARGV[2] ("now pad"), so that Redis, expiring keys on its own clock, keeps a state as
+-- long as a client clock up to pad behind it still needs the state (distributed/clock.go).
+-- It is 0 with the server's TIME. Set per call below.
+local pad = 0
 local function keep(reset)
+  reset = reset + pad
   if reset > MAX_MICROS then reset = MAX_MICROS end
   local ms = math.ceil(reset / 1000) -- exact: see floor_div
   if ms < 2 then ms = 2 end
@@ -134,6 +141,11 @@ if ARGV[2] == '' then
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 else
   now = tonumber(ARGV[2])
+end
+pad = 0
+if not now then -- "now pad": a client's time and the TTL padding (algo.PaddedNowArg)
+  local a, b = string.match(ARGV[2], '^(%-?%d+) (%d+)$')
+  now, pad = tonumber(a), tonumber(b)
 end
 local op = ARGV[1]
 if op == 'peek' then op = 'apply' end -- writes are skipped: see the top of this file

@@ -28,6 +28,7 @@ func newScript(name, body string, keys ...string) *Script {
 		Keys:     append([]string{""}, keys...),
 		Function: fn,
 		Library:  lib,
+		PadsTTL:  true,
 	}
 }
 

@@ -328,6 +328,8 @@ var semaphoreScript = &Script{
 	Name:   "semaphore",
 	Source: semaphoreLua,
 	Keys:   []string{"", ":q", ":qe", ":n"},
+	// semaphore.lua reads "now pad" (see PaddedNowArg).
+	PadsTTL: true,
 }
 
 // Script returns the Lua twin of [SemaphoreState], run by the Redis store. It keeps four
@@ -339,7 +341,8 @@ var semaphoreScript = &Script{
 //	KEYS[3]  sorted set: waiter token → queue place expiry (µs)
 //	KEYS[4]  string: the last ticket handed out (INCR)
 //	ARGV[1]  "acquire", "release", "renew" or "holders"
-//	ARGV[2]  now in µs since the Unix epoch, or "" to read the server's TIME
+//	ARGV[2]  now in µs since the Unix epoch, or "" to read the server's TIME, or "now pad"
+//	         (PaddedNowArg: every TTL set gets pad µs more)
 //	ARGV[3]  the owner token ("" for holders)
 //	ARGV[4]  acquire: the queue TTL in µs (0: do not queue)
 //	ARGV[5..] the config, as appended by AppendArgs: Permits, LeaseTTL in µs, Fair (0/1)

@@ -7,7 +7,7 @@
 -- KEYS[3]  queue expiries: sorted set token → expiry of the token's place (µs)
 -- KEYS[4]  the last ticket handed out (INCR)
 -- ARGV[1]  "acquire" | "release" | "renew" | "holders"
--- ARGV[2]  now, µs since the Unix epoch, or "" for the server's TIME
+-- ARGV[2]  now, µs since the Unix epoch, or "" for the server's TIME, or "now pad" (TTLs + pad µs)
 -- ARGV[3]  token
 -- ARGV[4]  queue TTL in µs (acquire; 0: do not queue)
 -- ARGV[5]  permits, ARGV[6] lease TTL in µs, ARGV[7] fair (1) or not (0)
@@ -37,6 +37,14 @@ if ARGV[2] == '' then
 else
   now = tonumber(ARGV[2])
 end
+-- pad (µs) is added to every TTL: ARGV[2] may be "now pad", a client's time and the
+-- padding that keeps keys alive while its clock, up to pad behind the server's, needs them
+-- (see algo.PaddedNowArg).
+local pad = 0
+if not now then
+  local a, b = string.match(ARGV[2], '^(%-?%d+) (%d+)$')
+  now, pad = tonumber(a), tonumber(b)
+end
 local op = ARGV[1]
 local token = ARGV[3]
 local qttl = tonumber(ARGV[4]) or 0
@@ -48,7 +56,7 @@ local function num(x) return string.format('%.17g', x) end
 
 -- ms is a TTL of us µs in whole ms, rounded up, at least 1 (PEXPIRE 0 would delete).
 local function ms(us)
-  local m = math.ceil(us / 1000)
+  local m = math.ceil((us + pad) / 1000)
   if m < 1 then m = 1 end
   return num(m)
 end

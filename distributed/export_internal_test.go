@@ -1,5 +1,7 @@
 package distributed
 
+import "time"
+
 // Test hooks for the external tests of package distributed_test.
 
 // QueuedCalls returns the number of calls waiting in s's batching queue, 0 without
@@ -38,3 +40,9 @@ func WithEvalOnly() Option { return optionFunc(func(o *options) { o.evalOnly = t
 
 // EvalOnly reports whether s sends its scripts with EVALSHA only.
 func EvalOnly(s *Store) bool { return s.evalOnly.Load() }
+
+// WithRealClock makes the store read real time from f, for the check of a client clock's
+// lag (clock.go), so that tests can move real time without sleeping.
+func WithRealClock(f func() time.Time) Option {
+	return optionFunc(func(o *options) { o.real = f })
+}

@@ -9,19 +9,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/limiter/algo"
-	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/store"
 )
-
-// now is the instant of a script call: algo.ServerTime, so that the script reads the
-// server's TIME, unless WithClock gave the store a clock.
-func (s *Store) now() int64 {
-	if s.clock == nil {
-		return algo.ServerTime
-	}
-	return clockx.Micros(s.clock.Now())
-}
 
 // fail wraps an error of a script call with store.ErrUnavailable, the operation, the
 // algorithm and the user key (see callFailed). store.ErrClosed (from a batcher closed

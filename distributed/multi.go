@@ -49,20 +49,28 @@ func (s *Store) ApplyAll(ctx context.Context, key string, rules []algo.Algorithm
 		return []algo.Decision{d}, d.Allowed, nil
 	}
 	defs := make([]*algo.Script, len(rules))
-	// An apply's own ARGV without config (see multi.lua), then each rule's config.
-	args := algo.ApplyArgs(make([]any, 0, 4+4*len(rules)), s.now(), req, nil)
+	// An apply's own ARGV without config (see multi.lua), then each rule's config; ARGV[2]
+	// is set once every rule's script is known (the TTL padding needs all of them to read it).
+	args := algo.ApplyArgs(make([]any, 0, 4+4*len(rules)), algo.ServerTime, req, nil)
 	var keys []string
+	pads := true
 	for i, a := range rules {
 		sa, e, err := s.script(a)
 		if err != nil {
 			return nil, false, fmt.Errorf("rule %d: %w", i+1, err)
 		}
 		defs[i] = e.def
+		pads = pads && e.def.PadsTTL
 		keys = append(keys, stateKeys(s.prefix, key, a.Slot(), e.def.Keys)...)
 		at := len(args)
 		args = sa.AppendArgs(append(args, 0))
 		args[at] = len(args) - at - 1
 	}
+	now, nowArg, err := s.now(pads)
+	if err != nil {
+		return nil, false, err
+	}
+	args[1] = nowArg // see clock.go
 	sc := multiScriptFor(defs)
 	reply, err, _ := s.run(ctx, sc, keys, args) // keys and args are not recycled
 	if err != nil {
@@ -71,6 +79,9 @@ func (s *Store) ApplyAll(ctx context.Context, key string, rules []algo.Algorithm
 	ds, ok, err := parseMulti(reply, len(rules))
 	if err != nil {
 		return nil, false, badReply(composite(rules, key), err)
+	}
+	if err := s.finished(now); err != nil {
+		return nil, false, err
 	}
 	return ds, ok, nil
 }

@@ -31,6 +31,8 @@ func TestNewRejects(t *testing.T) {
 		{typedNilCluster, nil, "client is nil"},
 		{c, distributed.WithTimeout(-time.Millisecond), "WithTimeout(-1ms)"},
 		{c, distributed.WithClientClock(nil), "WithClientClock(nil)"},
+		{c, distributed.WithClockTolerance(0), "WithClockTolerance(0s)"},
+		{c, distributed.WithClockTolerance(-time.Second), "WithClockTolerance(-1s)"},
 		{c, distributed.WithBatching(distributed.Batching{MaxBatch: -5}), "WithBatching"},
 		{c, distributed.WithBatching(distributed.Batching{MaxInFlight: -1}), "WithBatching"},
 		// WAIT 0 would block forever: invalid values used to fail every call instead.
@@ -62,6 +64,8 @@ func TestNewAccepts(t *testing.T) {
 		"empty prefix":     {distributed.WithPrefix("")},
 		"default batching": {distributed.WithBatching(distributed.Batching{})},
 		"client clock":     {distributed.WithClientClock(clockx.NewFake(time.Unix(0, 0)))},
+		"clock tolerance":  {distributed.WithClientClock(clockx.NewFake(time.Unix(0, 0))), distributed.WithClockTolerance(time.Millisecond)},
+		"unused tolerance": {distributed.WithClockTolerance(time.Hour)},
 		"replica ack":      {distributed.WithReplicaAck(1, time.Millisecond)},
 		"clamped batching": {distributed.WithBatching(distributed.Batching{MaxBatch: 1 << 40, MaxInFlight: 1 << 40})},
 	} {

@@ -22,6 +22,11 @@ const (
 	// request path, where seconds are not an option. With the limiter facade's circuit
 	// breaker (on by default), only the first few calls after Redis stops answering pay it.
 	DefaultTimeout = 200 * time.Millisecond
+	// DefaultClockTolerance is how far a client clock (WithClientClock) may fall behind
+	// real time before the store refuses its calls, and what every TTL is padded by: far
+	// more than a test holding a fake clock still needs, and a minute of extra memory per
+	// key (see WithClockTolerance).
+	DefaultClockTolerance = time.Minute
 )
 
 // Option configures a Store made by New. A nil Option is ignored; an Option given a value
@@ -34,11 +39,13 @@ type options struct {
 	prefix   string
 	timeout  time.Duration
 	clock    clockx.Clock // nil: the server's TIME
-	batching *Batching    // nil: one round trip per call
-	ack      *replicaAck  // nil: no WAIT (WithReplicaAck)
-	denials  *DenialCache // nil: no denial cache (WithDenialCache)
-	evalOnly bool         // EVALSHA even where FCALL would do (a test hook)
-	err      error        // the first invalid option
+	tol      time.Duration
+	real     func() time.Time // real time for the client clock's check (a test hook)
+	batching *Batching        // nil: one round trip per call
+	ack      *replicaAck      // nil: no WAIT (WithReplicaAck)
+	denials  *DenialCache     // nil: no denial cache (WithDenialCache)
+	evalOnly bool             // EVALSHA even where FCALL would do (a test hook)
+	err      error            // the first invalid option
 }
 
 type optionFunc func(*options)
@@ -89,6 +96,14 @@ func WithTimeout(d time.Duration) Option {
 // deployments that trust their clocks more than the server's. Store.Clock reports c, so
 // the limiter, smooth and semaphore packages sleep on it by default. A nil c is an error
 // (leave the option out for the server's time).
+//
+// Redis expires keys on its own clock, so a client clock that falls behind real time
+// could outlive a key's TTL and start a fresh count. The store prevents it: every TTL is
+// padded by the tolerance (WithClockTolerance, default DefaultClockTolerance), and a call
+// made when c has fallen more than the tolerance behind real time, compared with calls
+// old enough for their keys to have expired, fails with an error wrapping
+// algo.ErrInvalidConfig instead of deciding. Clients sharing keys must keep their clocks
+// within the tolerance of each other. See docs/distributed.md ("Time").
 func WithClientClock(c clockx.Clock) Option {
 	return optionFunc(func(o *options) {
 		if c == nil {
@@ -96,6 +111,22 @@ func WithClientClock(c clockx.Clock) Option {
 			return
 		}
 		o.clock = c
+	})
+}
+
+// WithClockTolerance sets how far the clock of WithClientClock may fall behind real time
+// (a fake clock standing still, a clock stepped back) before the store refuses its calls,
+// and pads every TTL the scripts set by d so that no key expires while the client clock
+// still needs it. The default is DefaultClockTolerance (1 minute); a larger d keeps every
+// key d longer in Redis's memory. d ≤ 0 is an error. Without WithClientClock the scripts
+// read the server's TIME and the option has no effect.
+func WithClockTolerance(d time.Duration) Option {
+	return optionFunc(func(o *options) {
+		if d <= 0 {
+			o.invalid("WithClockTolerance(%v): the tolerance must be > 0", d)
+			return
+		}
+		o.tol = d
 	})
 }
 

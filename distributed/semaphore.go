@@ -112,11 +112,20 @@ func (s *Store) semRun(ctx context.Context, op, name, token string, queue int64,
 	if err := storecheck.Context(ctx); err != nil {
 		return nil, err // the caller gave up: nothing is sent
 	}
+	now, nowArg, err := s.now(true) // semaphore.lua pads
+	if err != nil {
+		return nil, err
+	}
 	keys := stateKeys(s.prefix, name, semSlot, cfg.Script().Keys)
-	args := cfg.AppendArgs(append(make([]any, 0, 7), op, algo.NowArg(s.now()), token, queue))
+	args := cfg.AppendArgs(append(make([]any, 0, 7), op, nowArg, token, queue))
 	reply, err, _ := s.run(ctx, semScript, keys, args) // keys and args are not recycled
 	if err != nil {
 		return nil, s.callFailed(ctx, semCall(op, name), keys, err)
+	}
+	if op != "release" { // a release gives back; the others grant or count (see clock.go)
+		if err := s.finished(now); err != nil {
+			return nil, err
+		}
 	}
 	return reply, nil
 }

@@ -58,11 +58,13 @@ func TestSemaphoreKeysAndTTL(t *testing.T) {
 	cfg := algo.Semaphore{Permits: 2, LeaseTTL: 20 * time.Second, Fair: true}
 	h, q, qe, n := semKeys(prefix, "jobs{1}")
 
-	// within checks a key's TTL against want, less the real time the test has taken so far
-	// (every write came after began, so no TTL has counted down longer).
+	// within checks a key's TTL against want, plus the client clock's padding (clock.go),
+	// less the real time the test has taken so far (every write came after began, so no
+	// TTL has counted down longer).
 	began := time.Now()
 	within := func(key string, want time.Duration) {
 		t.Helper()
+		want += distributed.DefaultClockTolerance
 		got, err := c.PTTL(ctx, key).Result()
 		if err != nil {
 			t.Fatal(err)

@@ -30,6 +30,7 @@ type Store struct {
 	prefix  string
 	timeout time.Duration
 	clock   clockx.Clock // nil: the server's TIME
+	cc      *clientClock // nil: the server's TIME (see clock.go)
 	closed  atomic.Bool
 	batch   *batcher // nil unless WithBatching (and not WithReplicaAck)
 	ack     *replicaAck
@@ -117,7 +118,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 	if nilcheck.Nil(client) {
 		return nil, fmt.Errorf("%w: distributed.New: the client is nil", algo.ErrInvalidConfig)
 	}
-	o := options{prefix: DefaultPrefix, timeout: DefaultTimeout}
+	o := options{prefix: DefaultPrefix, timeout: DefaultTimeout, tol: DefaultClockTolerance, real: time.Now}
 	for _, opt := range opts {
 		if opt != nil {
 			opt.apply(&o)
@@ -127,6 +128,9 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 		return nil, o.err
 	}
 	s := &Store{client: client, prefix: o.prefix, timeout: o.timeout, clock: o.clock, ack: o.ack}
+	if o.clock != nil {
+		s.cc = newClientClock(o.clock, o.tol, o.real)
+	}
 	s.evalOnly.Store(o.evalOnly)
 	s.guard.inline = honoursContext(client)
 	if o.denials != nil {
@@ -179,9 +183,14 @@ func (s *Store) decide(ctx context.Context, op, what, key string, a algo.Algorit
 	if err != nil {
 		return algo.Decision{}, err
 	}
+	now, nowArg, err := s.now(e.def.PadsTTL)
+	if err != nil {
+		return algo.Decision{}, err
+	}
 	b := getBuf()
 	b.keys = appendStateKeys(b.keys, s.prefix, key, a.Slot(), e.def.Keys)
-	b.args = encode(b.args, s.now(), req, e.config(sa, a))
+	b.args = encode(b.args, now, req, e.config(sa, a))
+	b.args[1] = nowArg // ARGV[2], with the TTL padding of a client clock (see clock.go)
 	reply, err, left := s.exec(ctx, e, b.keys, b.args)
 	defer recycle(b, left)
 	if err != nil {
@@ -190,6 +199,9 @@ func (s *Store) decide(ctx context.Context, op, what, key string, a algo.Algorit
 	d, err := algo.ParseDecision(reply)
 	if err != nil {
 		return algo.Decision{}, badReply(fmt.Sprintf("%s %s on key %s", a.Name(), what, quoteKey(key)), err)
+	}
+	if err := s.finished(now); err != nil {
+		return algo.Decision{}, err
 	}
 	return d, nil
 }
@@ -208,9 +220,14 @@ func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int6
 	if err != nil {
 		return err
 	}
+	now, nowArg, err := s.now(e.def.PadsTTL)
+	if err != nil {
+		return err
+	}
 	b := getBuf()
 	b.keys = appendStateKeys(b.keys, s.prefix, key, a.Slot(), e.def.Keys)
-	b.args = algo.RefundArgs(b.args, s.now(), n, at, e.config(sa, a))
+	b.args = algo.RefundArgs(b.args, now, n, at, e.config(sa, a))
+	b.args[1] = nowArg
 	reply, err, left := s.exec(ctx, e, b.keys, b.args)
 	defer recycle(b, left)
 	if err != nil {

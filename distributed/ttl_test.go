@@ -40,8 +40,9 @@ func redisKeys(prefix, key string, a algo.Algorithm) []string {
 }
 
 // TestTTLFollowsResetAfter checks, for every algorithm and after every write, that each key
-// of the state expires when the decision says the state is fresh again: PTTL is ResetAfter
-// rounded up to whole ms, less the time the check itself took.
+// of the state expires when the decision says the state is fresh again, plus the client
+// clock's tolerance (see clock.go): PTTL is ResetAfter plus DefaultClockTolerance rounded
+// up to whole ms, less the time the check itself took.
 func TestTTLFollowsResetAfter(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
@@ -70,8 +71,8 @@ func TestTTLFollowsResetAfter(t *testing.T) {
 					t.Fatal(err)
 				}
 				elapsed := time.Since(start)
-				lo := d.ResetAfter - elapsed - time.Millisecond
-				hi := d.ResetAfter + time.Millisecond
+				lo := d.ResetAfter + distributed.DefaultClockTolerance - elapsed - time.Millisecond
+				hi := d.ResetAfter + distributed.DefaultClockTolerance + time.Millisecond
 				if pttl < lo || pttl > hi {
 					t.Errorf("%v: after Apply %d (ResetAfter %v), PTTL %s = %v, want in [%v, %v]",
 						a, i, d.ResetAfter, k, pttl, lo, hi)

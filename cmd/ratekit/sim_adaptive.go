@@ -44,6 +44,8 @@ type simAdaptiveFlags struct {
 	interval time.Duration
 	dropAt   time.Duration
 	dropTo   int
+	slowAt   time.Duration
+	slowTo   time.Duration
 	timeout  time.Duration
 	compare  bool
 	small    int
@@ -62,6 +64,8 @@ func simAdaptiveCommand(args []string, stdout io.Writer) error {
 	fs.DurationVar(&f.interval, "interval", time.Second, "width of one row of the table and one step of the chart")
 	fs.DurationVar(&f.dropAt, "drop-at", 0, "when the capacity changes to --drop-to (0: never)")
 	fs.IntVar(&f.dropTo, "drop-to", 0, "the capacity after --drop-at; 0 means half of --capacity")
+	fs.DurationVar(&f.slowAt, "slow-at", 0, "when the service time changes to --slow-to, for good (0: never)")
+	fs.DurationVar(&f.slowTo, "slow-to", 0, "the service time after --slow-at, ≥ --latency; 0 means 3 × --latency")
 	fs.DurationVar(&f.timeout, "timeout", 0, "adaptive-aimd counts a request slower than this as a drop; 0 means 1.2 × --latency")
 	fs.BoolVar(&f.compare, "compare", false, "also run a fixed limit that is too small (--small) and one too big (--big)")
 	fs.IntVar(&f.small, "small", 0, "the too-small fixed limit of --compare; 0 means half of --capacity")
@@ -75,6 +79,9 @@ func simAdaptiveCommand(args []string, stdout io.Writer) error {
 	}
 	if f.dropTo == 0 {
 		f.dropTo = max(1, f.capacity/2)
+	}
+	if f.slowTo == 0 {
+		f.slowTo = 3 * f.latency
 	}
 	if f.timeout == 0 {
 		f.timeout = f.latency * 12 / 10
@@ -108,7 +115,7 @@ func simAdaptiveCommand(args []string, stdout io.Writer) error {
 	results := make([]adaptivesim.Result, len(runs))
 	for i, r := range runs {
 		cfg := adaptivesim.Config{Algorithm: r.a, Capacity: f.capacity, Latency: f.latency, Load: f.load,
-			Duration: f.duration, Interval: f.interval, DropAt: f.dropAt, DropTo: f.dropTo}
+			Duration: f.duration, Interval: f.interval, DropAt: f.dropAt, DropTo: f.dropTo, SlowAt: f.slowAt, SlowTo: f.slowTo}
 		rows, err := adaptivesim.Run(cfg)
 		if errors.Is(err, adaptivesim.ErrConfig) || errors.Is(err, adaptive.ErrInvalidConfig) {
 			return usagef("sim: %s", strings.TrimPrefix(err.Error(), "adaptivesim: "))
@@ -122,6 +129,9 @@ func simAdaptiveCommand(args []string, stdout io.Writer) error {
 		f.capacity, sim.FormatDuration(f.latency), f.load, float64(f.capacity)/f.latency.Seconds()*f.load, sim.FormatDuration(f.duration))
 	if f.dropAt > 0 {
 		setting += fmt.Sprintf("; capacity %d from %s", f.dropTo, sim.FormatDuration(f.dropAt))
+	}
+	if f.slowAt > 0 {
+		setting += fmt.Sprintf("; %s per request from %s", sim.FormatDuration(f.slowTo), sim.FormatDuration(f.slowAt))
 	}
 	fmt.Fprintf(stdout, "%v\n%s\n", main, setting)
 	if len(results) == 1 {

@@ -83,10 +83,38 @@ func TestSimAdaptiveUsageErrors(t *testing.T) {
 		{"sim", "--algo", "adaptive-aimd", "--latency", "0s"},
 		{"sim", "--algo", "adaptive-aimd", "--traffic", "burst"}, // a flag of the rate simulation
 		{"sim", "--algo", "adaptive-aimd", "--capacity", "1000000", "--latency", "1ms", "--duration", "1h"},
+		{"sim", "--algo", "adaptive-gradient", "--slow-at", "1s", "--slow-to", "10ms"}, // faster than --latency
+		{"sim", "--algo", "adaptive-gradient", "--slow-at", "-1s"},
 	} {
 		var out, errOut bytes.Buffer
 		if code := run(context.Background(), args, &out, &errOut); code != exitUsage {
 			t.Errorf("%v: exit %d (%s), want %d", args, code, errOut.String(), exitUsage)
 		}
+	}
+}
+
+// TestSimAdaptiveSlowdownSVG runs a service-time step: the setting names it, and the chart's
+// service-time reference steps up with it.
+func TestSimAdaptiveSlowdownSVG(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "s.svg")
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"sim", "--algo", "adaptive-gradient", "--capacity", "20", "--latency", "20ms",
+		"--duration", "4s", "--slow-at", "2s", "--svg", path}, &out, &errOut)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	if want := "; 60ms per request from 2s\n"; !strings.Contains(out.String(), want) {
+		t.Errorf("output lacks %q (--slow-to defaults to 3 × --latency):\n%s", want, out.String())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := xml.Unmarshal(b, new(struct{})); err != nil {
+		t.Fatalf("SVG is not XML: %v", err)
+	}
+	if !bytes.Contains(b, []byte(`data-name="service time"`)) {
+		t.Errorf("SVG lacks the service time")
 	}
 }

@@ -16,8 +16,9 @@ type Result struct {
 // NewChart returns runs (all with the same intervals of width step) as a chart of two
 // panels over one time axis: on top the in-flight limit of each run over the server's
 // capacity, below the mean latency of each run over the service time. The capacity and
-// the service time are references (grey, dashed); each panel has a y scale of its own,
-// since their units differ. Errors wrap ErrConfig.
+// the service time (the rows' ServiceTime; serviceTime for rows without one) are
+// references (grey, dashed); each panel has a y scale of its own, since their units
+// differ. Errors wrap ErrConfig.
 func NewChart(title, subtitle string, step, serviceTime time.Duration, runs []Result) (chart.Chart, error) {
 	if len(runs) == 0 || len(runs[0].Rows) == 0 || step <= 0 {
 		return chart.Chart{}, fmt.Errorf("%w: nothing to draw", ErrConfig)
@@ -32,7 +33,12 @@ func NewChart(title, subtitle string, step, serviceTime time.Duration, runs []Re
 		steps("capacity", true, step, rows0, func(r Interval) float64 { return float64(r.Capacity) }),
 	}}
 	latency := chart.Panel{YLabel: "mean latency (ms)", Series: []chart.Series{
-		steps("service time", true, step, rows0, func(Interval) float64 { return ms(serviceTime) }),
+		steps("service time", true, step, rows0, func(r Interval) float64 {
+			if r.ServiceTime > 0 {
+				return ms(r.ServiceTime)
+			}
+			return ms(serviceTime)
+		}),
 	}}
 	for _, r := range runs {
 		limit.Series = append(limit.Series, steps(r.Name, false, step, r.Rows, func(r Interval) float64 { return r.Limit }))

@@ -41,6 +41,11 @@ type Config struct {
 	// DropAt, when > 0, is when the capacity changes to DropTo (≥ 1).
 	DropAt time.Duration
 	DropTo int
+	// SlowAt, when > 0, is when the service time changes to SlowTo (≥ Latency), for good: a
+	// request whose service starts from then on takes SlowTo. The workers stay; only their
+	// speed changes, so the capacity (in flight) is the same and the rate they serve is not.
+	SlowAt time.Duration
+	SlowTo time.Duration
 }
 
 // Interval is one row of a result: what happened in [Start, Start+width).
@@ -56,6 +61,8 @@ type Interval struct {
 	MaxInFlight int
 	// Capacity is the server's number of workers at the interval's end.
 	Capacity int
+	// ServiceTime is the time a worker takes per request at the interval's end.
+	ServiceTime time.Duration
 	// Completed counts the requests that finished in the interval; TotalLatency sums
 	// their latencies and MaxLatency is the longest.
 	Completed    int
@@ -81,6 +88,14 @@ func (c Config) load() float64 {
 		return 3
 	}
 	return c.Load
+}
+
+// serviceTime is the time a worker takes for a request whose service starts at t.
+func (c Config) serviceTime(t time.Duration) time.Duration {
+	if c.SlowAt > 0 && t >= c.SlowAt {
+		return c.SlowTo
+	}
+	return c.Latency
 }
 
 func (c Config) interval() time.Duration {
@@ -110,6 +125,11 @@ func (c Config) check() error {
 		return fmt.Errorf("%w: drop time must be ≥ 0, got %v", ErrConfig, c.DropAt)
 	case c.DropAt > 0 && (c.DropTo < 1 || c.DropTo > MaxCapacity):
 		return fmt.Errorf("%w: capacity after the drop must be in [1, %d], got %d", ErrConfig, MaxCapacity, c.DropTo)
+	case c.SlowAt < 0:
+		return fmt.Errorf("%w: slow-down time must be ≥ 0, got %v", ErrConfig, c.SlowAt)
+	case c.SlowAt > 0 && c.SlowTo < c.Latency:
+		// A faster service would finish requests out of the order they started in.
+		return fmt.Errorf("%w: service time after the slow-down must be ≥ the latency %v, got %v", ErrConfig, c.Latency, c.SlowTo)
 	}
 	if n := c.Rate() * c.Duration.Seconds(); !(n <= MaxArrivals) {
 		return fmt.Errorf("%w: %.0f requests offered, at most %d (lower the load, capacity or duration, or raise the latency)", ErrConfig, n, MaxArrivals)
@@ -167,11 +187,13 @@ func Run(cfg Config) ([]Interval, error) {
 	row := func(t time.Duration) *Interval { return &rows[min(int(t/step), len(rows)-1)] }
 
 	workers := cfg.Capacity
-	var serving, waiting fifo // serving ends in order: one service time, started in order
+	// serving ends in order: one service time at a time, started in order (a slow-down
+	// only lengthens the service of the requests started after it)
+	var serving, waiting fifo
 	start := func(t time.Duration) {
 		for waiting.len() > 0 && serving.len() < workers {
 			r := waiting.pop()
-			r.end = t + cfg.Latency
+			r.end = t + cfg.serviceTime(t)
 			serving.push(r)
 		}
 	}
@@ -237,6 +259,7 @@ func finish(rows []Interval, limitSum []float64, cfg Config) []Interval {
 		if cfg.DropAt > 0 && r.Start+cfg.interval() > cfg.DropAt {
 			r.Capacity = cfg.DropTo
 		}
+		r.ServiceTime = cfg.serviceTime(r.Start + cfg.interval() - 1)
 	}
 	return rows
 }

@@ -52,7 +52,7 @@ func main() {
 			fmt.Fprintln(os.Stderr, "testsum:", err)
 			os.Exit(1)
 		}
-		fmt.Println("tests:", c)
+		fmt.Println(c)
 		return
 	}
 	c, err := summarize(os.Stdin, os.Stdout)
@@ -96,7 +96,10 @@ func summarize(r io.Reader, w io.Writer) (counts, error) {
 		case e.Action == "build-fail":
 			// The package's own fail event follows and counts it.
 		case e.Test == "" && e.Action == "output":
-			out.WriteString(e.Output)
+			// -json runs the tests as -v does, whose package lines plain go test omits.
+			if e.Output != "PASS\n" && e.Output != "testing: warning: no tests to run\n" {
+				out.WriteString(e.Output)
+			}
 		case e.Test == "" && (e.Action == "pass" || e.Action == "fail" || e.Action == "skip"):
 			c.packages++
 			if e.Action == "fail" {

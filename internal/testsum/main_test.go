@@ -30,7 +30,8 @@ func TestSummarize(t *testing.T) {
 }
 
 // TestSummarizeBuildFailure: a package that does not build shows its errors and counts as
-// failed; lines that are not events pass through.
+// failed; lines that are not events pass through; the package lines of -v that plain go
+// test omits are left out.
 func TestSummarizeBuildFailure(t *testing.T) {
 	t.Parallel()
 	in := `go: downloading example.com/x v1.0.0
@@ -41,6 +42,10 @@ func TestSummarizeBuildFailure(t *testing.T) {
 {"Action":"output","Package":"p","Output":"FAIL\tp [build failed]\n"}
 {"Action":"fail","Package":"p","Elapsed":0,"FailedBuild":"p [p.test]"}
 {"Action":"output","Package":"q","Output":"?   \tq\t[no test files]\n"}
+{"Action":"output","Package":"r","Output":"testing: warning: no tests to run\n"}
+{"Action":"output","Package":"r","Output":"PASS\n"}
+{"Action":"output","Package":"r","Output":"ok  \tr\t0.01s [no tests to run]\n"}
+{"Action":"pass","Package":"r","Elapsed":0.01}
 {"Action":"skip","Package":"q","Elapsed":0}
 `
 	var out strings.Builder
@@ -48,11 +53,11 @@ func TestSummarizeBuildFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "go: downloading example.com/x v1.0.0\n# p\n./a_test.go:6:1: undefined: X\nFAIL\tp [build failed]\n?   \tq\t[no test files]\n"
+	want := "go: downloading example.com/x v1.0.0\n# p\n./a_test.go:6:1: undefined: X\nFAIL\tp [build failed]\n?   \tq\t[no test files]\nok  \tr\t0.01s [no tests to run]\n"
 	if got := out.String(); got != want {
 		t.Errorf("output:\n%s\nwant:\n%s", got, want)
 	}
-	if want := (counts{packages: 2, pkgFailures: 1}); c != want {
+	if want := (counts{packages: 3, pkgFailures: 1}); c != want {
 		t.Errorf("counts %+v, want %+v", c, want)
 	}
 }

@@ -77,7 +77,7 @@ bench: redis-server
 # found (apt-get, dnf, yum, apk, pacman, brew), or stops with one line saying what to
 # install; then it checks that redis-server is Redis REDIS_MIN or newer. The Redis tests
 # start their own throw-away servers from it.
-REDIS_HINT := install Redis $(REDIS_MIN) or newer (or Valkey) so that redis-server is on the PATH
+REDIS_HINT := install Redis $(REDIS_MIN) or newer so that redis-server is on the PATH
 redis-server:
 	@if ! command -v redis-server >/dev/null 2>&1; then \
 		if command -v apt-get >/dev/null 2>&1; then \

@@ -1,12 +1,20 @@
 # make test: vet, format check, every test under the race detector (Redis tests required,
-# never skipped), the nested grpclimit and otellimit modules' tests (and vet), then a brief fuzz of each
-# algorithm. make run: the CLI demo.
+# never skipped), the nested modules' tests (and vet), then a brief fuzz of each algorithm;
+# at the end, how many tests ran, were skipped and failed. make run: the CLI demo.
 GO       ?= go
-SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+SUDO     := $(shell [ "$$(id -u)" = 0 ] || ! command -v sudo >/dev/null 2>&1 || echo sudo)
+# MODULES are the nested modules, each with its own go.mod, that make test and make vet
+# cover beside the main one: a new module is one word here.
+MODULES  := grpclimit otellimit
+# REDIS_MIN is the oldest Redis major version the suite runs on: it tests the Redis 7
+# functions (FUNCTION LOAD, FCALL) and reads TTLs with PEXPIRETIME.
+REDIS_MIN := 7
 FUZZTIME ?= 3s
 FUZZ     := FuzzFixedWindow FuzzSlidingLog FuzzSlidingCounter FuzzTokenBucket FuzzLeakyBucket FuzzGCRA
 # Go against the Lua twins over every validated config; starts its own redis-server.
 FUZZ     += FuzzLuaDifferentialConfigs
+# Rate strings ("100/min", "100-M"): never a panic, and Quota.String reads back.
+FUZZ     += FuzzParseQuota
 # Fuzz targets of the root package: the model-based test, on the local store (model_test.go).
 FUZZROOT := FuzzModel
 
@@ -14,26 +22,30 @@ FUZZROOT := FuzzModel
 
 # Every step runs even when an earlier one fails (go test itself goes on past a failing
 # package), so one run shows every failure; the target fails at the end if any step did.
+# go test -json goes through internal/testsum, which prints what plain go test prints (the
+# ok/FAIL lines, the failing tests' output) and keeps the counts for the last line.
 test: redis-server
-	@failed=""; \
+	@failed=""; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	$(GO) build -o "$$tmp/testsum" ./internal/testsum || exit 1; \
+	sum() { "$$tmp/testsum" -tally "$$tmp/tally"; }; \
 	$(MAKE) --no-print-directory vet || failed="$$failed vet"; \
-	LIMITER_REQUIRE_REDIS=1 $(GO) test -race -count=1 ./... || failed="$$failed go-test"; \
+	LIMITER_REQUIRE_REDIS=1 $(GO) test -json -race -count=1 ./... | sum || failed="$$failed go-test"; \
 	echo "# the conformance suite on a batching Redis store (skipped under -race: time budget)"; \
-	LIMITER_REQUIRE_REDIS=1 $(GO) test -count=1 -run '^TestBatchingSingleNode$$/^Conformance$$' ./distributed \
+	LIMITER_REQUIRE_REDIS=1 $(GO) test -json -count=1 -run '^TestBatchingSingleNode$$/^Conformance$$' ./distributed | sum \
 		|| failed="$$failed batching-conformance"; \
-	echo "# the nested module grpclimit (its own go.mod)"; \
-	(cd grpclimit && $(GO) test -race -count=1 ./...) || failed="$$failed grpclimit-test"; \
-	echo "# the nested module otellimit (its own go.mod)"; \
-	(cd otellimit && $(GO) test -race -count=1 ./...) || failed="$$failed otellimit-test"; \
+	for m in $(MODULES); do \
+		echo "# the nested module $$m (its own go.mod)"; \
+		(cd $$m && LIMITER_REQUIRE_REDIS=1 $(GO) test -json -race -count=1 ./...) | sum || failed="$$failed $$m-test"; \
+	done; \
 	$(MAKE) --no-print-directory fuzz || failed="$$failed fuzz"; \
+	echo "make test: $$("$$tmp/testsum" -total "$$tmp/tally")"; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed" >&2; exit 1; fi; \
 	echo "make test: all steps passed"
 
 vet:
 	$(GO) vet ./...
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	cd grpclimit && $(GO) vet ./...
-	cd otellimit && $(GO) vet ./...
+	@for m in $(MODULES); do echo "cd $$m && $(GO) vet ./..."; (cd $$m && $(GO) vet ./...) || exit 1; done
 
 run:
 	$(GO) run ./cmd/ratekit sim --algo token-bucket --rate 10 --burst 20 --traffic burst --duration 10s --svg docs/sim-token-bucket.svg
@@ -61,9 +73,26 @@ bench: redis-server
 	@grep -q '^ok' $(BENCHOUT) || { echo "bench: the benchmarks failed" >&2; exit 1; }
 	cd bench && $(GO) run ./cmd/chart -svg $(abspath $(BENCHSVG)) < $(abspath $(BENCHOUT))
 
-# redis-server installs Debian's redis-server when it is missing: the Redis tests start
-# their own throw-away servers from it.
+# redis-server installs Redis when redis-server is missing, with the first package manager
+# found (apt-get, dnf, yum, apk, pacman, brew), or stops with one line saying what to
+# install; then it checks that redis-server is Redis REDIS_MIN or newer. The Redis tests
+# start their own throw-away servers from it.
+REDIS_HINT := install Redis $(REDIS_MIN) or newer so that redis-server is on the PATH
 redis-server:
-	@command -v redis-server >/dev/null 2>&1 || { \
-		echo "installing redis-server"; \
-		$(SUDO) apt-get update -q && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-server; }
+	@if ! command -v redis-server >/dev/null 2>&1; then \
+		if command -v apt-get >/dev/null 2>&1; then \
+			install="$(SUDO) apt-get update -q && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-server"; \
+		elif command -v dnf >/dev/null 2>&1; then install="$(SUDO) dnf install -y redis"; \
+		elif command -v yum >/dev/null 2>&1; then install="$(SUDO) yum install -y redis"; \
+		elif command -v apk >/dev/null 2>&1; then install="$(SUDO) apk add --no-cache redis"; \
+		elif command -v pacman >/dev/null 2>&1; then install="$(SUDO) pacman -S --noconfirm --needed redis"; \
+		elif command -v brew >/dev/null 2>&1; then install="brew install redis"; \
+		else echo "make: redis-server is missing and no known package manager (apt-get, dnf, yum, apk, pacman, brew) was found: $(REDIS_HINT)" >&2; exit 1; fi; \
+		echo "installing redis-server: $$install"; \
+		{ sh -c "$$install" && command -v redis-server >/dev/null 2>&1; } || \
+			{ echo "make: could not install redis-server ($$install): $(REDIS_HINT)" >&2; exit 1; }; \
+	fi; \
+	v=$$(redis-server --version | sed -n 's/.* v=\([0-9][0-9]*\)\..*/\1/p'); \
+	if [ -z "$$v" ] || [ "$$v" -lt $(REDIS_MIN) ]; then \
+		echo "make: the suite needs Redis $(REDIS_MIN) or newer, and redis-server is $$(redis-server --version | cut -d' ' -f1-3): $(REDIS_HINT)" >&2; exit 1; \
+	fi

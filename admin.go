@@ -17,9 +17,11 @@ import (
 // handler. WithTimeout still bounds each store call.
 
 // Peek reports what Allow(ctx, key) would answer now, taking nothing: the same Allowed,
-// Limit, Remaining, RetryAfter and ResetAfter, so a Peek followed by an Allow with nothing
-// in between answer alike. Like golang.org/x/time/rate's Tokens, it creates no state for a
-// new key and does not move an existing key's expiry. It is one atomic store call per rule
+// Limit, RetryAfter and ResetAfter, so a Peek followed by an Allow with nothing in between
+// answer alike. Its Remaining is what the key has now, before that Allow (algo.Peek): a
+// fresh key of TokenBucket{Rate: 1, Burst: 10} peeks 10 where its first Allow leaves 9.
+// Like golang.org/x/time/rate's Tokens, it creates no state for a new key and does not
+// move an existing key's expiry. It is one atomic store call per rule
 // (one round trip on Redis).
 //
 // For a composite made by All, each rule is peeked at its own key, in the order Allow

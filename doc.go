@@ -43,7 +43,8 @@
 // holders at once, with leases), package smooth is Guava's RateLimiter, and package
 // httplimit is net/http middleware.
 //
-// For operators, [Limiter.Peek] answers what Allow would, taking nothing, and
+// For operators, [Limiter.Peek] answers what Allow would, taking nothing (with what the
+// key has now as Remaining), and
 // [Limiter.Reset] forgets a key's state; both need a store implementing store.Admin.
 // [WithObserver] reports every decision, the store's latency and the circuit breaker's
 // changes to an [Observer] (the module otellimit records them as OpenTelemetry metrics),

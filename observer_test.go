@@ -232,7 +232,7 @@ func TestObserver(t *testing.T) {
 			"o: k denied n=1 allowed=false r=0 shadow,timed", "caller: reserve ok=true delay=0s err=<nil>",
 			"o: k denied n=1 allowed=false r=0 shadow,timed", "caller: try true <nil>",
 			"o: k denied n=5 allowed=false r=0 shadow,timed", "caller: wait <nil>",
-			"peek: allowed=true r=0 err=<nil>",
+			"peek: allowed=true r=1 err=<nil>",
 		},
 	}, {
 		name: "shadow-fail-closed",

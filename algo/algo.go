@@ -65,7 +65,8 @@ func (r Request) maxWaitMicros() int64 {
 // Decision is the answer to a Request.
 //
 // Limit is the most the algorithm grants at once (Burst, Limit or Capacity). Remaining is
-// what a request arriving right after this one could still take without waiting (≥ 0).
+// what a request arriving right after this one could still take without waiting (≥ 0);
+// in a [Peek], which takes nothing, what this one could take.
 // RetryAfter is zero when Allowed; otherwise it is how long until the same request would be
 // granted (with its MaxWait), or [Never]. ResetAfter is how long until the key's state is
 // back to that of a fresh key (a full bucket, an empty window): stores expire the key then.

@@ -18,8 +18,10 @@
 // store.SemaphoreStore. [Named] gives a rule a state slot of its own, so two rules of one
 // algorithm can limit the same key side by side; [CloneState] copies a state, so a store can
 // apply several rules all or nothing; [QuotaOf] states a rule's [Quota] (its limit and the
-// span over which it earns it back); [CapabilitiesOf] what stores and features may do with
-// it (lease its permits, cache its denials, share a state when full). Both look through
+// span over which it earns it back); [ParseQuota] reads one from a rate string ("100/min",
+// "100 per 10s", "100-M") and [FromQuota] makes an algorithm that grants it;
+// [CapabilitiesOf] states what stores and features may do with a rule (lease its permits,
+// cache its denials, share a state when full). QuotaOf and CapabilitiesOf look through
 // wrappers with an Unwrap method, as errors.As does.
 //
 // # Units and conventions

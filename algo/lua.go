@@ -30,12 +30,12 @@ import (
 // {allowed (0/1), limit, remaining, retry_after_us, reset_after_us, wait_us, at_us},
 // where each of the three duration fields (retry_after_us, reset_after_us, wait_us) is
 // MaxMicros for Never. A "peek" takes the arguments of an "apply" and replies what that
-// apply would reply at the same instant, but writes nothing: no state, no TTL, no key
-// created or deleted (the prelude skips every write; a script of this package needs no
-// code for it). A "refund" replies 0. Every write sets the keys' PEXPIRE to
-// ResetAfter (plus the padding of ARGV[2], if any) rounded up to whole milliseconds, at
-// least 2 ms (up to Redis 7.0, "PEXPIRE key 1" may delete the key at once), and a state
-// that is fresh again is deleted.
+// apply would reply at the same instant, with what is available now as remaining (see
+// [Peek]), but writes nothing: no state, no TTL, no key created or deleted (the prelude
+// skips every write; a script of this package needs no code for it). A "refund" replies 0.
+// Every write sets the keys' PEXPIRE to ResetAfter (plus the padding of ARGV[2], if any)
+// rounded up to whole milliseconds, at least 2 ms (up to Redis 7.0, "PEXPIRE key 1" may
+// delete the key at once), and a state that is fresh again is deleted.
 //
 // Units and precision: every instant and duration is an integer count of µs held in a Lua
 // double, exact below 2^53 (about year 2255); counts are integers below 2^53 too. Floats

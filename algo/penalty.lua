@@ -98,4 +98,8 @@ if mode == 'apply' then
   if ms < 2 then ms = 2 end -- see the prelude's keep
   redis.call('PEXPIRE', pkey, num(ms))
 end
-return {0, d[2], 0, dur(math.max(d[4], b)), dur(math.max(d[5], p_end())), 0, 0}
+-- A peek replies the rule's Remaining, what is available now (see algo.Peek): a request
+-- above any limit is never an offence.
+local rem = 0
+if mode == 'peek' then rem = d[3] end
+return {0, d[2], rem, dur(math.max(d[4], b)), dur(math.max(d[5], p_end())), 0, 0}

@@ -128,9 +128,19 @@ local function expire(reset)
   keep(reset)
 end
 
+-- peeked is the reply of a peek (see algo.Peek): d, the reply of the apply it stands for,
+-- with the Remaining of probe, the reply to a request above any limit, which every twin
+-- answers with what is available now. An error reply passes through.
+local function peeked(d, probe)
+  if type(d) == 'table' and type(probe) == 'table' and probe[1] == 0 and probe[3] then d[3] = probe[3] end
+  return d
+end
+
 -- ---- per call: everything from here on runs on every call ----
 redis = api()
-if ARGV[1] == 'peek' then redis = peeking(redis) end
+-- is_peek: a peek, which runs the twin twice (see algo.peekScript).
+local is_peek = ARGV[1] == 'peek'
+if is_peek then redis = peeking(redis) end
 
 local now
 if ARGV[2] == '' then

@@ -20,7 +20,7 @@ var preludeLua string
 // code as a Redis 7 function library (see [Script]). The state key itself ("") always
 // comes first in Keys.
 func newScript(name, body string, keys ...string) *Script {
-	src := preludeLua + "\n" + body
+	src := preludeLua + "\n" + peekScript(body) + body
 	fn, lib := library(src)
 	return &Script{
 		Name:     name,
@@ -30,6 +30,16 @@ func newScript(name, body string, keys ...string) *Script {
 		Library:  lib,
 		PadsTTL:  true,
 	}
+}
+
+// peekScript returns the code a script runs in "peek" mode, before body: body twice as a
+// function of n, whose writes the prelude skips, once for the request and once for more
+// than any limit, whose Remaining (what is available now) the peek replies, as [Peek]
+// does in Go. A copy of body rather than a wrapper around it keeps "apply" free of a
+// closure per call; peeks are for operators.
+func peekScript(body string) string {
+	return "if is_peek then\nlocal function decide(n)\n" + body +
+		"\nend\nreturn peeked(decide(n), decide(MAX_EXACT + 2))\nend\n"
 }
 
 // perCall is the line of prelude.lua after which everything runs on every call.

@@ -13,7 +13,8 @@ import (
 
 var _ store.Admin = (*Store)(nil)
 
-// Peek answers what Apply(ctx, key, a, req) would answer now, in one round trip, without
+// Peek answers what Apply(ctx, key, a, req) would answer now (with what is available
+// before the request as Remaining, see algo.Peek), in one round trip, without
 // writing anything: the algorithm's script runs in its "peek" mode (see algo.Script), which
 // reads the state, decides, and skips every write, so no key is created and no TTL moves.
 // Its errors are those of Apply; an algorithm of another package whose script does not

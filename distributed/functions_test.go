@@ -58,8 +58,8 @@ func TestFunctionsOneRoundTrip(t *testing.T) {
 	}
 	// The decisions carried on across the flush: 53 permits taken of 100 (at 10/s, on a
 	// fake clock that did not move).
-	if d, err := s.Peek(ctx, "k", a, algo.Request{N: 1}); err != nil || d.Remaining != 46 {
-		t.Errorf("Peek after 53 grants = %+v, %v; want Remaining 46", d, err)
+	if d, err := s.Peek(ctx, "k", a, algo.Request{N: 1}); err != nil || d.Remaining != 47 {
+		t.Errorf("Peek after 53 grants = %+v, %v; want Remaining 47", d, err)
 	}
 }
 

@@ -38,7 +38,7 @@ func Example() {
 	}
 	p, _ := shared.Peek(ctx, "hot", rule, algo.Request{N: 1})
 	fmt.Println("granted:", granted)
-	fmt.Println("left in the shared store:", p.Remaining+1) // Peek's Remaining counts its own request
+	fmt.Println("left in the shared store:", p.Remaining)
 	// Output:
 	// granted: 120
 	// left in the shared store: 850

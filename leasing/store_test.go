@@ -88,8 +88,8 @@ func TestLeaseServesLocally(t *testing.T) {
 	}
 	// The store counts the first permit (its 9 siblings came back) and the new slice:
 	// 14 left, 13 after the peeked request.
-	if p, _ := inner.Peek(ctx, "k", a, algo.Request{N: 1}); p.Remaining != 13 {
-		t.Errorf("a peek at the store leaves %d, want 13 (25 − the first permit − a slice of 10 − 1)", p.Remaining)
+	if p, _ := inner.Peek(ctx, "k", a, algo.Request{N: 1}); p.Remaining != 14 {
+		t.Errorf("a peek at the store shows %d, want 14 (25 − the first permit − a slice of 10)", p.Remaining)
 	}
 }
 

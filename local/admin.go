@@ -11,7 +11,8 @@ import (
 
 var _ store.Admin = (*Store)(nil)
 
-// Peek answers what Apply(ctx, key, a, req) would answer now, without changing anything:
+// Peek answers what Apply(ctx, key, a, req) would answer now (with what is available
+// before the request as Remaining), without changing anything:
 // it applies req to a copy of the state Apply would decide with (algo.Peek), under the
 // shard's lock, and neither creates an entry nor moves its idle time. See store.Admin.
 //
@@ -33,10 +34,8 @@ func (s *Store) Peek(ctx context.Context, key string, a algo.Algorithm, req algo
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	now := s.now()
+	// A nil state (a fresh one) is applied as a throw-away a.NewState(): no copy needed.
 	st := sh.peekState(h, key, slot, a, now)
-	if st == nil {
-		return a.Apply(a.NewState(), now, req), nil // a throw-away fresh state: no copy needed
-	}
 	d, ok := algo.Peek(a, st, now, req)
 	if !ok {
 		return algo.Decision{}, fmt.Errorf("%w: local.Peek: %s's state (%T) cannot be copied (algo.StateCloner)",

@@ -31,7 +31,7 @@ func ExampleStore_Peek() {
 	_ = s.Reset(ctx, "user:42", rule)
 	fmt.Println("entries after Reset:", s.Len())
 	// Output:
-	// peek new key: true 1 entries: 0
+	// peek new key: true 2 entries: 0
 	// peek after 2: false 1s
 	// entries after Reset: 0
 }

@@ -16,7 +16,8 @@ import (
 // Both calls take the arguments, the checks and the errors of Store.Apply; each is
 // one atomic step on the key (one round trip on Redis).
 type Admin interface {
-	// Peek answers what Apply(ctx, key, a, req) would answer at the store's now, and
+	// Peek answers what Apply(ctx, key, a, req) would answer at the store's now, except
+	// that Remaining is what is available before the request (see algo.Peek), and
 	// changes nothing: it consumes no permit, creates no key, and does not move the
 	// key's expiry (its TTL, or the local store's idle time).
 	Peek(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error)

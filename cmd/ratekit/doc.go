@@ -7,7 +7,9 @@
 // milliseconds, and every run prints the same numbers) and prints, interval by interval,
 // how many requests the traffic offered and how many the algorithm admitted, delayed and
 // denied, then an ASCII chart; --svg also writes the chart as an SVG file, and
-// --compare a,b,c puts several algorithms on one chart.
+// --compare a,b,c puts several algorithms on one chart. --quota 100/min (any rate string
+// algo.ParseQuota reads) sets the limit and its period in place of --rate, --burst,
+// --limit and --window.
 //
 //	ratekit bench --store redis://localhost:6379 --algo gcra --goroutines 64 --duration 10s
 //

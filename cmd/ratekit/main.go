@@ -36,15 +36,15 @@ commands:
   bench  measure decisions/s and latency against the in-memory store or a Redis
   help   print this text
 
-ratekit sim [--algo NAME | --compare NAME,NAME,...] [--rate R] [--burst B] [--limit L]
-            [--window W] [--warmup D] [--traffic steady|burst|spike|ramp] [--duration D]
+ratekit sim [--algo NAME | --compare NAME,NAME,...] [--quota 100/min | --rate R [--burst B]
+            [--limit L] [--window W]] [--warmup D] [--traffic steady|burst|spike|ramp] [--duration D]
             [--interval D] [--mode allow|wait] [--max-wait D] [--svg FILE]
 ratekit sim --algo adaptive-aimd|adaptive-gradient [--capacity C] [--latency D] [--load X]
             [--duration D] [--interval D] [--drop-at D] [--drop-to C] [--timeout D]
             [--compare] [--small N] [--big N] [--svg FILE]
 ratekit bench [--store memory|redis://[user:pass@]host:port[/db]|redis+cluster://host:port,...]
-              [--cluster host:port,host:port,...] [--algo NAME] [--rate R] [--burst B]
-              [--limit L] [--window W] [--warmup D] [--goroutines N] [--duration D] [--keys N]
+              [--cluster host:port,host:port,...] [--algo NAME] [--quota 100/min | --rate R
+              [--burst B] [--limit L] [--window W]] [--warmup D] [--goroutines N] [--duration D] [--keys N]
 
 algorithms: ` + strings.Join(algorithmNames[:5], ", ") + `,
             ` + strings.Join(algorithmNames[5:], ", ") + `;

@@ -35,6 +35,13 @@ func TestUsageErrorsExitTwoWithOneLine(t *testing.T) {
 		{"sim", "--rate", "NaN"},
 		{"sim", "--rate", "2e6"},
 		{"sim", "--burst", "-1"},
+		{"sim", "--burst", "0"}, // the library refuses Burst 0: leave the flag out for the default
+		{"sim", "--algo", "fixed-window", "--limit", "0"},
+		{"sim", "--quota", "100/fortnight"},
+		{"sim", "--quota", "0/s"},
+		{"sim", "--quota", "100/min", "--rate", "3"},
+		{"sim", "--quota", "100/min", "--window", "1s"},
+		{"bench", "--quota", "100 per"},
 		{"sim", "--duration", "0s"},
 		{"sim", "--duration", "48h"},
 		{"sim", "--rate", "1000000", "--duration", "24h"}, // too many requests

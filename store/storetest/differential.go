@@ -161,7 +161,7 @@ func diffRun(t *testing.T, fa, fb Factory, alg algo.Algorithm, seed int64, steps
 			op.da, op.ea = ha.s.Apply(ha.ctx, op.key, alg, op.req)
 			op.db, op.eb = hb.s.Apply(hb.ctx, op.key, alg, op.req)
 			mismatch = op.mismatch()
-			if !mismatch && peeked != nil && peeked.ea == nil && (op.ea != nil || op.da != peeked.da) {
+			if !mismatch && peeked != nil && peeked.ea == nil && (op.ea != nil || peekMismatch(peeked.da, op.req, true, op.da) != "") {
 				return fmt.Errorf("%v, seed %d: at step %d Peek answered %s but the Apply right after it:\n  %v",
 					alg, seed, i, describe(peeked.da), op)
 			}

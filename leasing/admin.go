@@ -31,6 +31,9 @@ func (s *Store) Peek(ctx context.Context, key string, a algo.Algorithm, req algo
 			}
 			l.mu.Unlock()
 			if ok {
+				if d.Allowed {
+					d.Remaining += req.N // a peek reports what is there before the request (algo.Peek)
+				}
 				return d, nil
 			}
 		}

@@ -128,7 +128,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 	}
 	s := &Store{client: client, prefix: o.prefix, timeout: o.timeout, clock: o.clock, ack: o.ack}
 	s.evalOnly.Store(o.evalOnly)
-	s.guard.inline = honoursContext(client)
+	s.guard.init(client)
 	if o.denials != nil {
 		s.denials = newDenialCache(*o.denials, o.clock)
 	}

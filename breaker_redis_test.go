@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -193,6 +195,36 @@ func TestBreakerIgnoresWrongTypeKey(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		if d, err := l.Allow(ctx, fmt.Sprintf("good%d", i)); err != nil || !d.Allowed {
 			t.Errorf("healthy key %d after 50 WRONGTYPE calls on another: %+v, %v; want allowed", i, d, err)
+		}
+	}
+}
+
+// TestRefusedRedisNamesCause: a Limiter over a client pointed at a closed port answers
+// with an error wrapping ErrUnavailable that names the refused connection, not only the
+// deadline go-redis gives up at, with the store's timeout and with the limiter's shorter one.
+func TestRefusedRedisNamesCause(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { _ = c.Close() })
+	st := teststore.Redis(t, c)
+	t.Cleanup(func() { _ = st.Close() })
+	for _, opts := range [][]limiter.Option{nil, {limiter.WithTimeout(100 * time.Millisecond)}} {
+		l, err := limiter.New(st, algo.TokenBucket{Rate: 1, Burst: 1}, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 3; i++ {
+			_, err := l.Allow(context.Background(), "k")
+			if !errors.Is(err, limiter.ErrUnavailable) || !errors.Is(err, syscall.ECONNREFUSED) ||
+				!strings.Contains(fmt.Sprint(err), "connection refused") {
+				t.Errorf("Allow with %d options: %v; want ErrUnavailable naming the refused connection", len(opts), err)
+			}
 		}
 	}
 }

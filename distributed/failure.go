@@ -75,13 +75,14 @@ func (s *Store) callFailed(ctx context.Context, what string, keys []string, err 
 }
 
 // dialCause returns why go-redis could not dial, when err is a deadline that passed while
-// it kept trying: a dial that failed within the call's time (the store's timeout, or at
-// least a second) with no dial succeeding since.
+// it kept trying: a dial that failed within the store's timeout and 2 s more (once all of
+// its pool's dials have failed, go-redis stops dialing for calls and retries on its own
+// once a second) with no dial succeeding since.
 func (s *Store) dialCause(err error) error {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		return nil
 	}
-	return s.dials.cause(max(s.timeout, time.Second))
+	return s.dials.cause(s.timeout + 2*time.Second)
 }
 
 // badReply is the error of a script reply that does not follow the calling convention:

@@ -23,8 +23,8 @@ var errTooManyHung = fmt.Errorf("distributed: %d calls to Redis given up on are 
 
 // errNoSlot is the error of a call whose deadline passed while it waited for one of the
 // MaxAbandonedCalls calls in flight to end.
-var errNoSlot = fmt.Errorf("distributed: no answer in time: %d calls to Redis in flight, none ended "+
-	"(the server is slow or hangs)", MaxAbandonedCalls)
+var errNoSlot = fmt.Errorf("distributed: %d calls to Redis in flight, none ended in time "+
+	"(the server is slow or hangs): %w", MaxAbandonedCalls, context.DeadlineExceeded)
 
 // honoursContext reports whether client bounds its socket reads and writes by the
 // context's deadline (ContextTimeoutEnabled). Without it, go-redis waits up to its

@@ -1,6 +1,8 @@
 package limiter
 
 import (
+	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -8,23 +10,118 @@ import (
 	"github.com/ratekit/limiter/clockx"
 )
 
-// breaker is a consecutive-failure circuit breaker timed on the limiter's clock.
+// CircuitBreaker configures the circuit breaker of a Limiter (see WithCircuitBreaker),
+// which stops calling a store that is down. Its zero value is the default breaker, and a
+// zero field takes its default.
 //
-// The healthy path (closed, no recent failure) reads one atomic and takes no lock; every
-// transition happens under mu, which is never held across a store call.
-type breaker struct {
-	threshold int
-	coolDown  time.Duration
-	clock     clockx.Clock
-	obs       Observer // told of every change of state, under mu; nil: none
+// The breaker counts outages of the store only: calls that failed with an error wrapping
+// store.ErrUnavailable, or that a WithTimeout deadline cut short. A failure of one key or
+// script (store.ErrKeyUnavailable: a Redis key holding another type of data, a script
+// error, a reply that does not parse) means that the store answered, and counts as a
+// success; bad input and a caller's done context do not count at all.
+//
+// It opens on a failure rate, judged over windows: a window starts at a failure and lasts
+// Window; when it ends with at least MinCalls calls, at least FailureRate of them failed,
+// the breaker opens (from the end of the window), else the next failure starts a new
+// window. For CoolDown every call is then answered at once by the failure policy, with
+// an error wrapping ErrCircuitOpen, without touching the store. Then one call is let
+// through as a probe (half-open): if the store answers it the breaker closes, if not it
+// opens for another CoolDown. While the probe is in flight other calls are answered as if
+// open. Window and CoolDown run on the WithClock clock.
+//
+// So a store down for a whole Window (and called at least MinCalls times in it) is
+// noticed at its end, while failures that cover less than FailureRate of a window (a
+// brief stall of the host, a burst of timeouts under CPU load, at steady traffic) never
+// open the breaker. A Limiter called fewer than MinCalls times per Window is never
+// protected by it: each of its calls waits for its own timeout.
+type CircuitBreaker struct {
+	// FailureRate is the share of a window's calls that must have failed for the breaker
+	// to open, in (0, 1]. The default is 0.5, with which a store that answers most calls
+	// is never cut off.
+	FailureRate float64
+	// MinCalls is how many calls a window must have for its rate to be judged, ≥ 1. The
+	// default is 20: few enough that a Limiter called 20 times a second is protected, many
+	// enough that a handful of unlucky calls is not a rate.
+	MinCalls int
+	// Window is how long a window lasts, > 0. The default is 1 s: a store down for good
+	// costs one second of calls that each wait for their timeout (DefaultTimeout of the
+	// distributed store: 200 ms), and a stall shorter than half a second never opens the
+	// breaker.
+	Window time.Duration
+	// CoolDown is how long the breaker stays open before it lets a probe through, > 0.
+	// The default is 1 s: a recovered store is noticed within about a second, and a store
+	// still down costs one call's timeout per second.
+	CoolDown time.Duration
+	// Off removes the breaker: every call goes to the store, and each one that finds it
+	// unavailable waits for its own timeout before the failure policy answers. It is for
+	// callers that put a breaker of their own around the limiter, or that must see every
+	// store error. The other fields are then ignored.
+	Off bool
+}
 
-	// dirty is false exactly when the breaker is closed with no failure counted, so that
+// The defaults of CircuitBreaker, documented on its fields.
+const (
+	defaultFailureRate = 0.5
+	defaultMinCalls    = 20
+	defaultWindow      = time.Second
+	defaultCoolDown    = time.Second
+)
+
+// validate reports, wrapping ErrInvalidConfig, the field of c that cannot be used.
+func (c CircuitBreaker) validate() error {
+	switch {
+	case c.Off:
+		return nil
+	case math.IsNaN(c.FailureRate) || c.FailureRate < 0 || c.FailureRate > 1:
+		return fmt.Errorf("%w: WithCircuitBreaker: FailureRate must be in (0, 1] (0: the default), got %v",
+			ErrInvalidConfig, c.FailureRate)
+	case c.MinCalls < 0:
+		return fmt.Errorf("%w: WithCircuitBreaker: MinCalls must be ≥ 1 (0: the default), got %d", ErrInvalidConfig, c.MinCalls)
+	case c.Window < 0:
+		return fmt.Errorf("%w: WithCircuitBreaker: Window must be > 0 (0: the default), got %v", ErrInvalidConfig, c.Window)
+	case c.CoolDown < 0:
+		return fmt.Errorf("%w: WithCircuitBreaker: CoolDown must be > 0 (0: the default), got %v", ErrInvalidConfig, c.CoolDown)
+	}
+	return nil
+}
+
+// withDefaults returns c with its zero fields set to their defaults.
+func (c CircuitBreaker) withDefaults() CircuitBreaker {
+	if c.FailureRate == 0 {
+		c.FailureRate = defaultFailureRate
+	}
+	if c.MinCalls == 0 {
+		c.MinCalls = defaultMinCalls
+	}
+	if c.Window == 0 {
+		c.Window = defaultWindow
+	}
+	if c.CoolDown == 0 {
+		c.CoolDown = defaultCoolDown
+	}
+	return c
+}
+
+// breaker is the circuit breaker CircuitBreaker describes, timed on the limiter's clock.
+//
+// The healthy path (closed, no window open) reads one atomic and takes no lock: the
+// successes before a window's first failure are not counted, which is why a window starts
+// at a failure and is judged only when it ends, once the calls after the failure had
+// their say. Every transition happens under mu, which is never held across a store call.
+type breaker struct {
+	cfg   CircuitBreaker // with defaults
+	clock clockx.Clock
+	obs   Observer // told of every change of state, under mu; nil: none
+
+	// dirty is false exactly when the breaker is closed with no window open, so that
 	// allow and success can skip the lock on the healthy path.
 	dirty atomic.Bool
 
 	mu        sync.Mutex
 	state     breakerState
-	failures  int       // consecutive unavailability errors while closed
+	calls     int       // answered calls of the open window (closed only)
+	failures  int       // of which outages
+	windowEnd time.Time // when closed and dirty: the end of the open window
 	openUntil time.Time // when open: the first instant a probe may go through
 }
 
@@ -36,11 +133,11 @@ const (
 	breakerProbing // half-open, with the single probe in flight
 )
 
-func newBreaker(threshold int, coolDown time.Duration, c clockx.Clock) *breaker {
-	return &breaker{threshold: threshold, coolDown: coolDown, clock: c}
+func newBreaker(cfg CircuitBreaker, c clockx.Clock) *breaker {
+	return &breaker{cfg: cfg.withDefaults(), clock: c}
 }
 
-// clean reports that the breaker is closed with no failure counted: a call may go to the
+// clean reports that the breaker is closed with no window open: a call may go to the
 // store, and its success needs no recording. It is one atomic load.
 func (b *breaker) clean() bool { return !b.dirty.Load() }
 
@@ -52,11 +149,13 @@ func (b *breaker) allow() (ok, probe bool) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	switch b.state {
-	case breakerClosed:
+	now := b.clock.Now()
+	if b.state == breakerClosed && (now.Before(b.windowEnd) || !b.judge()) {
 		return true, false
+	}
+	switch b.state {
 	case breakerOpen:
-		if b.clock.Now().Before(b.openUntil) {
+		if now.Before(b.openUntil) {
 			return false, false
 		}
 		b.set(breakerProbing)
@@ -76,40 +175,78 @@ func (b *breaker) open() bool {
 	return b.state == breakerProbing || (b.state == breakerOpen && b.clock.Now().Before(b.openUntil))
 }
 
-// success records a call the store answered: the breaker closes.
+// success records a call the store answered (a failure of one key included). It counts
+// in an open window; it closes a half-open breaker. A late answer to a call sent before
+// the breaker opened leaves an open breaker as it is: the probe decides.
 func (b *breaker) success() {
 	if !b.dirty.Load() {
 		return
 	}
 	b.mu.Lock()
-	b.set(breakerClosed)
-	b.failures = 0
-	b.dirty.Store(false)
-	b.mu.Unlock()
+	defer b.mu.Unlock()
+	switch b.state {
+	case breakerClosed:
+		if !b.dirty.Load() { // the window was judged meanwhile
+			return
+		}
+		if !b.clock.Now().Before(b.windowEnd) {
+			b.judge() // this call answered after the window: it is not one of its calls
+			return
+		}
+		b.calls++
+	case breakerProbing:
+		b.set(breakerClosed)
+		b.reset()
+	}
 }
 
-// failure records a call that found the store unavailable. A failed probe, or the
-// threshold-th consecutive failure, opens the breaker for coolDown.
+// failure records a call that found the store unavailable: a failed probe opens the
+// breaker for CoolDown; otherwise the failure counts in the open window, or starts one.
 func (b *breaker) failure(probe bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.dirty.Store(true)
+	now := b.clock.Now()
 	switch {
 	case probe:
-		b.open1()
+		b.open1(now)
 	case b.state == breakerClosed:
-		b.failures++
-		if b.failures >= b.threshold {
-			b.open1()
+		if b.dirty.Load() && !now.Before(b.windowEnd) && b.judge() {
+			return
 		}
+		if !b.dirty.Load() {
+			b.windowEnd = now.Add(b.cfg.Window)
+			b.dirty.Store(true)
+		}
+		b.calls++
+		b.failures++
 	}
 	// A late failure of a call sent before the breaker opened leaves it as it is.
 }
 
-func (b *breaker) open1() {
+// judge ends the open window, which has ended: the breaker opens, as from the window's
+// end, when at least MinCalls calls were answered and at least FailureRate of them
+// failed, else it is clean again. It reports whether the breaker opened.
+func (b *breaker) judge() bool {
+	if b.calls >= b.cfg.MinCalls && float64(b.failures) >= b.cfg.FailureRate*float64(b.calls) {
+		b.open1(b.windowEnd)
+		return true
+	}
+	b.reset()
+	return false
+}
+
+// open1 opens the breaker from the instant at.
+func (b *breaker) open1(at time.Time) {
 	b.set(breakerOpen)
-	b.failures = 0
-	b.openUntil = b.clock.Now().Add(b.coolDown)
+	b.calls, b.failures = 0, 0
+	b.openUntil = at.Add(b.cfg.CoolDown)
+	b.dirty.Store(true)
+}
+
+// reset leaves the breaker closed with no window open.
+func (b *breaker) reset() {
+	b.calls, b.failures = 0, 0
+	b.dirty.Store(false)
 }
 
 // release ends a probe that told nothing about the store (a bad request, a cancelled

@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -71,6 +75,9 @@ func TestDefaultsHungOrRefusedRedis(t *testing.T) {
 	}
 }
 
+// breakerCoolDown is CircuitBreaker's default CoolDown.
+const breakerCoolDown = time.Second
+
 func checkBreakerOnHungRedis(t *testing.T, l *limiter.Limiter, proxy *redistest.Proxy, mode redistest.ProxyMode, count *callCounter) {
 	ctx := context.Background()
 	const slack = 250 * time.Millisecond // a loaded 2-core machine; far below go-redis's 5 s
@@ -79,23 +86,41 @@ func checkBreakerOnHungRedis(t *testing.T, l *limiter.Limiter, proxy *redistest.
 	}
 	proxy.Set(mode)
 
-	// Until the breaker opens, each call fails within the store's timeout.
-	opened := false
-	for i := 0; i < 2*limiter.DefaultBreakerFailures && !opened; i++ {
-		start := time.Now()
-		_, err := l.Allow(ctx, "k")
-		took := time.Since(start)
-		if err == nil {
-			t.Fatal("a call to an unavailable Redis succeeded")
-		}
-		opened = errors.Is(err, limiter.ErrCircuitOpen)
-		if took > distributed.DefaultTimeout+slack {
-			t.Errorf("call %d took %v, want ≤ %v + %v", i, took, distributed.DefaultTimeout, slack)
-		}
+	// Until the breaker opens, each call fails within the store's timeout. The default
+	// breaker judges at least 20 calls in a window of 1 s: 16 callers, each waiting for
+	// its timeout, make enough of them on a loaded machine too.
+	var (
+		opened  atomic.Bool
+		wg      sync.WaitGroup
+		started = time.Now()
+	)
+	const callers, patience = 16, 30 * time.Second
+	for w := 0; w < callers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !opened.Load() && time.Since(started) < patience {
+				start := time.Now()
+				_, err := l.Allow(ctx, "k")
+				took := time.Since(start)
+				if err == nil {
+					t.Error("a call to an unavailable Redis succeeded")
+					return
+				}
+				if errors.Is(err, limiter.ErrCircuitOpen) {
+					opened.Store(true)
+				}
+				if took > distributed.DefaultTimeout+slack {
+					t.Errorf("a call took %v, want ≤ %v + %v", took, distributed.DefaultTimeout, slack)
+				}
+			}
+		}()
 	}
-	if !opened {
-		t.Fatalf("the breaker did not open after %d failed calls", 2*limiter.DefaultBreakerFailures)
+	wg.Wait()
+	if !opened.Load() {
+		t.Fatalf("the breaker did not open in %v of calls by %d callers", patience, callers)
 	}
+	t.Logf("the breaker opened %v after Redis stopped answering", time.Since(started))
 
 	// Open: calls are answered without Redis, but for one probe per cool-down.
 	const calls = 2000
@@ -110,7 +135,7 @@ func checkBreakerOnHungRedis(t *testing.T, l *limiter.Limiter, proxy *redistest.
 	sent := count.n.Load() - before
 	// A probe reaches go-redis once per cool-down; a refused one may be retried by go-redis,
 	// which counts once in the hook all the same.
-	if probes := int64(elapsed/limiter.DefaultBreakerCoolDown) + 1; sent > probes {
+	if probes := int64(elapsed/breakerCoolDown) + 1; sent > probes {
 		t.Errorf("%d of %d calls reached Redis in %v with the breaker open, want ≤ %d probes", sent, calls, elapsed, probes)
 	}
 	t.Logf("breaker open: %d calls in %v (%v per call), %d reached Redis", calls, elapsed, elapsed/calls, sent)
@@ -118,7 +143,7 @@ func checkBreakerOnHungRedis(t *testing.T, l *limiter.Limiter, proxy *redistest.
 	// Recovery: noticed at the first probe after the proxy forwards again.
 	proxy.Set(redistest.Forward)
 	restored := time.Now()
-	limit := limiter.DefaultBreakerCoolDown + distributed.DefaultTimeout + 3*time.Second
+	limit := breakerCoolDown + distributed.DefaultTimeout + 3*time.Second
 	for {
 		_, err := l.Allow(ctx, "k")
 		if err == nil {
@@ -129,5 +154,77 @@ func checkBreakerOnHungRedis(t *testing.T, l *limiter.Limiter, proxy *redistest.
 		}
 		time.Sleep(5 * time.Millisecond) // polling a condition, bounded by limit
 	}
-	t.Logf("recovered %v after Redis came back (cool-down %v)", time.Since(restored), limiter.DefaultBreakerCoolDown)
+	t.Logf("recovered %v after Redis came back (cool-down %v)", time.Since(restored), breakerCoolDown)
+}
+
+// TestBreakerIgnoresWrongTypeKey: one key of a Redis in use by other data (WRONGTYPE)
+// fails every call on it, but Redis is up: with the default breaker and FailClosed, 50
+// calls on that key do not cut the healthy keys off. (The breaker used to count them as
+// outages: after 5 of them, every key was denied with "circuit open" for a second.)
+func TestBreakerIgnoresWrongTypeKey(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	st := teststore.Redis(t, c, distributed.WithPrefix("wrongtype:"))
+	t.Cleanup(func() { _ = st.Close() })
+	l, err := limiter.New(st, algo.TokenBucket{Rate: 1e6, Burst: 1e6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The key's state, written once, then replaced by a string.
+	if _, err := l.Allow(ctx, "bad"); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := c.Keys(ctx, "wrongtype:*{bad}*").Result()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("the state keys of \"bad\": %v, %v", keys, err)
+	}
+	for _, k := range keys {
+		if err := c.Set(ctx, k, "not limiter state", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 50; i++ {
+		d, err := l.Allow(ctx, "bad")
+		if d.Allowed || !errors.Is(err, limiter.ErrUnavailable) || errors.Is(err, limiter.ErrCircuitOpen) ||
+			!strings.Contains(fmt.Sprint(err), "WRONGTYPE") {
+			t.Fatalf("call %d on the bad key: %+v, %v; want denied with the WRONGTYPE error", i, d, err)
+		}
+	}
+	for i := 0; i < 20; i++ {
+		if d, err := l.Allow(ctx, fmt.Sprintf("good%d", i)); err != nil || !d.Allowed {
+			t.Errorf("healthy key %d after 50 WRONGTYPE calls on another: %+v, %v; want allowed", i, d, err)
+		}
+	}
+}
+
+// TestRefusedRedisNamesCause: a Limiter over a client pointed at a closed port answers
+// with an error wrapping ErrUnavailable that names the refused connection, not only the
+// deadline go-redis gives up at, with the store's timeout and with the limiter's shorter one.
+func TestRefusedRedisNamesCause(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { _ = c.Close() })
+	st := teststore.Redis(t, c)
+	t.Cleanup(func() { _ = st.Close() })
+	for _, opts := range [][]limiter.Option{nil, {limiter.WithTimeout(100 * time.Millisecond)}} {
+		l, err := limiter.New(st, algo.TokenBucket{Rate: 1, Burst: 1}, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 3; i++ {
+			_, err := l.Allow(context.Background(), "k")
+			if !errors.Is(err, limiter.ErrUnavailable) || !errors.Is(err, syscall.ECONNREFUSED) ||
+				!strings.Contains(fmt.Sprint(err), "connection refused") {
+				t.Errorf("Allow with %d options: %v; want ErrUnavailable naming the refused connection", len(opts), err)
+			}
+		}
+	}
 }

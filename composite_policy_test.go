@@ -136,7 +136,8 @@ func TestAllAtomicGroupFailure(t *testing.T) {
 	opts := []limiter.Option{limiter.WithClock(clk), limiter.WithErrorHandler(h.handle)}
 	a := mustNew(t, st, algo.FixedWindow{Limit: 3, Window: time.Second}, append(opts, limiter.WithFailurePolicy(limiter.FailOpen))...)
 	b := mustNew(t, st, algo.TokenBucket{Rate: 1, Burst: 2},
-		append(opts, limiter.WithFailurePolicy(limiter.FailOpen), limiter.WithCircuitBreaker(2, time.Minute))...)
+		append(opts, limiter.WithFailurePolicy(limiter.FailOpen),
+			limiter.WithCircuitBreaker(limiter.CircuitBreaker{MinCalls: 2, Window: time.Nanosecond, CoolDown: time.Minute}))...)
 	all := mustAll(t, a, b)
 	for i := 0; i < 2; i++ {
 		if d := allowN(t, all, "k", 1); !d.Allowed {
@@ -155,8 +156,12 @@ func TestAllAtomicGroupFailure(t *testing.T) {
 		if !d.Allowed || !errors.Is(err, store.ErrUnavailable) {
 			t.Fatalf("down, call %d: %+v %v; want FailOpen's grant", i, d, err)
 		}
+		if i == 1 {
+			clk.Add(time.Nanosecond) // b's window of 1 ns ends after two failures
+		}
 	}
-	// Two failures opened b's breaker: the third call did not reach the store.
+	// Two failures in b's window opened b's breaker: the third call did not reach the
+	// store.
 	if got := st.multis; got != 5 {
 		t.Errorf("%d ApplyAll calls, want 5 (the breaker skipped the last)", got)
 	}

@@ -22,6 +22,10 @@ func doneCtxs() map[error]context.Context {
 }
 
 // isCtxErr reports whether err is want and not a store failure.
+// tripAtOnce is a breaker that opens, for a minute, on one failure in a window of 1 ns:
+// once the fake clock has moved on from it.
+var tripAtOnce = limiter.WithCircuitBreaker(limiter.CircuitBreaker{MinCalls: 1, Window: time.Nanosecond, CoolDown: time.Minute})
+
 func isCtxErr(err, want error) bool {
 	return errors.Is(err, want) && !errors.Is(err, store.ErrUnavailable) && !errors.Is(err, limiter.ErrCircuitOpen)
 }
@@ -34,15 +38,15 @@ func TestDoneContext(t *testing.T) {
 	variants := map[string][]limiter.Option{
 		"direct":        nil,
 		"timeout":       {limiter.WithTimeout(time.Second)},
-		"breaker":       {limiter.WithCircuitBreaker(1, time.Minute)},
-		"fail-open":     {limiter.WithFailurePolicy(limiter.FailOpen), limiter.WithCircuitBreaker(1, time.Minute)},
+		"breaker":       {tripAtOnce},
+		"fail-open":     {limiter.WithFailurePolicy(limiter.FailOpen), tripAtOnce},
 		"fallback":      {limiter.WithFailurePolicy(limiter.Fallback(mustNew(t, newLocal(t, nil), algo.TokenBucket{Rate: 100, Burst: 100})))},
 		"fail-open+ttl": {limiter.WithFailurePolicy(limiter.FailOpen), limiter.WithTimeout(time.Second)},
 	}
 	for name, opts := range variants {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			l, st, h, _ := newFlaky(t, opts...) // TokenBucket 1/s, burst 2
+			l, st, h, clk := newFlaky(t, opts...) // TokenBucket 1/s, burst 2
 			for want, ctx := range doneCtxs() {
 				calls := map[string]func() (bool, error){
 					"Allow": func() (bool, error) { d, err := l.Allow(ctx, "k"); return d != (limiter.Decision{}), err },
@@ -66,8 +70,9 @@ func TestDoneContext(t *testing.T) {
 			if n := h.count(); n != 0 {
 				t.Errorf("the error handler was called %d times for the caller's done contexts", n)
 			}
-			// Nothing was taken, and the breaker (threshold 1) did not open: the burst of 2
-			// is whole, answered by the store.
+			// Nothing was taken, and the breaker (which opens on one failure in a window
+			// of 1 ns) did not open: the burst of 2 is whole, answered by the store.
+			clk.Add(time.Nanosecond)
 			before := st.applies.Load()
 			for i := 0; i < 2; i++ {
 				if d := allowN(t, l, "k", 1); !d.Allowed || d.Remaining != int64(1-i) {
@@ -85,11 +90,12 @@ func TestDoneContext(t *testing.T) {
 // the breaker is open: FailOpen must not allow it.
 func TestDoneContextBreakerOpen(t *testing.T) {
 	t.Parallel()
-	l, st, h, _ := newFlaky(t, limiter.WithFailurePolicy(limiter.FailOpen), limiter.WithCircuitBreaker(1, time.Minute))
+	l, st, h, clk := newFlaky(t, limiter.WithFailurePolicy(limiter.FailOpen), tripAtOnce)
 	st.down.Store(true)
 	if d, err := l.Allow(context.Background(), "k"); !d.Allowed || !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("Allow on a down store under FailOpen: %+v, %v", d, err)
 	}
+	clk.Add(time.Nanosecond) // the window ends: the breaker opens
 	reports := h.count()
 	for want, ctx := range doneCtxs() {
 		d, err := l.Allow(ctx, "k")

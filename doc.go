@@ -29,8 +29,8 @@
 // When the store is unreachable the Limiter's [FailurePolicy] answers: [FailClosed] (the
 // default) denies and returns the error, [FailOpen] allows and reports it (so look at the
 // Decision, not the error), [Fallback] decides with another Limiter. [WithTimeout] bounds
-// each store call and a circuit breaker ([WithCircuitBreaker], on by default) stops calling
-// a store that keeps failing. A store failure wraps [ErrUnavailable]; bad input is
+// each store call and a circuit breaker ([CircuitBreaker], on by default) stops calling
+// a store that is down. A store failure wraps [ErrUnavailable]; bad input is
 // [ErrInvalidRequest], [ErrInvalidConfig] or [ErrInvalidKey] under every policy.
 //
 // A call whose context is already done returns the context's error with a zero Decision

@@ -41,6 +41,8 @@ var (
 	// ErrUnavailable reports that the store could not make the decision (Redis down, a
 	// timeout, a reply that does not parse): the failure policy answered instead. It is the
 	// same value as store.ErrUnavailable, so errors.Is matches errors from any package.
+	// When the failure was one key's, not the store's, the error also wraps
+	// store.ErrKeyUnavailable.
 	ErrUnavailable = store.ErrUnavailable
 
 	// ErrClosed reports a call on a closed store. It is the same value as store.ErrClosed.

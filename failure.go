@@ -7,9 +7,11 @@ import (
 
 // FailurePolicy decides what a call answers when the store cannot: when it returns an
 // error wrapping store.ErrUnavailable, when a WithTimeout deadline passes, or when the
-// circuit breaker is open. Errors in the request or the configuration (ErrInvalidRequest,
-// ErrInvalidConfig, store.ErrInvalidKey) and a caller's own cancelled context never go
-// through the policy.
+// circuit breaker is open. The failure of one key (store.ErrKeyUnavailable: a Redis key
+// holding another type of data, a script error) goes through the policy too, since the
+// store could not decide for that key, though the breaker does not count it. Errors in the
+// request or the configuration (ErrInvalidRequest, ErrInvalidConfig, store.ErrInvalidKey)
+// and a caller's own cancelled context never go through the policy.
 //
 // The zero value is FailClosed. The policies are FailClosed, FailOpen and Fallback.
 type FailurePolicy struct {

@@ -75,8 +75,8 @@ func TestNewInvalidConfig(t *testing.T) {
 		{"gcra burst", st, algo.GCRA{Rate: 1}, nil, "GCRA.Burst"},
 		{"fallback nil", st, algo.GCRA{Rate: 1, Burst: 1}, []limiter.Option{limiter.WithFailurePolicy(limiter.Fallback(nil))}, "Fallback"},
 		{"negative timeout", st, algo.GCRA{Rate: 1, Burst: 1}, []limiter.Option{limiter.WithTimeout(-time.Second)}, "WithTimeout"},
-		{"breaker failures", st, algo.GCRA{Rate: 1, Burst: 1}, []limiter.Option{limiter.WithCircuitBreaker(0, time.Second)}, "failures"},
-		{"breaker cool-down", st, algo.GCRA{Rate: 1, Burst: 1}, []limiter.Option{limiter.WithCircuitBreaker(1, 0)}, "coolDown"},
+		{"breaker rate", st, algo.GCRA{Rate: 1, Burst: 1}, []limiter.Option{limiter.WithCircuitBreaker(limiter.CircuitBreaker{FailureRate: 2})}, "FailureRate"},
+		{"breaker cool-down", st, algo.GCRA{Rate: 1, Burst: 1}, []limiter.Option{limiter.WithCircuitBreaker(limiter.CircuitBreaker{CoolDown: -1})}, "CoolDown"},
 	}
 	for _, tt := range tests {
 		l, err := limiter.New(tt.s, tt.a, tt.opts...)

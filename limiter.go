@@ -30,7 +30,7 @@ type Limiter struct {
 	clock   clockx.Clock
 	policy  FailurePolicy
 	timeout time.Duration
-	breaker *breaker     // nil with WithoutCircuitBreaker
+	breaker *breaker     // nil with CircuitBreaker{Off: true}
 	direct  bool         // no timeout: AllowN goes straight to the store while the breaker is clean
 	local   *local.Store // the store, when it is a local one: Allow's direct path calls its ApplyTo
 	onError func(key string, err error)
@@ -83,8 +83,8 @@ func New(s store.Store, a algo.Algorithm, opts ...Option) (*Limiter, error) {
 		obs:     o.observer,
 		shadow:  o.shadow,
 	}
-	if !o.breakerOff {
-		l.breaker = newBreaker(o.failures, o.coolDown, o.clock)
+	if !o.breaker.Off {
+		l.breaker = newBreaker(o.breaker, o.clock)
 		l.breaker.obs = o.observer
 	}
 	// An observed or shadow limiter decides through decideNoted, never the direct path.

@@ -141,10 +141,12 @@ func TestObserver(t *testing.T) {
 		run: func(t *testing.T, e env) {
 			st := down(e)
 			l := mustNew(t, st, algo.TokenBucket{Rate: 1, Burst: 2}, limiter.WithClock(e.clk), obs(e, "o"),
-				limiter.WithFailurePolicy(limiter.FailOpen), limiter.WithCircuitBreaker(2, 10*time.Second))
+				limiter.WithFailurePolicy(limiter.FailOpen),
+				limiter.WithCircuitBreaker(limiter.CircuitBreaker{MinCalls: 2, Window: time.Nanosecond, CoolDown: 10 * time.Second}))
 			e.log.called(l.Allow(e.ctx, "k"))
-			e.log.called(l.Allow(e.ctx, "k")) // opens
-			e.log.called(l.Allow(e.ctx, "k")) // skipped: no store call, not timed
+			e.log.called(l.Allow(e.ctx, "k"))
+			e.clk.Add(time.Nanosecond)
+			e.log.called(l.Allow(e.ctx, "k")) // opens at the window's end, skipped: no store call, not timed
 			e.clk.Add(10 * time.Second)
 			e.log.called(l.Allow(e.ctx, "k")) // the probe fails
 			e.clk.Add(10 * time.Second)
@@ -153,8 +155,8 @@ func TestObserver(t *testing.T) {
 		},
 		want: []string{
 			"o: k fail_open n=1 allowed=true r=0 timed,err", "caller: allowed=true r=0 err=true",
-			"o: breaker closed -> open",
 			"o: k fail_open n=1 allowed=true r=0 timed,err", "caller: allowed=true r=0 err=true",
+			"o: breaker closed -> open",
 			"o: k fail_open n=1 allowed=true r=0 err,circuit-open", "caller: allowed=true r=0 err=true",
 			"o: breaker open -> half_open", "o: breaker half_open -> open",
 			"o: k fail_open n=1 allowed=true r=0 timed,err", "caller: allowed=true r=0 err=true",

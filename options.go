@@ -18,10 +18,7 @@ type options struct {
 	nilClock     bool // WithClock(nil)
 	policy       FailurePolicy
 	timeout      time.Duration
-	breakerSet   bool // WithCircuitBreaker was used: its arguments are validated
-	breakerOff   bool // WithoutCircuitBreaker
-	failures     int
-	coolDown     time.Duration
+	breaker      CircuitBreaker // WithCircuitBreaker
 	errorHandler func(key string, err error)
 	keyFn        func(key string) string
 	observer     Observer // WithObserver
@@ -29,8 +26,7 @@ type options struct {
 }
 
 func defaultOptions() options {
-	return options{clock: clockx.Real(), policy: FailClosed,
-		failures: DefaultBreakerFailures, coolDown: DefaultBreakerCoolDown}
+	return options{clock: clockx.Real(), policy: FailClosed}
 }
 
 // validate reports, wrapping ErrInvalidConfig, the option that cannot be used.
@@ -44,15 +40,7 @@ func (o *options) validate() error {
 	if o.timeout < 0 {
 		return fmt.Errorf("%w: WithTimeout: timeout must be ≥ 0, got %v", ErrInvalidConfig, o.timeout)
 	}
-	if o.breakerSet && !o.breakerOff {
-		if o.failures < 1 {
-			return fmt.Errorf("%w: WithCircuitBreaker: failures must be ≥ 1, got %d", ErrInvalidConfig, o.failures)
-		}
-		if o.coolDown <= 0 {
-			return fmt.Errorf("%w: WithCircuitBreaker: coolDown must be > 0, got %v", ErrInvalidConfig, o.coolDown)
-		}
-	}
-	return nil
+	return o.breaker.validate()
 }
 
 type optionFunc func(*options)
@@ -94,43 +82,18 @@ func WithTimeout(d time.Duration) Option {
 	return optionFunc(func(o *options) { o.timeout = d })
 }
 
-// Defaults of the circuit breaker every Limiter has unless WithoutCircuitBreaker is given.
-const (
-	// DefaultBreakerFailures is how many consecutive calls must find the store unavailable
-	// before the breaker opens: enough that one lost packet or one slow call does not
-	// open it, few enough that a dead store costs only a handful of timeouts.
-	DefaultBreakerFailures = 5
-	// DefaultBreakerCoolDown is how long the breaker stays open before it lets a probe
-	// through: a recovered store is noticed within about this, and a store still down
-	// costs one call's timeout per cool-down.
-	DefaultBreakerCoolDown = time.Second
-)
-
-// WithCircuitBreaker tunes the circuit breaker, which stops calling an unavailable store.
-// After failures consecutive calls fail with the store unavailable, the breaker opens: for
-// coolDown (on the WithClock clock) every call is answered at once by the failure policy,
-// with an error wrapping ErrCircuitOpen, without touching the store. Then one call is let
-// through as a probe (half-open): if it succeeds the breaker closes, if the store is still
-// unavailable it opens for another coolDown. While the probe is in flight other calls are
-// still answered as if open.
+// WithCircuitBreaker sets the circuit breaker, which stops calling a store that is down
+// (see CircuitBreaker): WithCircuitBreaker(CircuitBreaker{CoolDown: 5 * time.Second})
+// changes the cool-down and keeps the other defaults, WithCircuitBreaker(CircuitBreaker{Off:
+// true}) removes the breaker. Every Limiter has one unless Off is set, with the defaults
+// of CircuitBreaker's zero value: open when at least half of at least 20 calls within a
+// window of 1 s found the store down, probe 1 s later. A negative field, or a FailureRate
+// above 1, is an invalid config. Given twice, the last one wins.
 //
-// Every Limiter has a breaker, with DefaultBreakerFailures (5) and DefaultBreakerCoolDown
-// (1 s) unless this option sets others; WithoutCircuitBreaker removes it. A breaker costs
-// nothing while the store is healthy (the call path reads one atomic flag), and a store
-// that never fails, such as a local.Store, never moves it. failures must be ≥ 1 and
-// coolDown > 0. Of WithCircuitBreaker and WithoutCircuitBreaker, the last one given wins.
-func WithCircuitBreaker(failures int, coolDown time.Duration) Option {
-	return optionFunc(func(o *options) {
-		o.breakerSet, o.breakerOff, o.failures, o.coolDown = true, false, failures, coolDown
-	})
-}
-
-// WithoutCircuitBreaker removes the circuit breaker (see WithCircuitBreaker): every call
-// goes to the store, and each one that finds it unavailable waits for its own timeout
-// before the failure policy answers. It is for callers that put a breaker of their own
-// around the limiter, or that must see every store error.
-func WithoutCircuitBreaker() Option {
-	return optionFunc(func(o *options) { o.breakerOff = true })
+// A breaker costs nothing while the store is healthy (the call path reads one atomic
+// flag), and a store that never fails, such as a local.Store, never moves it.
+func WithCircuitBreaker(c CircuitBreaker) Option {
+	return optionFunc(func(o *options) { o.breaker = c })
 }
 
 // WithErrorHandler sets a function called on every store failure the failure policy

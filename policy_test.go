@@ -223,7 +223,7 @@ func TestFallback(t *testing.T) {
 func TestPolicyIgnoresInputErrors(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	l, st, h, _ := newFlaky(t, limiter.WithFailurePolicy(limiter.FailOpen), limiter.WithCircuitBreaker(1, time.Hour))
+	l, st, h, clk := newFlaky(t, limiter.WithFailurePolicy(limiter.FailOpen), tripAtOnce)
 	st.down.Store(true)
 	if d, err := l.AllowN(ctx, "k", 0); d.Allowed || !errors.Is(err, limiter.ErrInvalidRequest) {
 		t.Errorf("AllowN(0) = %+v, %v; want denied with ErrInvalidRequest", d, err)
@@ -247,9 +247,13 @@ func TestPolicyIgnoresInputErrors(t *testing.T) {
 	if got := h.count(); got != 0 {
 		t.Errorf("error handler called %d times, want 0", got)
 	}
-	// None of these opened the breaker: the next failure is the first, and it opens it.
+	// None of these counted for the breaker: the next failure is the first, and it opens it.
 	st.block.Store(false)
-	l.Allow(ctx, "k")
+	clk.Add(time.Nanosecond)
+	if _, err := l.Allow(ctx, "k"); !errors.Is(err, store.ErrUnavailable) || errors.Is(err, limiter.ErrCircuitOpen) {
+		t.Errorf("Allow after errors that are not the store's = %v; want the store's failure", err)
+	}
+	clk.Add(time.Nanosecond)
 	if _, err := l.Allow(ctx, ""); !errors.Is(err, store.ErrInvalidKey) {
 		t.Errorf("Allow(\"\") with the breaker open = %v; want ErrInvalidKey", err)
 	}

@@ -18,8 +18,12 @@ import (
 // unavailable is the error of a store call that found the store unavailable (err wraps
 // store.ErrUnavailable): the failure policy answers it (onFailure), so it never reaches
 // a caller. The failure has been reported to the error handlers and counted by the
-// breakers already.
-type unavailable struct{ err error }
+// breakers already, when it is an outage: not when the store marked it as one key's
+// (store.ErrKeyUnavailable), since the store answered.
+type unavailable struct {
+	err    error
+	outage bool
+}
 
 func (u *unavailable) Error() string { return u.err.Error() }
 func (u *unavailable) Unwrap() error { return u.err }
@@ -29,7 +33,7 @@ func (u *unavailable) Unwrap() error { return u.err }
 // allocates nothing.
 var (
 	errCircuitOpen = fmt.Errorf("%w: %w", ErrCircuitOpen, store.ErrUnavailable)
-	circuitOpen    = &unavailable{errCircuitOpen}
+	circuitOpen    = &unavailable{errCircuitOpen, true}
 )
 
 // callOne sends req for key under a to l's store, through l's circuit breaker and bounded
@@ -146,15 +150,19 @@ func refusal(ctx context.Context, r *Limiter, key string, inputErr error) error 
 }
 
 // record moves l's breaker by the error of a store call it let through (probe: as its
-// half-open probe), classified: an *unavailable is a failure, also reported to the error
-// handler; any other error (bad input, the caller's done context) tells nothing about the
-// store. (A success is the breaker's success, called on the spot.)
+// half-open probe), classified: an *unavailable is reported to the error handler, and
+// is a failure of the store when it is an outage, else (one key's failure) an answer of
+// the store; any other error (bad input, the caller's done context) tells nothing about
+// the store. (A success is the breaker's success, called on the spot.)
 func (l *Limiter) record(key string, err error, probe bool) {
 	u, failed := err.(*unavailable)
 	if b := l.breaker; b != nil {
-		if failed {
+		switch {
+		case failed && u.outage:
 			b.failure(probe)
-		} else {
+		case failed:
+			b.success()
+		default:
 			b.release(probe)
 		}
 	}
@@ -165,16 +173,19 @@ func (l *Limiter) record(key string, err error, probe bool) {
 
 // classify tells a store failure, which the failure policy answers and which it returns as
 // an *unavailable, from every other error, returned as it is. ctx is the caller's context:
-// once it is done, the error is the caller's, not the store's.
+// once it is done, the error is the caller's, not the store's. It is the one place where
+// the facade reads what a store's error means: the store says which of its failures
+// concern one key (store.ErrKeyUnavailable) rather than the store; every other failure,
+// and a deadline, is an outage.
 func classify(ctx context.Context, err error) error {
 	switch {
 	case ctx.Err() != nil:
 		return err
 	case errors.Is(err, store.ErrUnavailable):
-		return &unavailable{err}
+		return &unavailable{err, !errors.Is(err, store.ErrKeyUnavailable)}
 	case errors.Is(err, context.DeadlineExceeded):
 		// Not the caller's deadline, so the per-call timeout or the store's own.
-		return &unavailable{fmt.Errorf("%w: no answer in time: %w", store.ErrUnavailable, err)}
+		return &unavailable{fmt.Errorf("%w: no answer in time: %w", store.ErrUnavailable, err), true}
 	default:
 		return err
 	}

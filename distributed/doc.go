@@ -15,7 +15,11 @@
 //
 // Errors that kept a decision from being made (network, [WithTimeout], cluster down, a key
 // holding other data, a reply that does not parse) wrap store.ErrUnavailable; the limiter's
-// failure policy decides what a request gets then. [WithBatching] lets concurrent calls
+// failure policy decides what a request gets then. Those of one key or script (a key
+// holding other data, a script error, a reply that does not parse) wrap
+// store.ErrKeyUnavailable as well: Redis answered, so the limiter's circuit breaker does not
+// count them. A deadline that passed while go-redis kept failing to connect names the
+// dial's error (New adds a dial hook to the client for that). [WithBatching] lets concurrent calls
 // share round trips; [WithReplicaAck] makes a decision count only once replicas hold it.
 //
 // docs/distributed.md explains the keys, expiry, time, Cluster, what a failover can lose,

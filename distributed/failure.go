@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -24,12 +25,25 @@ func (s *Store) fail(ctx context.Context, op, key string, keys []string, a algo.
 }
 
 // callFailed is the error of a script call on keys that failed with err; what names the
-// call ("apply token-bucket on key \"k\""). Once ctx is done it wraps ctx's error only: the
-// caller gave up, which is not the store's failure (see store.Store). Otherwise it wraps
-// store.ErrUnavailable and err, and a WRONGTYPE reply gets its own explanation: a key is
-// in use by other data, which no retry will fix.
+// call ("apply token-bucket on key \"k\""). It is where the store says what its failures
+// mean, once for every call:
+//
+//   - once ctx is done, it wraps ctx's error only: the caller gave up, which is not the
+//     store's failure (see store.Store);
+//   - an error of the call's key or script (keyFault: WRONGTYPE, a script error) wraps
+//     store.ErrKeyUnavailable: Redis answered, so the failure policy answers the call but
+//     the circuit breaker does not count it; a WRONGTYPE reply gets its own explanation,
+//     since no retry will fix a key in use by other data;
+//   - anything else (the network, a timeout, LOADING, BUSY, READONLY, CLUSTERDOWN...) is an
+//     outage and wraps store.ErrUnavailable.
+//
+// A deadline that passed while go-redis kept failing to dial names the dial's error too
+// (see dialWatch).
 func (s *Store) callFailed(ctx context.Context, what string, keys []string, err error) error {
 	if cerr := storecheck.Context(ctx); cerr != nil {
+		if cause := s.dialCause(err); cause != nil {
+			return fmt.Errorf("distributed: %s: %w (cannot connect to Redis: %w)", what, cerr, cause)
+		}
 		return fmt.Errorf("distributed: %s: %w", what, cerr)
 	}
 	if isWrongType(err) {
@@ -39,14 +53,32 @@ func (s *Store) callFailed(ctx context.Context, what string, keys []string, err 
 		}
 		return fmt.Errorf("%w: distributed: %s: %s holds data of another type, so it cannot hold "+
 			"limiter state; is something else writing under the prefix %q? (%w)",
-			store.ErrUnavailable, what, which, s.prefix, err)
+			store.ErrKeyUnavailable, what, which, s.prefix, err)
+	}
+	if keyFault(err) {
+		return fmt.Errorf("%w: distributed: %s: %w", store.ErrKeyUnavailable, what, err)
+	}
+	if cause := s.dialCause(err); cause != nil {
+		return fmt.Errorf("%w: distributed: %s: cannot connect to Redis: %w; %w", store.ErrUnavailable, what, cause, err)
 	}
 	return fmt.Errorf("%w: distributed: %s: %w", store.ErrUnavailable, what, err)
 }
 
-// badReply is the error of a script reply that does not follow the calling convention.
+// dialCause returns why go-redis could not dial, when err is a deadline that passed while
+// it kept trying: a dial that failed within the store's timeout and 2 s more (once all of
+// its pool's dials have failed, go-redis stops dialing for calls and retries on its own
+// once a second) with no dial succeeding since.
+func (s *Store) dialCause(err error) error {
+	if !errors.Is(err, context.DeadlineExceeded) {
+		return nil
+	}
+	return s.dials.cause(s.timeout + 2*time.Second)
+}
+
+// badReply is the error of a script reply that does not follow the calling convention:
+// Redis answered, so it concerns the call's key or script (see callFailed).
 func badReply(what string, err error) error {
-	return fmt.Errorf("%w: distributed: %s: %w", store.ErrUnavailable, what, err)
+	return fmt.Errorf("%w: distributed: %s: %w", store.ErrKeyUnavailable, what, err)
 }
 
 // isWrongType reports a WRONGTYPE error, which Redis 7 passes through a script unchanged
@@ -58,3 +90,44 @@ func isWrongType(err error) bool {
 	}
 	return strings.Contains(re.Error(), "WRONGTYPE")
 }
+
+// keyFault reports an error reply of Redis that concerns the call's key or script rather
+// than the server: WRONGTYPE, a nil reply, or an error raised while the script ran ("ERR user_script:1:
+// attempt to perform arithmetic on a nil value script: ...", "ERR value is not an integer
+// ... script: ..."; before Redis 7, "ERR Error running script ..."). A script error that
+// carries one of the server's own conditions (a write refused by a replica, out of memory;
+// Redis 6 embeds those in "Error running script") is the server's. Every other error is
+// the server's or the network's: an unknown reply is counted as an outage, as it always
+// was, rather than hidden from the breaker.
+func keyFault(err error) bool {
+	if errors.Is(err, redis.Nil) { // the script returned nil: a reply, not an error of the server
+		return true
+	}
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := re.Error()
+	code, _, _ := strings.Cut(msg, " ")
+	switch code {
+	case "WRONGTYPE":
+		return true
+	case "ERR":
+		if !strings.Contains(msg, "script: ") && !strings.Contains(msg, "Error running script") &&
+			!strings.Contains(msg, "@user_") {
+			return false
+		}
+		for _, c := range serverConditions {
+			if strings.Contains(msg, c) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// serverConditions are the error codes of Redis that describe the server, not a key: a
+// script error that embeds one is an outage.
+var serverConditions = []string{"LOADING ", "BUSY ", "READONLY ", "CLUSTERDOWN ", "MASTERDOWN ",
+	"TRYAGAIN ", "OOM ", "NOREPLICAS ", "MISCONF ", "NOPERM ", "NOAUTH ", "max number of clients"}

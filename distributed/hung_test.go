@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -121,10 +122,13 @@ func checkBounded(t *testing.T, s *distributed.Store, proxy *redistest.Proxy, mo
 	t.Logf("slowest call: %v (timeout %v)", slowest, hungTimeout)
 }
 
-// TestHungServerGoroutinesBounded sends many concurrent calls to a blackholed server with
-// a client that ignores context deadlines: the calls given up on keep running until
-// go-redis's own timeouts end them, but no more than distributed.MaxAbandonedCalls at
-// once, so the number of goroutines stays bounded however many calls are made.
+// TestHungServerGoroutinesBounded sends 400 concurrent calls to a blackholed server with
+// a client that ignores context deadlines and has a pool large enough for all of them:
+// the calls given up on keep running until go-redis's own timeouts end them, but no more
+// than distributed.MaxAbandonedCalls of them, whatever the concurrency. The goroutines
+// left are counted from the stacks of the goroutines the store started, once every caller
+// has returned: go-redis's ReadTimeout is a minute, so none of them can have ended by
+// then, and the count does not depend on timing.
 //
 // It does not call t.Parallel: it counts goroutines.
 func TestHungServerGoroutinesBounded(t *testing.T) {
@@ -132,16 +136,18 @@ func TestHungServerGoroutinesBounded(t *testing.T) {
 	for _, batched := range []bool{false, true} {
 		t.Run(fmt.Sprintf("batching=%v", batched), func(t *testing.T) {
 			proxy := redistest.NewProxy(t, srv.Addr())
-			// A large pool, so that go-redis's own pool bound does not hide the store's.
-			c := redis.NewClient(&redis.Options{Addr: proxy.Addr(), PoolSize: 1000})
-			t.Cleanup(func() { _ = c.Close() })
-			opts := []distributed.Option{distributed.WithTimeout(20 * time.Millisecond)}
+			// A large pool, so that go-redis's own pool bound does not hide the store's,
+			// and a long ReadTimeout, so that no call given up on ends during the test.
+			c := redis.NewClient(&redis.Options{Addr: proxy.Addr(), PoolSize: 1000,
+				ReadTimeout: time.Minute, WriteTimeout: time.Minute})
+			t.Cleanup(func() { _ = c.Close() }) // ends the calls still hung
+			opts := []distributed.Option{distributed.WithTimeout(50 * time.Millisecond)}
 			if batched {
 				opts = append(opts, distributed.WithBatching(distributed.Batching{MaxBatch: 1}))
 			}
 			s := newStore(t, c, opts...)
 			a := algo.TokenBucket{Rate: 1e6, Burst: 1000}
-			// Warm up (a connection, the script cached); 20 ms can be short for that on a
+			// Warm up (a connection, the script cached); 50 ms can be short for that on a
 			// loaded machine, so a few tries are allowed.
 			for try := 1; ; try++ {
 				_, err := s.Apply(context.Background(), "k", a, algo.Request{N: 1})
@@ -153,37 +159,69 @@ func TestHungServerGoroutinesBounded(t *testing.T) {
 				}
 			}
 			proxy.Set(redistest.Blackhole)
-			baseline := runtime.NumGoroutine() - proxy.Goroutines()
-			const workers, each = 32, 20
+			before := guardGoroutines()
+			const callers = 400
 			var wg sync.WaitGroup
-			peak := 0
-			var mu sync.Mutex
-			for w := 0; w < workers; w++ {
+			start := make(chan struct{})
+			for w := 0; w < callers; w++ {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					for i := 0; i < each; i++ {
-						if _, err := s.Apply(context.Background(), fmt.Sprintf("k%d", w), a, algo.Request{N: 1}); err == nil {
-							t.Error("a call to a blackholed server succeeded")
-						}
-						n := runtime.NumGoroutine() - proxy.Goroutines()
-						mu.Lock()
-						peak = max(peak, n)
-						mu.Unlock()
+					<-start
+					_, err := s.Apply(context.Background(), fmt.Sprintf("k%d", w), a, algo.Request{N: 1})
+					if !errors.Is(err, store.ErrUnavailable) {
+						t.Errorf("a call to a blackholed server: %v, want store.ErrUnavailable", err)
 					}
 				}()
 			}
+			close(start)
 			wg.Wait()
-			// Each abandoned call is a goroutine of ours, and may have one dialling in
-			// go-redis; the workers come on top (the proxy's are left out). Without the
-			// cap, every one of the calls would leave a goroutine behind for go-redis's
-			// 5 s ReadTimeout.
-			limit := baseline + workers + 3*distributed.MaxAbandonedCalls
-			if peak > limit {
-				t.Errorf("peak of %d goroutines during %d calls to a hung server, want ≤ %d (baseline %d)",
-					peak, workers*each, limit, baseline)
+			left := guardGoroutines() - before
+			if left > distributed.MaxAbandonedCalls {
+				t.Errorf("%d goroutines of the store outlive the %d callers of a hung server, want ≤ %d",
+					left, callers, distributed.MaxAbandonedCalls)
 			}
-			t.Logf("baseline %d goroutines, peak %d during %d calls", baseline, peak, workers*each)
+			t.Logf("%d goroutines outlive %d callers (%d before)", left, callers, before)
 		})
 	}
+}
+
+// guardGoroutines counts the goroutines started by the store to bound a call by its
+// deadline (see distributed's guard), from the stacks of every goroutine.
+func guardGoroutines() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Count(string(buf[:n]), "created by github.com/ratekit/limiter/distributed.(*guard).do")
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
+
+// TestGuardQueuesBeyondCap: on a healthy server, more concurrent calls than
+// MaxAbandonedCalls (with a client that ignores deadlines, so that every call runs on a
+// goroutine of the store's) wait for one another instead of failing: the cap bounds the
+// goroutines, not the callers.
+func TestGuardQueuesBeyondCap(t *testing.T) {
+	srv := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), PoolSize: 1000})
+	t.Cleanup(func() { _ = c.Close() })
+	s := newStore(t, c)
+	a := algo.TokenBucket{Rate: 1e6, Burst: 1e6}
+	const callers = 8 * distributed.MaxAbandonedCalls
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for w := 0; w < callers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			if _, err := s.Apply(context.Background(), fmt.Sprintf("k%d", w%8), a, algo.Request{N: 1}); err != nil {
+				t.Errorf("call %d: %v", w, err)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
 }

@@ -20,7 +20,8 @@ const (
 	// command, a loaded client host) reach tens of milliseconds; 200 ms stays clear of
 	// those while keeping what a hung server costs a request small: a limiter sits on the
 	// request path, where seconds are not an option. With the limiter facade's circuit
-	// breaker (on by default), only the first few calls after Redis stops answering pay it.
+	// breaker (on by default), only the calls of about the first second after Redis stops
+	// answering pay it.
 	DefaultTimeout = 200 * time.Millisecond
 	// DefaultClockTolerance is how far a client clock (WithClientClock) may fall behind
 	// real time before the store refuses its calls, and what every TTL is padded by: far
@@ -76,7 +77,7 @@ func WithPrefix(p string) Option {
 //
 // The bound holds whatever the client's options; with a client created without
 // ContextTimeoutEnabled: true, a timed-out call is left to finish behind it (at most
-// MaxAbandonedCalls at once), so prefer ContextTimeoutEnabled. See docs/distributed.md
+// MaxAbandonedCalls calls run so at once), so prefer ContextTimeoutEnabled. See docs/distributed.md
 // ("Failure modes").
 func WithTimeout(d time.Duration) Option {
 	return optionFunc(func(o *options) {

@@ -106,16 +106,16 @@ func TestWrongType(t *testing.T) {
 		t.Fatal("Apply on a key holding a hash succeeded")
 	}
 	t.Log(err)
-	if !errors.Is(err, store.ErrUnavailable) {
-		t.Errorf("error %v does not wrap store.ErrUnavailable", err)
+	if !errors.Is(err, store.ErrKeyUnavailable) || !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("error %v does not wrap store.ErrKeyUnavailable and store.ErrUnavailable: one key's failure", err)
 	}
 	for _, want := range []string{"WRONGTYPE", `"user 1"`, `wt:{user 1}:ctr`, "another type"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %s", err, want)
 		}
 	}
-	if err := s.Refund(ctx, "user 1", a, 1, 0); err == nil || !errors.Is(err, store.ErrUnavailable) {
-		t.Errorf("Refund on a key holding a hash = %v, want an error wrapping store.ErrUnavailable", err)
+	if err := s.Refund(ctx, "user 1", a, 1, 0); err == nil || !errors.Is(err, store.ErrKeyUnavailable) {
+		t.Errorf("Refund on a key holding a hash = %v, want an error wrapping store.ErrKeyUnavailable", err)
 	}
 }
 
@@ -147,6 +147,12 @@ func TestBadReplies(t *testing.T) {
 		t.Logf("reply %s: %v", tc.reply, err)
 		if !errors.Is(err, store.ErrUnavailable) {
 			t.Errorf("reply %s: error %v does not wrap store.ErrUnavailable", tc.reply, err)
+		}
+		// Redis answered: a reply that does not parse, or an error raised by the script,
+		// is the script's failure, not an outage. A bare error reply ("ERR boom") cannot
+		// be told from the server's own, and counts as an outage.
+		if key := tc.reply != "error"; errors.Is(err, store.ErrKeyUnavailable) != key {
+			t.Errorf("reply %s: error %v wraps store.ErrKeyUnavailable %v, want %v", tc.reply, err, !key, key)
 		}
 		if !strings.Contains(err.Error(), tc.mention) || !strings.Contains(err.Error(), "test-junk") {
 			t.Errorf("reply %s: error %q does not mention %q and the algorithm", tc.reply, err, tc.mention)

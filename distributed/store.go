@@ -34,7 +34,8 @@ type Store struct {
 	closed  atomic.Bool
 	batch   *batcher // nil unless WithBatching (and not WithReplicaAck)
 	ack     *replicaAck
-	guard   guard // bounds each call by its deadline whatever the client's options
+	guard   guard     // bounds each call by its deadline whatever the client's options
+	dials   dialWatch // the client's last failed dial, to name it in errors
 
 	// evalOnly sends every script with EVALSHA: set by the test hook, or once a server
 	// answered that it has no functions (Redis before 7: FCALL is an unknown command).
@@ -132,7 +133,8 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 		s.cc = newClientClock(o.clock, o.tol, o.real)
 	}
 	s.evalOnly.Store(o.evalOnly)
-	s.guard.inline = honoursContext(client)
+	s.guard.init(client)
+	watchDials(client, &s.dials)
 	if o.denials != nil {
 		s.denials = newDenialCache(*o.denials, o.clock)
 	}

@@ -96,7 +96,8 @@ func TestObserverMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	l, err := limiter.New(st, algo.TokenBucket{Rate: 1, Burst: 2}, limiter.WithClock(clk), limiter.WithObserver(obs),
-		limiter.WithFailurePolicy(limiter.FailOpen), limiter.WithCircuitBreaker(1, time.Second))
+		limiter.WithFailurePolicy(limiter.FailOpen),
+		limiter.WithCircuitBreaker(limiter.CircuitBreaker{MinCalls: 1, Window: time.Nanosecond, CoolDown: time.Second}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,8 +118,9 @@ func TestObserverMetrics(t *testing.T) {
 		_, _ = trial.Allow(ctx, "k")
 	}
 	st.down.Store(true)
-	_, _ = l.Allow(ctx, "k") // fails open, opens the breaker
-	_, _ = l.Allow(ctx, "k") // skipped by the breaker: no latency sample
+	_, _ = l.Allow(ctx, "k") // fails open
+	clk.Add(time.Nanosecond)
+	_, _ = l.Allow(ctx, "k") // opens the breaker at the window's end, skipped: no latency sample
 	want := []string{
 		`ratekit.limiter.breaker.state{limiter.name=api} 1`,
 		`ratekit.limiter.breaker.state{limiter.name=trial} 0`,

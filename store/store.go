@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/ratekit/limiter/algo"
 )
@@ -39,4 +40,12 @@ var (
 	// ErrUnavailable wraps a backend failure (Redis down, timeout, reply that does not
 	// parse): the decision could not be made. Failure policies key off it.
 	ErrUnavailable = errors.New("limiter: store unavailable")
+	// ErrKeyUnavailable wraps a failure of one call that says nothing about the backend as
+	// a whole: the backend answered, but the state of the call's key, or the script run on
+	// it, could not be used (a Redis key holding another type of data, a script error, a
+	// reply that does not parse). It wraps ErrUnavailable, so failure policies answer it
+	// like any failure, while a circuit breaker, which counts outages of the backend, does
+	// not count it: other keys are fine. A store marks such failures itself, since only
+	// it knows what its backend's errors mean; any other failure counts as an outage.
+	ErrKeyUnavailable = fmt.Errorf("%w for this key", ErrUnavailable)
 )

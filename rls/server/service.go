@@ -194,7 +194,11 @@ func (s *Service) decide(ctx context.Context, domain string, c *check) {
 		}
 		key := limiterKey(domain, c.entries)
 		if c.hits == 0 {
-			c.d, err = l.Peek(ctx, key)
+			// A look (hits_addend 0): Peek answers as an Allow of 1 would, so the
+			// remaining before that 1 is one more than it says.
+			if c.d, err = l.Peek(ctx, key); err == nil && c.d.Allowed {
+				c.d.Remaining++
+			}
 		} else {
 			c.d, err = l.AllowN(ctx, key, c.hits)
 		}
@@ -207,7 +211,9 @@ func (s *Service) decide(ctx context.Context, domain string, c *check) {
 	// INCRBY 0 finds the count at most at the limit.
 	over := !c.d.Allowed && c.hits > 0
 	shadow := over && (r.Shadow || s.opts.Shadow)
-	near := !over && r.rate.count > 0 && float64(r.rate.count-c.d.Remaining) > nearLimitRatio*float64(r.rate.count)
+	// Near the limit: more than 80% of what the algorithm grants at once is used (Limit
+	// is the count of a window, the burst of a bucket).
+	near := !over && c.d.Limit > 0 && float64(c.d.Limit-c.d.Remaining) > nearLimitRatio*float64(c.d.Limit)
 	s.metrics.rule(c.stat).hit(c.hits, over, near, shadow)
 	code := rlsv3.RateLimitResponse_OK
 	if over && !shadow {

@@ -92,4 +92,3 @@ func (ls *limiters) build(a algo.Algorithm) (*limiter.Limiter, error) {
 	}
 	return limiter.New(ls.store, a, opts...)
 }
-

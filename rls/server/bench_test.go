@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/rls/internal/testredis"
 	"github.com/ratekit/limiter/store"
@@ -43,7 +44,9 @@ func BenchmarkShouldRateLimit(b *testing.B) {
 		addr := testredis.Start(b)
 		c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, PoolSize: 64})
 		defer c.Close()
-		st := redisStore(b, addr)
+		// A loaded machine (this one is shared) can hold a call past the default 200 ms;
+		// the benchmark measures throughput, not the failure policy.
+		st := redisStore(b, addr, distributed.WithTimeout(5*time.Second))
 		benchServe(b, st, true, c)
 	})
 }

@@ -34,6 +34,7 @@ type Service struct {
 	metrics  *Metrics
 	clock    clockx.Clock
 	log      *slog.Logger
+	lastWarn atomic.Int64 // the Unix second of the last "store unavailable" log line
 	opts     Options
 }
 
@@ -241,7 +242,11 @@ func (s *Service) answered(ctx context.Context, c *check, err error) bool {
 		c.err = status.FromContextError(ctx.Err()).Err()
 		return false
 	case errors.Is(err, limiter.ErrUnavailable) || errors.Is(err, limiter.ErrClosed):
-		s.log.LogAttrs(ctx, slog.LevelWarn, "store unavailable", slog.String("rule", c.rule.id), slog.String("policy", string(s.opts.FailurePolicy)), slog.Any("error", err))
+		// At most one line a second: an outage fails every call, and /metrics counts them
+		// all (ratekitd_decisions_total by outcome).
+		if sec := time.Now().Unix(); s.lastWarn.Swap(sec) != sec {
+			s.log.LogAttrs(ctx, slog.LevelWarn, "store unavailable", slog.String("rule", c.rule.id), slog.String("policy", string(s.opts.FailurePolicy)), slog.Any("error", err))
+		}
 		if s.opts.FailurePolicy == PolicyError {
 			c.err = status.Errorf(codes.Unavailable, "rate limit store unavailable: %v", err)
 			return false

@@ -163,8 +163,14 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 }
 
 // hitsOf is the cost of one descriptor: its own hits_addend when set (0 included: a look
-// that spends nothing), else the request's, else 1.
+// that spends nothing), else the request's, else 1. A descriptor of negative hits (Envoy
+// asking to give back what it spent) is answered as a look and gives nothing back: a
+// refund needs the grant it refunds, which the protocol does not name, and keeping the
+// permits can only under-admit.
 func hitsOf(req *rlsv3.RateLimitRequest, desc *ratelimitv3.RateLimitDescriptor) int64 {
+	if desc.GetIsNegativeHits() {
+		return 0
+	}
 	if h := desc.GetHitsAddend(); h != nil {
 		return int64(min(h.GetValue(), math.MaxInt64))
 	}

@@ -142,6 +142,12 @@ func TestHitsAddend(t *testing.T) {
 	if r := ts.call(t, "d", 0, withHits(desc("k", "b"), 0)); r.OverallCode != ok || r.Statuses[0].LimitRemaining != 5 {
 		t.Fatalf("descriptor hits 0: %v, want 5 remaining", r)
 	}
+	// Negative hits give nothing back (and spend nothing).
+	neg := withHits(desc("k", "a"), 3)
+	neg.IsNegativeHits = true
+	if r := ts.call(t, "d", 0, neg); r.OverallCode != ok || r.Statuses[0].LimitRemaining != 0 {
+		t.Fatalf("negative hits: %v, want OK with still 0 remaining", r)
+	}
 	// More than the limit at once is over the limit, as INCRBY would find it.
 	if r := ts.call(t, "d", 6, desc("k", "c")); r.OverallCode != over {
 		t.Fatalf("hits 6 of 5: %v", r)

@@ -37,6 +37,13 @@ func NewWatcher(path string, svc *Service) *Watcher {
 func (w *Watcher) Check() (changed bool, err error) {
 	srcs, err := readSources(w.path)
 	if err != nil {
+		// The files cannot be read (a path being replaced, a permission): report each
+		// distinct error once, as for a file that does not load.
+		sum := sha256.Sum256([]byte("read error\x00" + err.Error()))
+		if sum == w.sum {
+			return false, nil
+		}
+		w.sum = sum
 		w.svc.metrics.reloadsKO.Add(1)
 		return true, err
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -123,5 +125,26 @@ func TestBadConfigUnderTrafficIsRefused(t *testing.T) {
 	}
 	if r := ts.call(t, "d", 0, desc("k", "v")); r.OverallCode != ok || r.Statuses[0].LimitRemaining != 1 {
 		t.Fatalf("after the fix: %v, want the new limit 12 with the count 10 kept", r)
+	}
+}
+
+func TestUnreadableConfigIsReportedOnce(t *testing.T) {
+	t.Parallel()
+	ts := startLocal(t, reloadConfig(10, 0), Options{})
+	if err := os.Remove(filepath.Join(ts.dir, "config.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := ts.w.Check(); !changed || !errors.Is(err, algo.ErrInvalidConfig) {
+		t.Fatalf("no file: changed %v, err %v", changed, err)
+	}
+	if changed, err := ts.w.Check(); changed || err != nil {
+		t.Fatalf("no file again: changed %v, err %v; want it reported once", changed, err)
+	}
+	if r := ts.call(t, "d", 0, desc("k", "v")); r.Statuses[0].CurrentLimit.GetRequestsPerUnit() != 10 {
+		t.Fatalf("the running config was dropped: %v", r)
+	}
+	writeFile(t, ts.dir, "config.yaml", reloadConfig(11, 0))
+	if changed, err := ts.w.Check(); !changed || err != nil {
+		t.Fatalf("file back: changed %v, err %v", changed, err)
 	}
 }

@@ -25,12 +25,13 @@ import (
 	"github.com/ratekit/limiter/leasing"
 	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/rls/server"
+	"github.com/ratekit/limiter/store"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stderr, nil); err != nil {
+	if err := run(ctx, os.Args[1:], os.Stderr, hooks{}); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
 		}
@@ -113,9 +114,15 @@ func newLogger(f *flags, out io.Writer) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format %q: want text or json", f.logFormat)
 }
 
-// run serves until ctx ends, then drains. ready, when not nil, gets the listeners'
-// addresses once both serve.
-func run(ctx context.Context, args []string, logOut io.Writer, ready func(grpcAddr, httpAddr string)) error {
+// hooks let tests watch and wrap what run does; the zero value does nothing.
+type hooks struct {
+	ready     func(grpcAddr, httpAddr string) // both listeners serve
+	draining  func()                          // the drain has begun: health checks fail
+	wrapStore func(store.Store) store.Store
+}
+
+// run serves until ctx ends, then drains.
+func run(ctx context.Context, args []string, logOut io.Writer, h hooks) error {
 	f, err := parseFlags(args, logOut)
 	if err != nil {
 		return err
@@ -133,6 +140,9 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(grpcAd
 		return err
 	}
 	defer st.Close()
+	if h.wrapStore != nil {
+		st = h.wrapStore(st)
+	}
 	opts := server.Options{
 		FailurePolicy:   server.Policy(f.policy),
 		BreakerFailures: f.breakerFails,
@@ -185,8 +195,8 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(grpcAd
 	log.Info("ratekitd serving", slog.String("grpc", gl.Addr().String()), slog.String("http", hl.Addr().String()),
 		slog.String("store", desc), slog.String("failure_policy", f.policy), slog.String("config", f.config),
 		slog.String("domains", strings.Join(cfg.Domains(), ",")))
-	if ready != nil {
-		ready(gl.Addr().String(), hl.Addr().String())
+	if h.ready != nil {
+		h.ready(gl.Addr().String(), hl.Addr().String())
 	}
 
 	select {
@@ -196,22 +206,27 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(grpcAd
 		httpSrv.Close()
 		return err
 	}
-	// Drain: health checks fail first so balancers move away, then the calls in flight
-	// finish (GracefulStop waits for them) within --drain-timeout.
+	// Drain: health checks fail first so balancers move away, then the gRPC calls in
+	// flight finish (GracefulStop waits for them) while /healthcheck keeps answering 500,
+	// then the HTTP server drains; all within --drain-timeout.
 	log.Info("draining", slog.Duration("timeout", f.drainTimeout))
 	web.Drain()
 	hs.Shutdown()
+	if h.draining != nil {
+		h.draining()
+	}
 	dctx, cancel := context.WithTimeout(context.Background(), f.drainTimeout)
 	defer cancel()
 	done := make(chan struct{})
 	go func() { gs.GracefulStop(); close(done) }()
-	httpErr := httpSrv.Shutdown(dctx)
 	select {
 	case <-done:
 	case <-dctx.Done():
+		log.Warn("drain timeout: cancelling the calls still in flight")
 		gs.Stop()
 		<-done
 	}
+	httpErr := httpSrv.Shutdown(dctx)
 	log.Info("stopped")
 	if httpErr != nil && !errors.Is(httpErr, context.DeadlineExceeded) {
 		return httpErr

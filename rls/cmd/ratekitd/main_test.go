@@ -46,12 +46,18 @@ type instance struct {
 
 func start(tb testing.TB, args ...string) *instance {
 	tb.Helper()
+	return startWith(tb, hooks{}, args...)
+}
+
+func startWith(tb testing.TB, h hooks, args ...string) *instance {
+	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	in := &instance{stop: cancel, done: make(chan error, 1), log: &syncBuffer{}}
 	ready := make(chan struct{})
 	args = append([]string{"--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--reload-interval", "0"}, args...)
 	go func() {
-		in.done <- run(ctx, args, in.log, func(g, h string) { in.grpcAddr, in.httpAddr = g, h; close(ready) })
+		h.ready = func(g, hh string) { in.grpcAddr, in.httpAddr = g, hh; close(ready) }
+		in.done <- run(ctx, args, in.log, h)
 	}()
 	select {
 	case <-ready:
@@ -152,7 +158,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--config", "../../examples", "--redis", "memcached://x"}, "unknown scheme"},
 		{[]string{"--config", "/nonexistent"}, "invalid config"},
 	} {
-		err := run(context.Background(), tc.args, io.Discard, nil)
+		err := run(context.Background(), tc.args, io.Discard, hooks{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: err %v, want %q", tc.args, err, tc.want)
 		}

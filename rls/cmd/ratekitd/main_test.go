@@ -185,3 +185,27 @@ func TestRedisURLs(t *testing.T) {
 		}
 	}
 }
+
+// TestTwoRatekitdOnOneRedisCluster is the same on a 3-node Redis Cluster, reached with a
+// redis+cluster:// URL naming one node (the others are discovered).
+func TestTwoRatekitdOnOneRedisCluster(t *testing.T) {
+	t.Parallel()
+	nodes := testredis.StartCluster(t, 3)
+	a := start(t, "--config", "../../examples", "--redis", "redis+cluster://"+nodes[0])
+	b := start(t, "--config", "../../examples", "--redis", "redis+cluster://"+strings.Join(nodes[1:], ","))
+	oks := 0
+	for i := range 12 {
+		in := a
+		if i%2 == 1 {
+			in = b
+		}
+		for _, number := range []string{"206", "207", "208"} { // keys on several slots
+			if in.ask(t, "message_type", "marketing", "to_number", number) == rlsv3.RateLimitResponse_OK {
+				oks++
+			}
+		}
+	}
+	if oks != 15 {
+		t.Fatalf("two instances on a cluster allowed %d marketing messages to 3 numbers, want 5 each", oks)
+	}
+}

@@ -1,0 +1,15 @@
+// Command ratekitd is an Envoy rate limit service (envoy.service.ratelimit.v3) built on
+// github.com/ratekit/limiter: every algorithm, the in-memory and Redis stores, the failure
+// policy, the circuit breaker, the denial cache and quota leasing, for any gateway that
+// speaks the RLS protocol (Envoy, Istio, Envoy Gateway, Contour, Gloo).
+//
+//	ratekitd --config examples/                         # in memory
+//	ratekitd --config /etc/ratelimit --redis redis://redis:6379
+//	ratekitd --config /etc/ratelimit --redis redis+cluster://n1:6379,n2:6379 --denial-cache
+//
+// The configuration is envoyproxy/ratelimit's YAML, with our own keys for the algorithm
+// and a rate string; it is reloaded when its files change. gRPC listens on :8081 and HTTP
+// (/json, /healthcheck, /metrics) on :8080, as in envoyproxy/ratelimit. SIGTERM drains:
+// /healthcheck fails, calls in flight finish, then the process exits. docs/rls.md has the
+// details.
+package main

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/ratekit/limiter"
+	"github.com/ratekit/limiter/distributed"
+	"github.com/ratekit/limiter/leasing"
+	"github.com/ratekit/limiter/local"
+	"github.com/ratekit/limiter/rls/server"
+	"github.com/ratekit/limiter/store"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stderr, hooks{}); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "ratekitd:", err)
+		os.Exit(1)
+	}
+}
+
+// flags are ratekitd's command line.
+type flags struct {
+	config         string
+	grpcAddr       string
+	httpAddr       string
+	policy         string
+	breakerFails   int
+	breakerCool    time.Duration
+	noBreaker      bool
+	callTimeout    time.Duration
+	shadow         bool
+	headers        bool
+	reloadInterval time.Duration
+	drainTimeout   time.Duration
+	logFormat      string
+	logLevel       string
+	store          storeFlags
+}
+
+func parseFlags(args []string, out io.Writer) (*flags, error) {
+	var f flags
+	fs := flag.NewFlagSet("ratekitd", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&f.config, "config", "", "a YAML file, or a directory of *.yaml files, in envoyproxy/ratelimit's format (required)")
+	fs.StringVar(&f.grpcAddr, "grpc-addr", ":8081", "address of the gRPC RateLimitService")
+	fs.StringVar(&f.httpAddr, "http-addr", ":8080", "address of /json, /healthcheck and /metrics")
+	fs.StringVar(&f.policy, "failure-policy", "closed", "when the store cannot decide: closed (OVER_LIMIT), open (OK), local (decide in this process's memory) or error (gRPC UNAVAILABLE: Envoy's failure_mode_deny decides)")
+	fs.IntVar(&f.breakerFails, "breaker-failures", limiter.DefaultBreakerFailures, "consecutive store failures that open the circuit breaker")
+	fs.DurationVar(&f.breakerCool, "breaker-cooldown", limiter.DefaultBreakerCoolDown, "how long the breaker stays open before a probe")
+	fs.BoolVar(&f.noBreaker, "no-breaker", false, "no circuit breaker: every call goes to the store")
+	fs.DurationVar(&f.callTimeout, "timeout", 0, "bound on each decision's store call (0: the store's own, --redis-timeout)")
+	fs.BoolVar(&f.shadow, "shadow", false, "global shadow mode: decide and count everything, answer OK")
+	fs.BoolVar(&f.headers, "headers", false, "add IETF RateLimit-Policy / RateLimit (and Retry-After) to response_headers_to_add")
+	fs.DurationVar(&f.reloadInterval, "reload-interval", 2*time.Second, "how often to look for changed config files (0: never)")
+	fs.DurationVar(&f.drainTimeout, "drain-timeout", 10*time.Second, "on SIGTERM, how long calls in flight may take to finish")
+	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.store.redis, "redis", "", "Redis URL: redis://[user:password@]host:port[/db] (rediss:// for TLS), or redis+cluster://host:port[,host:port...]; empty: in memory")
+	fs.StringVar(&f.store.prefix, "redis-prefix", "ratekitd:", "prefix of every Redis key")
+	fs.DurationVar(&f.store.timeout, "redis-timeout", distributed.DefaultTimeout, "bound on each Redis call")
+	fs.BoolVar(&f.store.batching, "redis-batching", false, "share pipelines between concurrent calls (distributed.WithBatching)")
+	fs.BoolVar(&f.store.denialCache, "denial-cache", false, "answer a key Redis just denied locally until its RetryAfter (distributed.WithDenialCache)")
+	fs.IntVar(&f.store.denialEntries, "denial-cache-entries", distributed.DefaultDenialCacheEntries, "keys the denial cache remembers")
+	fs.DurationVar(&f.store.denialMaxAge, "denial-cache-max-age", 0, "longest reuse of one denial (0: until its RetryAfter)")
+	fs.Int64Var(&f.store.lease, "lease", 0, "serve hot keys from local slices of this many permits (package leasing; 0: off)")
+	fs.DurationVar(&f.store.leaseTTL, "lease-ttl", leasing.DefaultTTL, "how long a lease lives")
+	fs.IntVar(&f.store.localMaxKeys, "memory-max-keys", 0, "bound on the keys of the in-memory store (0: its default)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	case f.config == "":
+		return nil, errors.New("--config PATH is required (a YAML file or a directory of them)")
+	}
+	return &f, nil
+}
+
+func newLogger(f *flags, out io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	o := &slog.HandlerOptions{Level: level}
+	switch f.logFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(out, o)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(out, o)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", f.logFormat)
+}
+
+// hooks let tests watch and wrap what run does; the zero value does nothing.
+type hooks struct {
+	ready     func(grpcAddr, httpAddr string) // both listeners serve
+	draining  func()                          // the drain has begun: health checks fail
+	wrapStore func(store.Store) store.Store
+}
+
+// run serves until ctx ends, then drains.
+func run(ctx context.Context, args []string, logOut io.Writer, h hooks) error {
+	f, err := parseFlags(args, logOut)
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(f, logOut)
+	if err != nil {
+		return err
+	}
+	cfg, err := server.Load(f.config)
+	if err != nil {
+		return err
+	}
+	st, desc, err := openStore(ctx, f.store)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if h.wrapStore != nil {
+		st = h.wrapStore(st)
+	}
+	opts := server.Options{
+		FailurePolicy:   server.Policy(f.policy),
+		BreakerFailures: f.breakerFails,
+		BreakerCoolDown: f.breakerCool,
+		Timeout:         f.callTimeout,
+		Shadow:          f.shadow,
+		Headers:         f.headers,
+		Concurrent:      f.store.redis != "",
+		Logger:          log,
+	}
+	if f.noBreaker {
+		opts.BreakerFailures = -1
+	}
+	if opts.FailurePolicy == server.PolicyLocal {
+		fb, err := local.New()
+		if err != nil {
+			return err
+		}
+		defer fb.Close()
+		opts.FallbackStore = fb
+	}
+	svc, err := server.New(cfg, st, opts)
+	if err != nil {
+		return err
+	}
+	gl, err := net.Listen("tcp", f.grpcAddr)
+	if err != nil {
+		return err
+	}
+	hl, err := net.Listen("tcp", f.httpAddr)
+	if err != nil {
+		gl.Close()
+		return err
+	}
+	gs := grpc.NewServer()
+	rlsv3.RegisterRateLimitServiceServer(gs, svc)
+	hs := health.NewServer()
+	healthpb.RegisterHealthServer(gs, hs)
+	web := server.NewHTTP(svc)
+	httpSrv := &http.Server{Handler: web.Handler(), ReadHeaderTimeout: 5 * time.Second}
+
+	errc := make(chan error, 2)
+	go func() { errc <- gs.Serve(gl) }()
+	go func() { errc <- httpSrv.Serve(hl) }()
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	if f.reloadInterval > 0 {
+		go server.NewWatcher(f.config, svc).Run(wctx, f.reloadInterval)
+	}
+	log.Info("ratekitd serving", slog.String("grpc", gl.Addr().String()), slog.String("http", hl.Addr().String()),
+		slog.String("store", desc), slog.String("failure_policy", f.policy), slog.String("config", f.config),
+		slog.String("domains", strings.Join(cfg.Domains(), ",")))
+	if h.ready != nil {
+		h.ready(gl.Addr().String(), hl.Addr().String())
+	}
+
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		gs.Stop()
+		httpSrv.Close()
+		return err
+	}
+	// Drain: health checks fail first so balancers move away, then the gRPC calls in
+	// flight finish (GracefulStop waits for them) while /healthcheck keeps answering 500,
+	// then the HTTP server drains; all within --drain-timeout.
+	log.Info("draining", slog.Duration("timeout", f.drainTimeout))
+	web.Drain()
+	hs.Shutdown()
+	if h.draining != nil {
+		h.draining()
+	}
+	dctx, cancel := context.WithTimeout(context.Background(), f.drainTimeout)
+	defer cancel()
+	done := make(chan struct{})
+	go func() { gs.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-dctx.Done():
+		log.Warn("drain timeout: cancelling the calls still in flight")
+		gs.Stop()
+		<-done
+	}
+	httpErr := httpSrv.Shutdown(dctx)
+	log.Info("stopped")
+	if httpErr != nil && !errors.Is(httpErr, context.DeadlineExceeded) {
+		return httpErr
+	}
+	return nil
+}

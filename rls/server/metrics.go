@@ -1,0 +1,160 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ratekit/limiter"
+)
+
+// Metrics counts what the service decides, per rule as envoyproxy/ratelimit's statistics
+// do (total_hits, over_limit, near_limit, shadow_mode, each by hits_addend), and what the
+// library's Observer reports (outcomes, store latency, breaker changes). It writes them in
+// the Prometheus text format: a few dozen atomic counters need no client library, and
+// keeping OpenTelemetry out keeps ratekitd one small binary; otellimit remains the way to
+// feed an OpenTelemetry pipeline from a program of your own.
+type Metrics struct {
+	requests  atomic.Int64
+	overLimit atomic.Int64
+	rules     sync.Map // stat → *ruleCounters
+	outcomes  [6]atomic.Int64
+	breaker   [3]atomic.Int64 // transitions into each BreakerState
+	latency   histogram
+	reloadsOK atomic.Int64
+	reloadsKO atomic.Int64
+}
+
+var _ limiter.Observer = (*Metrics)(nil)
+
+func newMetrics() *Metrics { return &Metrics{} }
+
+type ruleCounters struct {
+	hits, over, near, shadow atomic.Int64
+}
+
+// rule returns the counters of a rule's statistics path.
+func (m *Metrics) rule(stat string) *ruleCounters {
+	if rc, ok := m.rules.Load(stat); ok {
+		return rc.(*ruleCounters)
+	}
+	rc, _ := m.rules.LoadOrStore(stat, &ruleCounters{})
+	return rc.(*ruleCounters)
+}
+
+func (rc *ruleCounters) hit(n int64, over, near, shadow bool) {
+	rc.hits.Add(n)
+	if over {
+		rc.over.Add(n)
+	}
+	if near {
+		rc.near.Add(n)
+	}
+	if shadow {
+		rc.shadow.Add(n)
+	}
+}
+
+// Decided implements limiter.Observer.
+func (m *Metrics) Decided(_ context.Context, e limiter.Event) {
+	if int(e.Outcome) < len(m.outcomes) {
+		m.outcomes[e.Outcome].Add(1)
+	}
+	if e.Latency > 0 {
+		m.latency.observe(e.Latency.Seconds())
+	}
+}
+
+// BreakerChanged implements limiter.Observer.
+func (m *Metrics) BreakerChanged(_, to limiter.BreakerState) {
+	if int(to) < len(m.breaker) {
+		m.breaker[to].Add(1)
+	}
+}
+
+// latencyBuckets are the upper bounds, in seconds, of the store latency histogram: a
+// local decision takes about a microsecond, a Redis one about a millisecond.
+var latencyBuckets = []float64{0.00001, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1}
+
+type histogram struct {
+	counts [14]atomic.Int64 // one per bucket, and +Inf
+	sumNs  atomic.Int64
+}
+
+func (h *histogram) observe(sec float64) {
+	i, _ := slices.BinarySearch(latencyBuckets, sec)
+	h.counts[i].Add(1)
+	h.sumNs.Add(int64(sec * 1e9))
+}
+
+// WriteTo writes the metrics in the Prometheus text exposition format (version 0.0.4).
+func (m *Metrics) WriteTo(w io.Writer) (int64, error) {
+	cw := &countWriter{w: bufio.NewWriter(w)}
+	p := func(format string, args ...any) { fmt.Fprintf(cw, format, args...) }
+	p("# HELP ratekitd_requests_total ShouldRateLimit calls answered.\n# TYPE ratekitd_requests_total counter\nratekitd_requests_total %d\n", m.requests.Load())
+	p("# HELP ratekitd_over_limit_total ShouldRateLimit calls answered OVER_LIMIT.\n# TYPE ratekitd_over_limit_total counter\nratekitd_over_limit_total %d\n", m.overLimit.Load())
+	var stats []string
+	m.rules.Range(func(k, _ any) bool { stats = append(stats, k.(string)); return true })
+	slices.Sort(stats)
+	for _, s := range []struct{ name, help string }{
+		{"total_hits", "Hits (by hits_addend) on the rule."},
+		{"over_limit", "Hits over the rule's limit."},
+		{"near_limit", "Hits within the limit but past 80% of it."},
+		{"shadow_mode", "Hits over the limit answered OK because the rule is in shadow mode."},
+	} {
+		p("# HELP ratekitd_rule_%s_total %s\n# TYPE ratekitd_rule_%s_total counter\n", s.name, s.help, s.name)
+		for _, stat := range stats {
+			rc := m.rule(stat)
+			v := map[string]int64{"total_hits": rc.hits.Load(), "over_limit": rc.over.Load(), "near_limit": rc.near.Load(), "shadow_mode": rc.shadow.Load()}[s.name]
+			p("ratekitd_rule_%s_total{rule=\"%s\"} %d\n", s.name, escapeLabel(stat), v)
+		}
+	}
+	p("# HELP ratekitd_decisions_total Store decisions by outcome (the library's Observer).\n# TYPE ratekitd_decisions_total counter\n")
+	for o := range m.outcomes {
+		p("ratekitd_decisions_total{outcome=\"%s\"} %d\n", limiter.Outcome(o), m.outcomes[o].Load())
+	}
+	p("# HELP ratekitd_breaker_transitions_total Circuit breaker changes, by the state entered.\n# TYPE ratekitd_breaker_transitions_total counter\n")
+	for st := range m.breaker {
+		p("ratekitd_breaker_transitions_total{state=\"%s\"} %d\n", limiter.BreakerState(st), m.breaker[st].Load())
+	}
+	p("# HELP ratekitd_store_latency_seconds Time the store took to decide.\n# TYPE ratekitd_store_latency_seconds histogram\n")
+	var cum int64
+	for i, le := range latencyBuckets {
+		cum += m.latency.counts[i].Load()
+		p("ratekitd_store_latency_seconds_bucket{le=\"%g\"} %d\n", le, cum)
+	}
+	cum += m.latency.counts[len(latencyBuckets)].Load()
+	p("ratekitd_store_latency_seconds_bucket{le=\"+Inf\"} %d\nratekitd_store_latency_seconds_sum %g\nratekitd_store_latency_seconds_count %d\n", cum, float64(m.latency.sumNs.Load())/1e9, cum)
+	p("# HELP ratekitd_config_reloads_total Configuration reloads, by result.\n# TYPE ratekitd_config_reloads_total counter\n")
+	p("ratekitd_config_reloads_total{result=\"ok\"} %d\nratekitd_config_reloads_total{result=\"refused\"} %d\n", m.reloadsOK.Load(), m.reloadsKO.Load())
+	if err := cw.w.(*bufio.Writer).Flush(); err != nil && cw.err == nil {
+		cw.err = err
+	}
+	return cw.n, cw.err
+}
+
+// escapeLabel escapes a label value as the text format asks: backslash, quote, newline.
+func escapeLabel(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
+}
+
+type countWriter struct {
+	w   io.Writer
+	n   int64
+	err error
+}
+
+func (c *countWriter) Write(b []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	c.err = err
+	return n, err
+}

@@ -5,7 +5,7 @@ GO       ?= go
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || ! command -v sudo >/dev/null 2>&1 || echo sudo)
 # MODULES are the nested modules, each with its own go.mod, that make test and make vet
 # cover beside the main one: a new module is one word here.
-MODULES  := grpclimit otellimit ginlimit echolimit fiberlimit
+MODULES  := grpclimit otellimit ginlimit echolimit fiberlimit rls
 # REDIS_MIN is the oldest Redis major version the suite runs on: it tests the Redis 7
 # functions (FUNCTION LOAD, FCALL) and reads TTLs with PEXPIRETIME.
 REDIS_MIN := 7

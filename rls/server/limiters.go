@@ -30,18 +30,7 @@ type limiters struct {
 
 func newLimiters(s store.Store, o *Options, obs limiter.Observer) *limiters {
 	ls := &limiters{store: s, fallback: o.FallbackStore, policy: o.FailurePolicy, m: map[string]*limiter.Limiter{}}
-	if o.BreakerFailures < 0 {
-		ls.opts = append(ls.opts, limiter.WithoutCircuitBreaker())
-	} else {
-		failures, coolDown := o.BreakerFailures, o.BreakerCoolDown
-		if failures == 0 {
-			failures = limiter.DefaultBreakerFailures
-		}
-		if coolDown == 0 {
-			coolDown = limiter.DefaultBreakerCoolDown
-		}
-		ls.opts = append(ls.opts, limiter.WithCircuitBreaker(failures, coolDown))
-	}
+	ls.opts = append(ls.opts, limiter.WithCircuitBreaker(o.Breaker))
 	if o.Timeout > 0 {
 		ls.opts = append(ls.opts, limiter.WithTimeout(o.Timeout))
 	}

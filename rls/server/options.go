@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/store"
 )
@@ -29,11 +30,9 @@ type Options struct {
 	FailurePolicy Policy
 	// FallbackStore is the local store PolicyLocal decides on; required with it.
 	FallbackStore store.Store
-	// BreakerFailures and BreakerCoolDown set the circuit breaker of every limiter; 0 means
-	// the library's defaults (limiter.DefaultBreakerFailures, DefaultBreakerCoolDown) and
-	// BreakerFailures < 0 turns the breaker off.
-	BreakerFailures int
-	BreakerCoolDown time.Duration
+	// Breaker is the circuit breaker of every limiter (limiter.WithCircuitBreaker): the
+	// zero value is the library's default, a zero field keeps its default, Off removes it.
+	Breaker limiter.CircuitBreaker
 	// Timeout bounds each store call; 0 leaves the store's own timeout.
 	Timeout time.Duration
 	// Clock is the time of the rules that deny everything (requests_per_unit: 0) and of

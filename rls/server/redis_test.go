@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/rls/internal/testredis"
@@ -101,7 +102,7 @@ func TestFailurePolicies(t *testing.T) {
 	} {
 		t.Run(string(tc.policy), func(t *testing.T) {
 			t.Parallel()
-			ts := startOn(t, cfg, redisStore(t, dead, distributed.WithTimeout(time.Second)), Options{FailurePolicy: tc.policy, FallbackStore: fallback, BreakerFailures: -1})
+			ts := startOn(t, cfg, redisStore(t, dead, distributed.WithTimeout(time.Second)), Options{FailurePolicy: tc.policy, FallbackStore: fallback, Breaker: limiter.CircuitBreaker{Off: true}})
 			for i := range 2 {
 				r, err := ts.client.ShouldRateLimit(context.Background(), &rlsv3.RateLimitRequest{Domain: "d", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("k", string(tc.policy))}})
 				if status.Code(err) != tc.code {

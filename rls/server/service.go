@@ -201,11 +201,8 @@ func (s *Service) decide(ctx context.Context, domain string, c *check) {
 		}
 		key := limiterKey(domain, c.entries)
 		if c.hits == 0 {
-			// A look (hits_addend 0): Peek answers as an Allow of 1 would, so the
-			// remaining before that 1 is one more than it says.
-			if c.d, err = l.Peek(ctx, key); err == nil && c.d.Allowed {
-				c.d.Remaining++
-			}
+			// A look (hits_addend 0): Peek's Remaining is what the key has now.
+			c.d, err = l.Peek(ctx, key)
 		} else {
 			c.d, err = l.AllowN(ctx, key, c.hits)
 		}

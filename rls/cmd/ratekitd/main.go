@@ -46,9 +46,7 @@ type flags struct {
 	grpcAddr       string
 	httpAddr       string
 	policy         string
-	breakerFails   int
-	breakerCool    time.Duration
-	noBreaker      bool
+	breaker        limiter.CircuitBreaker
 	callTimeout    time.Duration
 	shadow         bool
 	headers        bool
@@ -67,9 +65,11 @@ func parseFlags(args []string, out io.Writer) (*flags, error) {
 	fs.StringVar(&f.grpcAddr, "grpc-addr", ":8081", "address of the gRPC RateLimitService")
 	fs.StringVar(&f.httpAddr, "http-addr", ":8080", "address of /json, /healthcheck and /metrics")
 	fs.StringVar(&f.policy, "failure-policy", "closed", "when the store cannot decide: closed (OVER_LIMIT), open (OK), local (decide in this process's memory) or error (gRPC UNAVAILABLE: Envoy's failure_mode_deny decides)")
-	fs.IntVar(&f.breakerFails, "breaker-failures", limiter.DefaultBreakerFailures, "consecutive store failures that open the circuit breaker")
-	fs.DurationVar(&f.breakerCool, "breaker-cooldown", limiter.DefaultBreakerCoolDown, "how long the breaker stays open before a probe")
-	fs.BoolVar(&f.noBreaker, "no-breaker", false, "no circuit breaker: every call goes to the store")
+	fs.Float64Var(&f.breaker.FailureRate, "breaker-failure-rate", 0, "share of a window's calls that must fail to open the circuit breaker (0: the library's 0.5)")
+	fs.IntVar(&f.breaker.MinCalls, "breaker-min-calls", 0, "calls a window needs before its failure rate is judged (0: the library's 20)")
+	fs.DurationVar(&f.breaker.Window, "breaker-window", 0, "the breaker's window (0: the library's 1s)")
+	fs.DurationVar(&f.breaker.CoolDown, "breaker-cooldown", 0, "how long the breaker stays open before a probe (0: the library's 1s)")
+	fs.BoolVar(&f.breaker.Off, "no-breaker", false, "no circuit breaker: every call goes to the store")
 	fs.DurationVar(&f.callTimeout, "timeout", 0, "bound on each decision's store call (0: the store's own, --redis-timeout)")
 	fs.BoolVar(&f.shadow, "shadow", false, "global shadow mode: decide and count everything, answer OK")
 	fs.BoolVar(&f.headers, "headers", false, "add IETF RateLimit-Policy / RateLimit (and Retry-After) to response_headers_to_add")
@@ -144,17 +144,13 @@ func run(ctx context.Context, args []string, logOut io.Writer, h hooks) error {
 		st = h.wrapStore(st)
 	}
 	opts := server.Options{
-		FailurePolicy:   server.Policy(f.policy),
-		BreakerFailures: f.breakerFails,
-		BreakerCoolDown: f.breakerCool,
-		Timeout:         f.callTimeout,
-		Shadow:          f.shadow,
-		Headers:         f.headers,
-		Concurrent:      f.store.redis != "",
-		Logger:          log,
-	}
-	if f.noBreaker {
-		opts.BreakerFailures = -1
+		FailurePolicy: server.Policy(f.policy),
+		Breaker:       f.breaker,
+		Timeout:       f.callTimeout,
+		Shadow:        f.shadow,
+		Headers:       f.headers,
+		Concurrent:    f.store.redis != "",
+		Logger:        log,
 	}
 	if opts.FailurePolicy == server.PolicyLocal {
 		fb, err := local.New()

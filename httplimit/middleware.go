@@ -49,6 +49,9 @@ func Middleware(l *limiter.Limiter, key KeyFunc, opts ...Option) (func(http.Hand
 			opt.apply(&o)
 		}
 	}
+	if o.err == nil && o.concurrencyOpt != "" {
+		o.invalid("%s applies to Concurrency, not to Middleware", o.concurrencyOpt)
+	}
 	if o.err != nil {
 		return nil, o.err
 	}

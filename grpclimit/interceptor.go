@@ -15,6 +15,7 @@ import (
 
 	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/httplimit"
 	"github.com/ratekit/limiter/internal/rlheader"
 	"github.com/ratekit/limiter/store"
 )
@@ -39,7 +40,8 @@ type Interceptors struct {
 // a Fallback limiter denies gets ResourceExhausted with RetryInfo; under FailClosed, and
 // when the store is closed, the error handler answers (codes.Unavailable by default).
 //
-// A nil l is an error wrapping limiter.ErrInvalidConfig. Nil options are ignored.
+// A nil l, or an option with a value it cannot use, is an error wrapping
+// limiter.ErrInvalidConfig. Nil options are ignored.
 func New(l *limiter.Limiter, opts ...Option) (*Interceptors, error) {
 	if l == nil {
 		return nil, fmt.Errorf("%w: grpclimit.New: limiter is nil", limiter.ErrInvalidConfig)
@@ -49,6 +51,9 @@ func New(l *limiter.Limiter, opts ...Option) (*Interceptors, error) {
 		if opt != nil {
 			opt.apply(&o)
 		}
+	}
+	if o.err != nil {
+		return nil, o.err
 	}
 	return &Interceptors{l: l, o: o, p: rlheader.New(l, "", false)}, nil
 }
@@ -100,7 +105,7 @@ func (i *Interceptors) admit(ctx context.Context, method string) (md metadata.MD
 	}
 	k, err := i.o.key(ctx, method)
 	if err == nil && k == "" {
-		err = fmt.Errorf("%w: KeyFunc returned an empty key", ErrMissingKey)
+		err = fmt.Errorf("%w: KeyFunc returned an empty key", httplimit.ErrMissingKey)
 	}
 	if err != nil {
 		return nil, i.o.onError(ctx, method, err)

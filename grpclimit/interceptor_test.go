@@ -12,6 +12,7 @@ import (
 	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/grpclimit"
+	"github.com/ratekit/limiter/httplimit"
 )
 
 // TestUnaryAllowDeny checks that calls within the limit are served, the next one gets
@@ -116,7 +117,7 @@ func TestSkipMethods(t *testing.T) {
 	lim := newInterceptors(t, l,
 		grpclimit.WithSkipMethods(checkMethod),
 		grpclimit.WithSkipMethods(), // adds nothing
-		grpclimit.WithKey(grpclimit.ByMetadata("x-api-key")))
+		grpclimit.WithKey(byMetadata(t, "x-api-key")))
 	s := startServer(t, lim, true)
 	c := s.dial(t, "192.0.2.1:1000")
 	for i := 0; i < 3; i++ {
@@ -136,7 +137,16 @@ func TestNew(t *testing.T) {
 		t.Errorf("New(nil) = %v, %v; want nil and an error wrapping limiter.ErrInvalidConfig", lim, err)
 	}
 	l, _, _ := newLimiter(t, algo.FixedWindow{Limit: 1, Window: time.Minute})
-	lim := newInterceptors(t, l, nil, grpclimit.WithKey(nil), grpclimit.WithCost(nil), grpclimit.WithErrorHandler(nil))
+	for name, opt := range map[string]grpclimit.Option{
+		"WithKey(nil)":          grpclimit.WithKey(nil),
+		"WithCost(nil)":         grpclimit.WithCost(nil),
+		"WithErrorHandler(nil)": grpclimit.WithErrorHandler(nil),
+	} {
+		if lim, err := grpclimit.New(l, opt); !errors.Is(err, limiter.ErrInvalidConfig) || lim != nil {
+			t.Errorf("New(l, %s) = %v, %v; want nil and an error wrapping limiter.ErrInvalidConfig", name, lim, err)
+		}
+	}
+	lim := newInterceptors(t, l, nil)
 	s := startServer(t, lim, true)
 	c := s.dial(t, "192.0.2.1:1000")
 	want(t, "call 1 (defaults: ByPeer, cost 1)", check(t, c), ok)
@@ -171,7 +181,7 @@ func TestErrorHandler(t *testing.T) {
 	t.Parallel()
 	l, _, _ := newLimiter(t, algo.FixedWindow{Limit: 1, Window: time.Minute})
 	lim := newInterceptors(t, l,
-		grpclimit.WithKey(grpclimit.ByMetadata("tenant")),
+		grpclimit.WithKey(byMetadata(t, "tenant")),
 		grpclimit.WithErrorHandler(func(_ context.Context, m string, err error) error {
 			if m == checkMethod {
 				return nil // serve anonymous health checks
@@ -197,8 +207,8 @@ func TestDefaultErrorHandler(t *testing.T) {
 		err  error
 		code codes.Code
 	}{
-		{grpclimit.ErrMissingKey, codes.InvalidArgument},
-		{grpclimit.ErrInvalidAddress, codes.Internal},
+		{httplimit.ErrMissingKey, codes.InvalidArgument},
+		{httplimit.ErrInvalidAddress, codes.Internal},
 		{limiter.ErrUnavailable, codes.Unavailable},
 		{limiter.ErrClosed, codes.Unavailable},
 		{context.Canceled, codes.Canceled},

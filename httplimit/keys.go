@@ -20,18 +20,22 @@ import (
 // An empty key with a nil error is treated as an error wrapping ErrMissingKey.
 type KeyFunc func(*http.Request) (string, error)
 
-// Errors returned by the KeyFuncs of this package. Test for them with errors.Is.
+// Errors returned by the key functions of this package and of grpclimit (whose KeyFunc
+// has this one's shape, with the call in place of the request): they are defined here
+// only. Test for them with errors.Is.
 var (
-	// ErrMissingKey reports a request that does not carry the key the KeyFunc looks for,
-	// such as a missing header. It is the client's fault: the default error handler answers
-	// 400 Bad Request. Custom KeyFuncs may wrap it to get the same answer.
+	// ErrMissingKey reports a request (or gRPC call) that does not carry the key the
+	// KeyFunc looks for, such as a missing header or metadata entry. It is the client's
+	// fault: the default error handler answers 400 Bad Request (gRPC: InvalidArgument).
+	// Custom KeyFuncs may wrap it to get the same answer.
 	ErrMissingKey = errors.New("httplimit: request has no key")
 
-	// ErrInvalidAddress reports a client address that does not parse as an IP address:
-	// a RemoteAddr rewritten by a faulty middleware, or a trusted proxy that forwards
-	// garbage in X-Forwarded-For. It is the server's (or its proxies') fault: the default
-	// error handler answers 500 Internal Server Error. ByIP's error for a TrustedProxies
-	// argument that is not an address or CIDR prefix wraps it too.
+	// ErrInvalidAddress reports a client address that is not an IP address: a RemoteAddr
+	// rewritten by a faulty middleware, a trusted proxy that forwards garbage in
+	// X-Forwarded-For, a gRPC peer on a Unix socket or with no address. It is the
+	// server's (or its proxies') fault: the default error handler answers 500 Internal
+	// Server Error (gRPC: Internal). ByIP's error for a TrustedProxies argument that is
+	// not an address or CIDR prefix wraps it too.
 	ErrInvalidAddress = errors.New("httplimit: invalid client address")
 )
 

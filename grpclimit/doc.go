@@ -30,7 +30,7 @@
 // they return (key, error), and their errors are httplimit's (httplimit.ErrMissingKey
 // blames the client, httplimit.ErrInvalidAddress the server). ByPeer is httplimit.ByIP's
 // twin, ByMetadata httplimit.ByHeader's; a constructor that takes an argument it checks
-// returns (KeyFunc, error), the error wrapping limiter.ErrInvalidConfig.
+// returns (KeyFunc, error), the error wrapping algo.ErrInvalidConfig.
 //
 // # What the client sees
 //

@@ -13,6 +13,7 @@ import (
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/grpclimit"
 	"github.com/ratekit/limiter/httplimit"
+	"github.com/ratekit/limiter/store"
 )
 
 // TestUnaryAllowDeny checks that calls within the limit are served, the next one gets
@@ -101,8 +102,8 @@ func TestCost(t *testing.T) {
 		want(t, "check costing 0", check(t, c), ok)
 	}
 	want(t, "watch costing -1", watch(t, c), outcome{codes.Internal, -1})
-	if !errors.Is(handled, limiter.ErrInvalidRequest) {
-		t.Errorf("error handler got %v, want one wrapping limiter.ErrInvalidRequest", handled)
+	if !errors.Is(handled, algo.ErrInvalidRequest) {
+		t.Errorf("error handler got %v, want one wrapping algo.ErrInvalidRequest", handled)
 	}
 	if got, w := s.served(), int64(3); got != w {
 		t.Errorf("handler served %d calls, want %d", got, w)
@@ -133,8 +134,8 @@ func TestSkipMethods(t *testing.T) {
 // ignored.
 func TestNew(t *testing.T) {
 	t.Parallel()
-	if lim, err := grpclimit.New(nil); !errors.Is(err, limiter.ErrInvalidConfig) || lim != nil {
-		t.Errorf("New(nil) = %v, %v; want nil and an error wrapping limiter.ErrInvalidConfig", lim, err)
+	if lim, err := grpclimit.New(nil); !errors.Is(err, algo.ErrInvalidConfig) || lim != nil {
+		t.Errorf("New(nil) = %v, %v; want nil and an error wrapping algo.ErrInvalidConfig", lim, err)
 	}
 	l, _, _ := newLimiter(t, algo.FixedWindow{Limit: 1, Window: time.Minute})
 	for name, opt := range map[string]grpclimit.Option{
@@ -142,8 +143,8 @@ func TestNew(t *testing.T) {
 		"WithCost(nil)":         grpclimit.WithCost(nil),
 		"WithErrorHandler(nil)": grpclimit.WithErrorHandler(nil),
 	} {
-		if lim, err := grpclimit.New(l, opt); !errors.Is(err, limiter.ErrInvalidConfig) || lim != nil {
-			t.Errorf("New(l, %s) = %v, %v; want nil and an error wrapping limiter.ErrInvalidConfig", name, lim, err)
+		if lim, err := grpclimit.New(l, opt); !errors.Is(err, algo.ErrInvalidConfig) || lim != nil {
+			t.Errorf("New(l, %s) = %v, %v; want nil and an error wrapping algo.ErrInvalidConfig", name, lim, err)
 		}
 	}
 	lim := newInterceptors(t, l, nil)
@@ -154,7 +155,7 @@ func TestNew(t *testing.T) {
 }
 
 // TestUnmadeLimiter checks that a limiter not made by limiter.New, whose calls report
-// limiter.ErrInvalidConfig, is answered with Internal.
+// algo.ErrInvalidConfig, is answered with Internal.
 func TestUnmadeLimiter(t *testing.T) {
 	t.Parallel()
 	var handled error
@@ -167,8 +168,8 @@ func TestUnmadeLimiter(t *testing.T) {
 	c := s.dial(t, "192.0.2.1:1000")
 	want(t, "check", check(t, c), outcome{codes.Internal, -1})
 	want(t, "watch", watch(t, c), outcome{codes.Internal, -1})
-	if !errors.Is(handled, limiter.ErrInvalidConfig) {
-		t.Errorf("error handler got %v, want one wrapping limiter.ErrInvalidConfig", handled)
+	if !errors.Is(handled, algo.ErrInvalidConfig) {
+		t.Errorf("error handler got %v, want one wrapping algo.ErrInvalidConfig", handled)
 	}
 	if s.served() != 0 {
 		t.Error("handler called with an unusable limiter")
@@ -209,12 +210,12 @@ func TestDefaultErrorHandler(t *testing.T) {
 	}{
 		{httplimit.ErrMissingKey, codes.InvalidArgument},
 		{httplimit.ErrInvalidAddress, codes.Internal},
-		{limiter.ErrUnavailable, codes.Unavailable},
-		{limiter.ErrClosed, codes.Unavailable},
+		{store.ErrUnavailable, codes.Unavailable},
+		{store.ErrClosed, codes.Unavailable},
 		{context.Canceled, codes.Canceled},
 		{context.DeadlineExceeded, codes.DeadlineExceeded},
-		{limiter.ErrInvalidConfig, codes.Internal},
-		{limiter.ErrInvalidRequest, codes.Internal},
+		{algo.ErrInvalidConfig, codes.Internal},
+		{algo.ErrInvalidRequest, codes.Internal},
 		{errors.New("secret-key-42"), codes.Internal},
 	} {
 		st := status.Convert(grpclimit.DefaultErrorHandler(t.Context(), checkMethod, tc.err))

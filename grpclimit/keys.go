@@ -92,7 +92,7 @@ func peerIP(addr net.Addr) (netip.Addr, error) {
 //
 // A name that is not a valid metadata name (empty, or with characters other than
 // letters, digits, '-', '_' and '.') makes ByMetadata return an error wrapping
-// limiter.ErrInvalidConfig, and no KeyFunc: no call could ever carry it.
+// algo.ErrInvalidConfig, and no KeyFunc: no call could ever carry it.
 func ByMetadata(name string) (KeyFunc, error) {
 	if !validMetadataName(name) {
 		return nil, fmt.Errorf("%w: grpclimit.ByMetadata(%q): not a metadata name", algo.ErrInvalidConfig, name)

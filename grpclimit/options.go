@@ -14,7 +14,7 @@ import (
 )
 
 // Option configures New. A nil Option is ignored; an Option given a value it cannot use
-// (a nil function) makes New return an error wrapping limiter.ErrInvalidConfig that names
+// (a nil function) makes New return an error wrapping algo.ErrInvalidConfig that names
 // it.
 type Option interface {
 	apply(*options)
@@ -83,7 +83,7 @@ func WithSkipMethods(fullMethods ...string) Option {
 //
 // A cost of 0 exempts the call: it is served without consulting the limiter. A negative
 // cost is a bug in f: the call goes to the error handler with an error wrapping
-// limiter.ErrInvalidRequest (codes.Internal by default). A cost larger than the limit can
+// algo.ErrInvalidRequest (codes.Internal by default). A cost larger than the limit can
 // ever grant is denied with codes.ResourceExhausted and no RetryInfo, since waiting would
 // not help. The key is computed before the cost, so a call whose key fails is answered by
 // the error handler whatever its cost.
@@ -130,7 +130,7 @@ func WithErrorHandler(f func(ctx context.Context, fullMethod string, err error) 
 //   - codes.Canceled or codes.DeadlineExceeded when the call's context ended;
 //   - codes.Internal otherwise: a KeyFunc that cannot compute a key from a call the client
 //     could not have got wrong (ByPeer on a Unix socket), a negative cost, a limiter that
-//     reports limiter.ErrInvalidConfig (a zero limiter.Limiter). These are the server's
+//     reports algo.ErrInvalidConfig (a zero limiter.Limiter). These are the server's
 //     bugs, which no retry and no change of system state will fix.
 func DefaultErrorHandler(ctx context.Context, fullMethod string, err error) error {
 	switch {

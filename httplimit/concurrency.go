@@ -92,7 +92,7 @@ func DefaultConcurrencyOutcome(r *http.Request, status int) adaptive.Outcome {
 // ConcurrencyOutcome are Concurrency's own. Nil options are skipped. A nil l, an option
 // with a value it cannot use, or one of Middleware's own options (WithCost, WithWait,
 // WithErrorHandler, WithQuotaUnit, WithPartitionKey, WithProblemDetails) makes Concurrency
-// return an error wrapping limiter.ErrInvalidConfig that names it, and no middleware.
+// return an error wrapping algo.ErrInvalidConfig that names it, and no middleware.
 //
 // The handler's writer has http.Flusher, http.Hijacker and io.ReaderFrom exactly when the
 // server's writer has them, and Unwrap for http.ResponseController.

@@ -17,7 +17,7 @@
 // client's address, optionally behind [TrustedProxies]), [ByHeader] (an API key, a tenant
 // ID) or any function of your own.
 //
-// Middleware, ByIP and ByHeader return an error wrapping limiter.ErrInvalidConfig for an
+// Middleware, ByIP and ByHeader return an error wrapping algo.ErrInvalidConfig for an
 // argument or option they cannot use, so a mistake shows at start-up, not as a 500 on
 // every request.
 //

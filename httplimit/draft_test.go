@@ -198,7 +198,7 @@ func TestQuotaUnitContentBytes(t *testing.T) {
 		t.Errorf("unit requests: %q, want no qu", got)
 	}
 	for _, bad := range []string{"", "Bytes", `a"b`, strings.Repeat("a", 65)} {
-		if _, err := httplimit.Middleware(l, mustByIP(t), httplimit.WithQuotaUnit(bad)); !errors.Is(err, limiter.ErrInvalidConfig) {
+		if _, err := httplimit.Middleware(l, mustByIP(t), httplimit.WithQuotaUnit(bad)); !errors.Is(err, algo.ErrInvalidConfig) {
 			t.Errorf("WithQuotaUnit(%q): %v, want ErrInvalidConfig", bad, err)
 		}
 	}
@@ -225,7 +225,7 @@ func TestPartitionKey(t *testing.T) {
 	if other := get(h, "192.0.2.2:1").Header().Get("RateLimit"); strings.HasSuffix(other, pk) {
 		t.Errorf("another key has the same pk: %q", other)
 	}
-	if _, err := httplimit.Middleware(l, mustByIP(t), httplimit.WithPartitionKey([]byte("short"))); !errors.Is(err, limiter.ErrInvalidConfig) {
+	if _, err := httplimit.Middleware(l, mustByIP(t), httplimit.WithPartitionKey([]byte("short"))); !errors.Is(err, algo.ErrInvalidConfig) {
 		t.Errorf("short secret: %v, want ErrInvalidConfig", err)
 	}
 }

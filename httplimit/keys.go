@@ -40,7 +40,7 @@ var (
 )
 
 // IPOption configures ByIP. A nil IPOption is ignored; an IPOption given a value it cannot
-// use makes ByIP return an error wrapping limiter.ErrInvalidConfig.
+// use makes ByIP return an error wrapping algo.ErrInvalidConfig.
 type IPOption interface {
 	applyIP(*ipOptions)
 }
@@ -64,7 +64,7 @@ func (f ipOptionFunc) applyIP(o *ipOptions) { f(o) }
 // header cannot choose the key.
 //
 // An argument that does not parse makes ByIP return an error wrapping both
-// limiter.ErrInvalidConfig and ErrInvalidAddress, so the mistake shows at construction
+// algo.ErrInvalidConfig and ErrInvalidAddress, so the mistake shows at construction
 // instead of silently trusting nobody.
 func TrustedProxies(cidrs ...string) IPOption {
 	return ipOptionFunc(func(o *ipOptions) {
@@ -132,7 +132,7 @@ func parsePrefix(s string) (netip.Prefix, error) {
 //
 // A request whose address does not parse is an error of the KeyFunc wrapping
 // ErrInvalidAddress. Nil options are skipped; an option with a value it cannot use (see
-// each option) makes ByIP return an error wrapping limiter.ErrInvalidConfig that names
+// each option) makes ByIP return an error wrapping algo.ErrInvalidConfig that names
 // it, and no KeyFunc.
 func ByIP(opts ...IPOption) (KeyFunc, error) {
 	o := ipOptions{v6Bits: 128}
@@ -233,7 +233,7 @@ func parseAddr(s string) (netip.Addr, error) {
 //
 // A name that is not a valid header field name (empty, or with characters outside the
 // RFC 9110 token set, such as spaces or ':') makes ByHeader return an error wrapping
-// limiter.ErrInvalidConfig, and no KeyFunc: no request could ever carry it.
+// algo.ErrInvalidConfig, and no KeyFunc: no request could ever carry it.
 func ByHeader(name string) (KeyFunc, error) {
 	if !validHeaderName(name) {
 		return nil, fmt.Errorf("%w: httplimit.ByHeader(%q): not a header field name", algo.ErrInvalidConfig, name)

@@ -20,7 +20,7 @@ const defaultPolicyName = rlheader.DefaultName
 // Option configures Middleware or Concurrency; each option's doc says which it applies
 // to, and an option given to the other one is an error. A nil Option is ignored; an Option
 // given a value it cannot use makes Middleware (or Concurrency) return an error wrapping
-// limiter.ErrInvalidConfig.
+// algo.ErrInvalidConfig.
 type Option interface {
 	apply(*options)
 }
@@ -87,7 +87,7 @@ func (o *options) concurrencyOnly(name string) {
 //
 // A cost of 0 exempts the request: it is served without consulting the limiter and
 // without RateLimit headers (health checks, say). A negative cost is a bug in f: the
-// request goes to the error handler with an error wrapping limiter.ErrInvalidRequest
+// request goes to the error handler with an error wrapping algo.ErrInvalidRequest
 // (500 by default). A cost larger than the limit can ever grant is denied with 429 and
 // no Retry-After, since waiting would not help.
 func WithCost(f func(*http.Request) int64) Option {

@@ -178,8 +178,9 @@ func WithPolicyName(name string) Option {
 	})
 }
 
-// WithoutHeaders stops the middleware from writing the RateLimit-Policy and RateLimit
-// headers, for services that prefer not to disclose their limits. Retry-After is still
+// WithoutHeaders stops the middleware (Middleware or Concurrency) from writing the
+// RateLimit-Policy and RateLimit headers, for services that prefer not to disclose their
+// limits. Retry-After is still
 // sent with every 429 that has a finite retry time, since it is what well-behaved clients
 // and proxies act on. The default is to write the headers.
 func WithoutHeaders() Option {

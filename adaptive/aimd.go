@@ -83,6 +83,19 @@ func (a AIMD) newEstimator() estimator {
 	return &aimdEstimator{c: c, limit: float64(c.initial)}
 }
 
+// String describes the config with its defaults applied.
+func (a AIMD) String() string {
+	c, err := a.resolve()
+	if err != nil {
+		return fmt.Sprintf("aimd(invalid: %v)", err)
+	}
+	s := fmt.Sprintf("aimd(limit %d in [%d, %d], +%g per round trip, ×%g on drop", c.initial, c.min, c.max, c.increase, c.backoff)
+	if c.timeout > 0 {
+		s += ", timeout " + c.timeout.String()
+	}
+	return s + ")"
+}
+
 type aimdConfig struct {
 	bounds
 	increase, backoff float64

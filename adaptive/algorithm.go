@@ -102,6 +102,9 @@ func (f Fixed) validate() error {
 // newEstimator returns an estimator that always answers Limit.
 func (f Fixed) newEstimator() estimator { return fixedEstimator(f.Limit) }
 
+// String describes the config.
+func (f Fixed) String() string { return fmt.Sprintf("fixed(limit %d)", f.Limit) }
+
 type fixedEstimator int
 
 func (e fixedEstimator) Limit() int        { return int(e) }

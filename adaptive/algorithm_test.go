@@ -81,6 +81,9 @@ func TestAIMDDefaults(t *testing.T) {
 	if got := e.Update(at(0, 1, 20, true)); got != 18 {
 		t.Fatalf("after a drop %d, want 18 (×0.9)", got)
 	}
+	if got, want := (AIMD{}).String(), "aimd(limit 20 in [1, 1000], +1 per round trip, ×0.9 on drop)"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
 }
 
 func TestGradientTable(t *testing.T) {

@@ -118,6 +118,16 @@ func (g Gradient) newEstimator() estimator {
 	return &gradientEstimator{c: c, limit: float64(c.initial)}
 }
 
+// String describes the config with its defaults applied.
+func (g Gradient) String() string {
+	c, err := g.resolve()
+	if err != nil {
+		return fmt.Sprintf("gradient(invalid: %v)", err)
+	}
+	return fmt.Sprintf("gradient(limit %d in [%d, %d], tolerance %g, smoothing %g, long window %v)",
+		c.initial, c.min, c.max, c.tolerance, c.smoothing, c.long)
+}
+
 type gradientConfig struct {
 	bounds
 	tolerance, smoothing float64

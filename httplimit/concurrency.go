@@ -105,7 +105,7 @@ func Concurrency(l *adaptive.Limiter, opts ...Option) (func(http.Handler) http.H
 	if l == nil {
 		return nil, fmt.Errorf("%w: httplimit.Concurrency: the limiter is nil", algo.ErrInvalidConfig)
 	}
-	o := defaultOptions()
+	o := defaultOptions("Concurrency")
 	for _, opt := range opts {
 		if opt != nil {
 			opt.apply(&o)

@@ -43,7 +43,7 @@ func Middleware(l *limiter.Limiter, key KeyFunc, opts ...Option) (func(http.Hand
 	case key == nil:
 		return nil, fmt.Errorf("%w: httplimit.Middleware: the KeyFunc is nil", algo.ErrInvalidConfig)
 	}
-	o := defaultOptions()
+	o := defaultOptions("Middleware")
 	for _, opt := range opts {
 		if opt != nil {
 			opt.apply(&o)

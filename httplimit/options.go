@@ -37,7 +37,8 @@ type options struct {
 	pkSecret  []byte // WithPartitionKey; nil: no pk
 	problem   bool   // WithProblemDetails
 	noHeader  bool
-	err       error // the first invalid option
+	err       error  // the first invalid option
+	ctor      string // "Middleware" or "Concurrency", for the error
 
 	// Concurrency's own.
 	retryAfter string // seconds
@@ -47,8 +48,9 @@ type options struct {
 	middlewareOpt, concurrencyOpt string
 }
 
-func defaultOptions() options {
+func defaultOptions(ctor string) options {
 	return options{
+		ctor:       ctor,
 		denied:     http.HandlerFunc(tooManyRequests),
 		onError:    DefaultErrorHandler,
 		policy:     defaultPolicyName,
@@ -64,7 +66,7 @@ func (f optionFunc) apply(o *options) { f(o) }
 // invalid records the first invalid option, naming it and its value.
 func (o *options) invalid(format string, args ...any) {
 	if o.err == nil {
-		o.err = fmt.Errorf("%w: httplimit: "+format, append([]any{algo.ErrInvalidConfig}, args...)...)
+		o.err = fmt.Errorf("%w: httplimit.%s: "+format, append([]any{algo.ErrInvalidConfig, o.ctor}, args...)...)
 	}
 }
 

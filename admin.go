@@ -13,7 +13,7 @@ import (
 // Peek and Reset are for operators (an admin endpoint, a support tool, a test): they read
 // or forget state and are not requests. So they skip the failure policy and the circuit
 // breaker, whose job is to answer requests while a store is down: a store failure comes
-// back as the error (wrapping ErrUnavailable), and nothing is reported to the error
+// back as the error (wrapping store.ErrUnavailable), and nothing is reported to the error
 // handler. WithTimeout still bounds each store call.
 
 // Peek reports what Allow(ctx, key) would answer now, taking nothing: the same Allowed,
@@ -29,8 +29,8 @@ import (
 // one after the other, not at one instant.
 //
 // The store must implement store.Admin (both stores of the module do); otherwise Peek
-// returns an error wrapping ErrUnsupported. A store failure is returned as the error,
-// wrapping ErrUnavailable, with a zero Decision: the failure policy and the circuit
+// returns an error wrapping store.ErrUnsupported. A store failure is returned as the error,
+// wrapping store.ErrUnavailable, with a zero Decision: the failure policy and the circuit
 // breaker answer requests, not peeks.
 func (l *Limiter) Peek(ctx context.Context, key string) (Decision, error) {
 	if l.unmade() {
@@ -95,8 +95,8 @@ func (l *Limiter) peekRule(ctx context.Context, key string, a algo.Algorithm, re
 //
 // A request running at the same time as Reset is decided either before it (and then
 // forgotten) or after it (on a fresh state). The store must implement store.Admin;
-// otherwise Reset returns an error wrapping ErrUnsupported. A store failure is returned
-// as the error, wrapping ErrUnavailable (no failure policy, no circuit breaker).
+// otherwise Reset returns an error wrapping store.ErrUnsupported. A store failure is returned
+// as the error, wrapping store.ErrUnavailable (no failure policy, no circuit breaker).
 func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if l.unmade() {
 		return errUnmade
@@ -135,7 +135,7 @@ func (l *Limiter) resetRules(ctx context.Context, key string, rules ...algo.Algo
 
 // unsupported is the error of an admin call on a store without store.Admin.
 func unsupported(op string, s store.Store) error {
-	return fmt.Errorf("%w: limiter: %s needs a store implementing store.Admin; %T does not", ErrUnsupported, op, s)
+	return fmt.Errorf("%w: limiter: %s needs a store implementing store.Admin; %T does not", store.ErrUnsupported, op, s)
 }
 
 // withTimeout bounds ctx by timeout, when positive.

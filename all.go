@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"sync/atomic"
 
+	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -31,24 +32,24 @@ import (
 // keeps when used alone: a rule used alone and in a composite counts both against one
 // limit.
 //
-// All returns an error wrapping ErrInvalidConfig when rules is empty or holds nil.
+// All returns an error wrapping algo.ErrInvalidConfig when rules is empty or holds nil.
 // docs/composite.md explains the semantics in full.
 func All(rules ...*Limiter) (*Limiter, error) {
 	var flat []*Limiter
 	for i, r := range rules {
 		switch {
 		case r == nil:
-			return nil, fmt.Errorf("%w: All: rule %d is nil", ErrInvalidConfig, i+1)
+			return nil, fmt.Errorf("%w: All: rule %d is nil", algo.ErrInvalidConfig, i+1)
 		case r.set != nil:
 			flat = append(flat, r.set.rules...)
 		case r.store == nil:
-			return nil, fmt.Errorf("%w: All: rule %d is not a Limiter made by New", ErrInvalidConfig, i+1)
+			return nil, fmt.Errorf("%w: All: rule %d is not a Limiter made by New", algo.ErrInvalidConfig, i+1)
 		default:
 			flat = append(flat, r)
 		}
 	}
 	if len(flat) == 0 {
-		return nil, fmt.Errorf("%w: All: no rules", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: All: no rules", algo.ErrInvalidConfig)
 	}
 	c := &ruleSet{rules: flat, storeID: make([]int, len(flat)), spaced: make([]atomic.Pointer[spacedBox], len(flat))}
 	for i, r := range flat {

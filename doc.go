@@ -30,11 +30,11 @@
 // default) denies and returns the error, [FailOpen] allows and reports it (so look at the
 // Decision, not the error), [Fallback] decides with another Limiter. [WithTimeout] bounds
 // each store call and a circuit breaker ([CircuitBreaker], on by default) stops calling
-// a store that is down. A store failure wraps [ErrUnavailable]; bad input is
-// [ErrInvalidRequest], [ErrInvalidConfig] or [ErrInvalidKey] under every policy.
+// a store that is down. A store failure wraps [store.ErrUnavailable]; bad input is
+// [algo.ErrInvalidRequest], [algo.ErrInvalidConfig] or [store.ErrInvalidKey] under every policy.
 //
 // A call whose context is already done returns the context's error with a zero Decision
-// and takes nothing; it never wraps ErrUnavailable nor reaches the failure policy.
+// and takes nothing; it never wraps store.ErrUnavailable nor reaches the failure policy.
 // [Reservation.Cancel] still reaches the store after its context is done, so a cancelled
 // caller leaks nothing.
 //

@@ -10,7 +10,7 @@ import (
 // circuit breaker is open. The failure of one key (store.ErrKeyUnavailable: a Redis key
 // holding another type of data, a script error) goes through the policy too, since the
 // store could not decide for that key, though the breaker does not count it. Errors in the
-// request or the configuration (ErrInvalidRequest, ErrInvalidConfig, store.ErrInvalidKey)
+// request or the configuration (algo.ErrInvalidRequest, algo.ErrInvalidConfig, store.ErrInvalidKey)
 // and a caller's own cancelled context never go through the policy.
 //
 // The zero value is FailClosed. The policies are FailClosed, FailOpen and Fallback.
@@ -52,7 +52,7 @@ var (
 // Allow, AllowN and Reserve return l's answer with an error wrapping the store failure (and
 // l's error too if l failed as well). Wait, WaitN and TryAcquire hand the whole call to l
 // (it sleeps and retries as l does) and return what l returns: nil or true on success.
-// A Fallback whose l is nil makes New fail with ErrInvalidConfig.
+// A Fallback whose l is nil makes New fail with algo.ErrInvalidConfig.
 func Fallback(l *Limiter) FailurePolicy {
 	return FailurePolicy{kind: failFallback, fallback: l}
 }

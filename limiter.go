@@ -22,7 +22,7 @@ type Decision = algo.Decision
 // address, an API token) has its own limit. Create it with New, or combine several with
 // All into one that every rule must allow. A Limiter is safe for concurrent use; it holds
 // no lock while it calls the store or sleeps. The zero value (and a nil *Limiter) is not
-// usable: every method returns an error wrapping ErrInvalidConfig, or nil, instead of
+// usable: every method returns an error wrapping algo.ErrInvalidConfig, or nil, instead of
 // panicking.
 type Limiter struct {
 	store   store.Store
@@ -53,12 +53,12 @@ type algoBox struct {
 }
 
 // New returns a Limiter that applies a to keys held in s. It returns an error wrapping
-// ErrInvalidConfig, naming the field, when s is nil, when a is nil or fails its Validate
+// algo.ErrInvalidConfig, naming the field, when s is nil, when a is nil or fails its Validate
 // (for example "TokenBucket.Rate must be a finite number > 0"), or when an option is
 // invalid. The Limiter does not own s: closing s is the caller's business.
 func New(s store.Store, a algo.Algorithm, opts ...Option) (*Limiter, error) {
 	if nilcheck.Nil(s) { // a typed nil (*local.Store)(nil) too: it would panic on first use
-		return nil, fmt.Errorf("%w: store is nil", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: store is nil", algo.ErrInvalidConfig)
 	}
 	if err := checkAlgorithm(a); err != nil {
 		return nil, err
@@ -96,13 +96,13 @@ func New(s store.Store, a algo.Algorithm, opts ...Option) (*Limiter, error) {
 
 func checkAlgorithm(a algo.Algorithm) error {
 	if a == nil {
-		return fmt.Errorf("%w: algorithm is nil", ErrInvalidConfig)
+		return fmt.Errorf("%w: algorithm is nil", algo.ErrInvalidConfig)
 	}
 	return a.Validate()
 }
 
 // SetAlgorithm replaces the limiter's algorithm, for example to change a rate at run time.
-// It returns an error wrapping ErrInvalidConfig, leaving the limiter unchanged, when a is nil
+// It returns an error wrapping algo.ErrInvalidConfig, leaving the limiter unchanged, when a is nil
 // or invalid, or when l is a composite made by All. The change is atomic: each call uses
 // either the old or the new algorithm, never a mix.
 //
@@ -115,7 +115,7 @@ func (l *Limiter) SetAlgorithm(a algo.Algorithm) error {
 		return errUnmade
 	}
 	if l.set != nil {
-		return fmt.Errorf("%w: SetAlgorithm on a composite made by All: set it on one of its rules", ErrInvalidConfig)
+		return fmt.Errorf("%w: SetAlgorithm on a composite made by All: set it on one of its rules", algo.ErrInvalidConfig)
 	}
 	if err := checkAlgorithm(a); err != nil {
 		return err
@@ -148,7 +148,7 @@ func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
 // never waits. A denial is a Decision with Allowed false, whose RetryAfter says when the
 // same request would be granted (algo.Never if n exceeds what the algorithm ever grants).
 //
-// It returns an error wrapping ErrInvalidRequest if n ≤ 0, the store's error for an empty
+// It returns an error wrapping algo.ErrInvalidRequest if n ≤ 0, the store's error for an empty
 // key (store.ErrInvalidKey), and, when the store is unavailable, the failure policy's
 // Decision with the store error: under FailOpen that Decision is allowed even though the
 // error is not nil.

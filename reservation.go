@@ -32,7 +32,7 @@ type Reservation struct {
 // The Reservation is OK when granted; its Delay is how long to wait before using them.
 // Nothing is taken when it is not OK.
 //
-// It returns a nil Reservation and an error wrapping ErrInvalidRequest when n ≤ 0, or the
+// It returns a nil Reservation and an error wrapping algo.ErrInvalidRequest when n ≤ 0, or the
 // store's error for an empty key. When the store is unavailable it returns the failure
 // policy's Reservation together with the store error: not OK under FailClosed, OK with no
 // delay under FailOpen (nothing was taken, so Cancel does nothing), and the fallback
@@ -80,13 +80,13 @@ func (r *Reservation) Delay() time.Duration {
 // Wait sleeps on the limiter's clock until the permits may be used. It returns ctx.Err() if
 // ctx ends first, keeping the reservation: call Cancel to give the permits back. Waiting on
 // a reservation that is not OK returns, at once, an error wrapping ErrExceedsLimit when the
-// request can never be granted and ErrInvalidRequest otherwise.
+// request can never be granted and algo.ErrInvalidRequest otherwise.
 func (r *Reservation) Wait(ctx context.Context) error {
 	if !r.d.Allowed {
 		if r.d.RetryAfter == algo.Never {
 			return exceeds(r.key, r.n, r.d.Limit)
 		}
-		return fmt.Errorf("%w: key %q: waiting on a reservation that was not granted", ErrInvalidRequest, r.key)
+		return fmt.Errorf("%w: key %q: waiting on a reservation that was not granted", algo.ErrInvalidRequest, r.key)
 	}
 	return r.clock.Sleep(ctx, r.Delay())
 }

@@ -23,7 +23,7 @@ func (l *Limiter) Wait(ctx context.Context, key string) error {
 // during the sleep, WaitN gives the reserved permits back (see Reservation.Cancel) and
 // returns ctx.Err().
 //
-// It returns an error wrapping ErrInvalidRequest when n ≤ 0 and one wrapping
+// It returns an error wrapping algo.ErrInvalidRequest when n ≤ 0 and one wrapping
 // ErrExceedsLimit, at once, when n is more than the algorithm can ever grant. When the
 // store is unavailable: FailClosed returns the store error, FailOpen returns nil at once
 // (after calling the error handler), and Fallback(l2) returns l2.WaitN(ctx, key, n).
@@ -83,7 +83,7 @@ func (l *Limiter) sleep(ctx context.Context, r *Reservation) error {
 // than ctx's deadline. If ctx ends during the sleep the permits are given back and it
 // returns (false, ctx.Err()).
 //
-// It returns an error wrapping ErrInvalidRequest when n ≤ 0 and one wrapping
+// It returns an error wrapping algo.ErrInvalidRequest when n ≤ 0 and one wrapping
 // ErrExceedsLimit when n is more than the algorithm can ever grant. When the store is
 // unavailable: FailClosed returns (false, err), FailOpen returns (true, nil) at once (after
 // calling the error handler), and Fallback(l2) returns l2.TryAcquire(ctx, key, n, timeout).

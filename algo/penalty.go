@@ -56,7 +56,7 @@ type DenialWriter interface {
 var (
 	_ Scripted     = Penalty{}
 	_ DenialWriter = Penalty{}
-	_ Capable      = Penalty{}
+	_ capable      = Penalty{}
 	_ StateCloner  = (*penaltyState)(nil)
 )
 
@@ -160,10 +160,10 @@ func (p Penalty) NewState() State {
 	return &penaltyState{inner: p.Rule.NewState()}
 }
 
-// Capabilities returns none, whatever Rule's: a denial writes state (it may start a
+// capabilities returns none, whatever Rule's: a denial writes state (it may start a
 // block), so it may not be answered from a cache, and a slice taken by a lease but denied
 // would be an offence that no request committed.
-func (Penalty) Capabilities() Capability { return 0 }
+func (Penalty) capabilities() Capability { return 0 }
 
 // WritesOnDenial returns true: a denial may start a block.
 func (Penalty) WritesOnDenial() bool { return true }

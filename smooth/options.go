@@ -35,7 +35,7 @@ func (f optionFunc) apply(o *options) { f(o) }
 
 // WithClock sets the limiter's time: the clock Acquire and TryAcquire sleep on, and the
 // "now" of the default private store, so both agree. Tests and simulations pass a
-// clockx.Fake (sleeps then advance virtual time at once) or a clockx.Mock. With WithStore,
+// clockx.Fake (sleeps then advance virtual time at once). With WithStore,
 // the store keeps its own "now" and c only overrides the clock slept on, which is by
 // default the store's (store.Clocked; local.WithClock, distributed.WithClientClock), else
 // clockx.Real(). Without either option it is clockx.Real(). A nil c is an error (leave the

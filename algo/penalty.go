@@ -70,7 +70,7 @@ type penaltyState struct {
 
 // CloneState returns a deep copy (nil when Rule's state cannot be copied).
 func (s *penaltyState) CloneState() State {
-	in := CloneState(s.inner)
+	in := cloneState(s.inner)
 	if in == nil && s.inner != nil {
 		return nil
 	}
@@ -218,7 +218,7 @@ func (p Penalty) Apply(st State, now int64, req Request) Decision {
 	}
 	if s.block > 0 && now < s.until {
 		var limit, reset int64
-		if c := CloneState(s.inner); c != nil {
+		if c := cloneState(s.inner); c != nil {
 			probe := p.Rule.Apply(c, now, Request{N: math.MaxInt64})
 			limit, reset = probe.Limit, durMicros(probe.ResetAfter)
 		}

@@ -11,4 +11,7 @@
 // Both are safe for concurrent use. Any type with Now and Sleep is a Clock too: a test
 // that must catch a goroutine while it sleeps can pass one whose Sleep blocks until the
 // context ends.
+//
+// The algorithms take time as integer microseconds since the Unix epoch: a store reads
+// its clock's Now().UnixMicro().
 package clockx

@@ -117,8 +117,8 @@ lookup:
 				return d, nil
 			}
 			if l.a == a {
-				if e := l.denial(req.N, clockx.Micros(now)); e != nil {
-					d := e.Answer(clockx.Micros(now))
+				if e := l.denial(req.N, now.UnixMicro()); e != nil {
+					d := e.Answer(now.UnixMicro())
 					l.mu.Unlock()
 					return d, nil
 				}
@@ -193,7 +193,7 @@ func (l *lease) note(n int64, d algo.Decision, now time.Time) {
 	if d.Allowed {
 		l.denied = l.denied[:0]
 	} else if d.RetryAfter > 0 {
-		l.remember(n, d, clockx.Micros(now))
+		l.remember(n, d, now.UnixMicro())
 	}
 }
 

@@ -196,7 +196,7 @@ func TestSmoothCancelledSleepRefundsAndReportsSlept(t *testing.T) {
 		c := calls[i]
 		// Each grant is usable once the permits before it are paid for: the first at 1 s,
 		// the second after those 2 (the refund gives nothing back) at 3 s.
-		wantAt := clockx.Micros(epoch.Add([]time.Duration{time.Second, 3 * time.Second}[i]))
+		wantAt := (epoch.Add([]time.Duration{time.Second, 3 * time.Second}[i])).UnixMicro()
 		if _, bursty := c.alg.(algo.SmoothBursty); !bursty || c.n != 2 || c.at != wantAt || !c.ctxOK {
 			t.Errorf("try=%v: refund %+v; want SmoothBursty, n=2, at=%d, live context", try, c, wantAt)
 		}

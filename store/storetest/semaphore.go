@@ -126,7 +126,7 @@ func runSemReference(t *testing.T, f SemaphoreFactory) {
 				case k < 7:
 					h.clk.Add(-time.Duration(r.Intn(15000)) * time.Microsecond)
 				}
-				now := clockx.Micros(h.clk.Now())
+				now := h.clk.Now().UnixMicro()
 				j := r.Intn(2)
 				cfg, st := cfgs[j], ref[j]
 				s := semStep{token: fmt.Sprint("t", r.Intn(6))}

@@ -50,7 +50,7 @@ func New(inner store.Store, slice int64, opts ...Option) (*Store, error) {
 	if slice < 1 {
 		return nil, fmt.Errorf("%w: leasing.New: the slice must be ≥ 1, got %d", algo.ErrInvalidConfig, slice)
 	}
-	o := options{ttl: DefaultTTL, maxKeys: DefaultMaxKeys}
+	o := options{ttl: defaultTTL, maxKeys: defaultMaxKeys}
 	for _, opt := range opts {
 		if opt != nil {
 			opt.apply(&o)

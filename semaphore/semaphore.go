@@ -54,7 +54,7 @@ func New(s store.SemaphoreStore, cfg algo.Semaphore, opts ...Option) (*Semaphore
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	o := options{clock: storeclock.Of(s), maxPoll: DefaultPoll}
+	o := options{clock: storeclock.Of(s), maxPoll: defaultPoll}
 	for _, opt := range opts {
 		if opt != nil {
 			opt.apply(&o)

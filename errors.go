@@ -27,11 +27,11 @@ var (
 	// Allow and Reserve report it as a denial whose RetryAfter is algo.Never.
 	ErrExceedsLimit = errors.New("limiter: request exceeds the limit")
 
-	// ErrWouldExceedDeadline reports that WaitN would have to wait past the context's
-	// deadline. It is returned at once, without reserving anything, as golang.org/x/time/rate
+	// ErrWouldExceedDeadline reports that WaitN (or smooth's Acquire) would have to wait
+	// past the context's deadline. It is returned at once, without reserving anything, as golang.org/x/time/rate
 	// does. It also matches context.DeadlineExceeded with errors.Is (and has Timeout() true),
 	// so code that checks for a deadline sees it as one.
-	ErrWouldExceedDeadline = deadline.New("limiter: wait would exceed the context deadline")
+	ErrWouldExceedDeadline = deadline.ErrWouldExceed
 
 	// ErrCircuitOpen reports a call that was not sent to the store because the circuit
 	// breaker (see WithCircuitBreaker) is open. The call was answered by the failure policy;

@@ -72,9 +72,6 @@ func New(s store.SemaphoreStore, cfg algo.Semaphore, opts ...Option) (*Semaphore
 	}, nil
 }
 
-// Config returns the semaphore's configuration.
-func (s *Semaphore) Config() algo.Semaphore { return s.cfg }
-
 // Acquire blocks until it holds a permit of the semaphore name, or ctx ends. While denied it
 // sleeps on the semaphore's clock and tries again, 1 ms at first, doubling up to the
 // [WithPoll] cap, never past the earliest lease's expiry. It returns ctx.Err() when ctx ends

@@ -18,12 +18,6 @@ import (
 // Guava would block that long; nothing is reserved.
 var ErrWaitTooLong = errors.New("smooth: the wait for the permits is too long (31.7 years or more)")
 
-// ErrWouldExceedDeadline is returned by Acquire, at once and reserving nothing, when the
-// permits would come after the context's deadline, as limiter.ErrWouldExceedDeadline is by
-// limiter.WaitN and golang.org/x/time/rate's Wait. Like limiter.ErrWouldExceedDeadline, it
-// also matches context.DeadlineExceeded with errors.Is.
-var ErrWouldExceedDeadline = deadline.New("smooth: wait would exceed the context deadline")
-
 // maxPermits is the largest n of one call: counts above 2^53 are not exact in Redis.
 const maxPermits int64 = 1 << 53
 
@@ -106,8 +100,9 @@ func newLimiter(a algo.Algorithm, rate float64, o options) (*Limiter, error) {
 // and waits for the permits reserved before it.
 //
 // When ctx has a deadline (real time, whatever clock the limiter sleeps on) and the permits
-// would come after it, Acquire returns an error wrapping ErrWouldExceedDeadline at once,
-// reserving nothing, as limiter.WaitN does. If ctx is done before the reservation, nothing
+// would come after it, Acquire returns at once, reserving nothing, the error limiter.WaitN
+// returns then: it wraps limiter.ErrWouldExceedDeadline and matches
+// context.DeadlineExceeded with errors.Is, as golang.org/x/time/rate's Wait does. If ctx is done before the reservation, nothing
 // is taken; if it ends during the sleep, Acquire asks the store to give the permits back
 // (Guava's algorithms keep them taken) and returns the time slept, on the limiter's clock,
 // with ctx.Err().
@@ -125,7 +120,7 @@ func (l *Limiter) Acquire(ctx context.Context, n int64) (time.Duration, error) {
 		return l.sleep(ctx, g)
 	case hasDeadline && g.d.RetryAfter != algo.Never:
 		return 0, fmt.Errorf("%w: n=%d would wait %v, the deadline is in %v",
-			ErrWouldExceedDeadline, n, maxWait+g.d.RetryAfter, maxWait)
+			deadline.ErrWouldExceed, n, maxWait+g.d.RetryAfter, maxWait)
 	default: // a wait of 31.7 years or more: the only denial without a deadline
 		return 0, ErrWaitTooLong
 	}

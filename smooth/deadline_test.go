@@ -89,7 +89,7 @@ func TestSmoothAcquireRefusesPastDeadline(t *testing.T) {
 	if got, err := l.Acquire(far, 1); got != 1500*time.Millisecond || err != nil {
 		t.Errorf("Acquire(1 h deadline) = %v, %v; want 1.5s", got, err)
 	}
-	// A wait of 31.7 years is still ErrWaitTooLong, deadline or not.
+	// A wait of 31.7 years is still ErrExceedsLimit, deadline or not.
 	tiny, err := smooth.NewBursty(1e-15, smooth.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
@@ -97,8 +97,8 @@ func TestSmoothAcquireRefusesPastDeadline(t *testing.T) {
 	if _, err := tiny.Acquire(bg, 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tiny.Acquire(far, 1); !errors.Is(err, smooth.ErrWaitTooLong) {
-		t.Errorf("Acquire(31.7 years, 1 h deadline) = %v, want ErrWaitTooLong", err)
+	if _, err := tiny.Acquire(far, 1); !errors.Is(err, limiter.ErrExceedsLimit) {
+		t.Errorf("Acquire(31.7 years, 1 h deadline) = %v, want limiter.ErrExceedsLimit", err)
 	}
 }
 

@@ -2,21 +2,15 @@ package smooth
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/ratekit/limiter/algo"
-	"github.com/ratekit/limiter/internal/deadline"
+	"github.com/ratekit/limiter/internal/waiterr"
 	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/store"
 )
-
-// ErrWaitTooLong is returned by Acquire when the permits would not be available for about
-// 31.7 years (algo.MaxMicros) or more, which only rates below about 1e-8 per second reach.
-// Guava would block that long; nothing is reserved.
-var ErrWaitTooLong = errors.New("smooth: the wait for the permits is too long (31.7 years or more)")
 
 // maxPermits is the largest n of one call: counts above 2^53 are not exact in Redis.
 const maxPermits int64 = 1 << 53
@@ -102,13 +96,15 @@ func newLimiter(a algo.Algorithm, rate float64, o options) (*Limiter, error) {
 // When ctx has a deadline (real time, whatever clock the limiter sleeps on) and the permits
 // would come after it, Acquire returns at once, reserving nothing, the error limiter.WaitN
 // returns then: it wraps limiter.ErrWouldExceedDeadline and matches
-// context.DeadlineExceeded with errors.Is, as golang.org/x/time/rate's Wait does. If ctx is done before the reservation, nothing
-// is taken; if it ends during the sleep, Acquire asks the store to give the permits back
-// (Guava's algorithms keep them taken) and returns the time slept, on the limiter's clock,
-// with ctx.Err().
+// context.DeadlineExceeded with errors.Is, as golang.org/x/time/rate's Wait does. If ctx is
+// done before the reservation, nothing is taken; if it ends during the sleep, Acquire asks
+// the store to give the permits back (Guava's algorithms keep them taken) and returns the
+// time slept, on the limiter's clock, with ctx.Err().
 //
 // n must be in [1, 2^53] (an error wrapping algo.ErrInvalidRequest otherwise); a wait of
-// 31.7 years or more returns ErrWaitTooLong; a store failure is returned as is.
+// 31.7 years (algo.MaxMicros) or more, which only rates below about 1e-8 per second reach,
+// returns at once, reserving nothing, an error wrapping limiter.ErrExceedsLimit, as
+// limiter.WaitN does (Guava would block that long); a store failure is returned as is.
 func (l *Limiter) Acquire(ctx context.Context, n int64) (time.Duration, error) {
 	maxWait, hasDeadline := untilDeadline(ctx, algo.Forever)
 	g, err := l.reserve(ctx, n, maxWait)
@@ -120,9 +116,9 @@ func (l *Limiter) Acquire(ctx context.Context, n int64) (time.Duration, error) {
 		return l.sleep(ctx, g)
 	case hasDeadline && g.d.RetryAfter != algo.Never:
 		return 0, fmt.Errorf("%w: n=%d would wait %v, the deadline is in %v",
-			deadline.ErrWouldExceed, n, maxWait+g.d.RetryAfter, maxWait)
+			waiterr.ErrWouldExceedDeadline, n, maxWait+g.d.RetryAfter, maxWait)
 	default: // a wait of 31.7 years or more: the only denial without a deadline
-		return 0, ErrWaitTooLong
+		return 0, fmt.Errorf("%w: n=%d would wait 31.7 years or more", waiterr.ErrExceedsLimit, n)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/internal/teststore"
@@ -126,8 +127,8 @@ func TestSmoothTinyRateWaitTooLong(t *testing.T) {
 		t.Fatalf("first Acquire = %v, %v; want free", got, err)
 	}
 	// The next permit is 31.7 million years away: Guava would block; Acquire says so.
-	if _, err := l.Acquire(ctx, 1); !errors.Is(err, smooth.ErrWaitTooLong) {
-		t.Errorf("second Acquire = %v, want ErrWaitTooLong", err)
+	if _, err := l.Acquire(ctx, 1); !errors.Is(err, limiter.ErrExceedsLimit) {
+		t.Errorf("second Acquire = %v, want limiter.ErrExceedsLimit", err)
 	}
 	if ok, err := l.TryAcquire(ctx, 1, time.Duration(math.MaxInt64)); ok || err != nil {
 		t.Errorf("TryAcquire(max timeout) = %v, %v; want false", ok, err)

@@ -15,9 +15,3 @@ func (e *exceeded) Is(target error) bool { return target == context.DeadlineExce
 
 // Timeout reports true, as context.DeadlineExceeded does (net.Error's method).
 func (e *exceeded) Timeout() bool { return true }
-
-// ErrWouldExceed is the one sentinel of a wait refused because it would end after the
-// context's deadline: limiter.ErrWouldExceedDeadline re-exports it, and every blocking call
-// of the module (limiter's WaitN, smooth's Acquire) wraps it, so one errors.Is matches them
-// all.
-var ErrWouldExceed = New("limiter: wait would exceed the context deadline")

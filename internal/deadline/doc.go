@@ -1,4 +1,4 @@
-// Package deadline builds the "would exceed the deadline" error of the limiter packages:
-// a sentinel that also matches context.DeadlineExceeded with errors.Is, as golang/go#54541
-// asked of x/time/rate, so code that checks for a deadline sees it as one.
+// Package deadline builds the "would exceed the deadline" errors of the limiter packages:
+// sentinels that also match context.DeadlineExceeded with errors.Is, as golang/go#54541
+// asked of x/time/rate, so code that checks for a deadline sees them as one.
 package deadline

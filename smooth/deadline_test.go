@@ -20,13 +20,13 @@ import (
 // in the root package): a deadline shorter than the wait refuses it whatever the machine's
 // load, since it can only come closer; a deadline of an hour never does in a test.
 
-// TestSmoothTryAcquireRefusesPastDeadline is issue 16's report: NewBursty(1), one Acquire,
+// TestSmoothTryAcquireRefusesPastDeadline is issue 16's report: a SmoothBursty at rate 1, one Acquire,
 // then TryAcquire(50 ms deadline, 1, 5 s) used to reserve the permit and sleep; the next
 // Acquire then waited for two permits.
 func TestSmoothTryAcquireRefusesPastDeadline(t *testing.T) {
 	t.Parallel()
 	clk := clockx.NewFake(epoch)
-	l, err := smooth.NewBursty(1, smooth.WithClock(clk))
+	l, err := smooth.New(algo.SmoothBursty{Rate: 1}, smooth.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestSmoothTryAcquireRefusesPastDeadline(t *testing.T) {
 func TestSmoothAcquireRefusesPastDeadline(t *testing.T) {
 	t.Parallel()
 	clk := clockx.NewFake(epoch)
-	l, err := smooth.NewWarmingUp(2, time.Second, smooth.WithClock(clk))
+	l, err := smooth.New(algo.SmoothWarmingUp{Rate: 2, Warmup: time.Second}, smooth.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestSmoothAcquireRefusesPastDeadline(t *testing.T) {
 		t.Errorf("Acquire(1 h deadline) = %v, %v; want 1.5s", got, err)
 	}
 	// A wait of 31.7 years is still ErrExceedsLimit, deadline or not.
-	tiny, err := smooth.NewBursty(1e-15, smooth.WithClock(clk))
+	tiny, err := smooth.New(algo.SmoothBursty{Rate: 1e-15}, smooth.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestSmoothCancelledSleepRefundsAndReportsSlept(t *testing.T) {
 	clk := &steppedClock{now: epoch, sleeping: make(chan time.Duration, 1)}
 	st := &refundStore{Store: teststore.Local(t, local.WithClock(clk), local.WithSweepInterval(0))}
 	t.Cleanup(func() { st.Close() })
-	l, err := smooth.NewBursty(1, smooth.WithClock(clk), smooth.WithStore(st, "k"))
+	l, err := smooth.New(algo.SmoothBursty{Rate: 1}, smooth.WithClock(clk), smooth.WithStore(st, "k"))
 	if err != nil {
 		t.Fatal(err)
 	}

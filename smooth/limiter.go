@@ -25,7 +25,7 @@ var syncRequest = algo.Request{N: maxPermits + 1}
 const defaultKey = "smooth"
 
 // Limiter is a Guava-style rate limiter (SmoothBursty or SmoothWarmingUp) over a
-// store.Store. Create it with NewBursty or NewWarmingUp; the zero value is not usable. It is
+// store.Store. Create it with New; the zero value is not usable. It is
 // safe for concurrent use: each call reserves its permits atomically in the store (the
 // local store under a mutex, Redis in one script), then sleeps on the clock with no lock
 // held, so a sleeping caller never delays another's reservation.
@@ -39,34 +39,32 @@ type Limiter struct {
 	rate float64
 }
 
-// NewBursty returns a limiter that hands out rate permits per second, saving up the unused
-// rate of up to one second (WithMaxBurstSeconds) as permits taken without waiting: Guava's
-// RateLimiter.create(rate). rate may be +Inf (every acquire is free); otherwise it must be
-// in [1e-15, 1e15]. The limiter starts with no stored permits, now (on the store's clock).
+// New returns a Guava-style limiter for c, which is an algo.SmoothBursty (Guava's
+// RateLimiter.create(rate): it saves up MaxBurstSeconds, by default one second, of unused
+// rate as permits taken without waiting) or an algo.SmoothWarmingUp (RateLimiter.create(rate,
+// warmup): it starts cold, slower by up to ColdFactor, by default 3, and speeds up to its
+// rate over Warmup of saturated use). The limiter starts with no stored permits, now (on the
+// store's clock).
 //
-// Options: WithClock, WithMaxBurstSeconds, WithStore. The error wraps
-// algo.ErrInvalidConfig (or store.ErrInvalidKey) for a bad rate or option.
-func NewBursty(rate float64, opts ...Option) (*Limiter, error) {
-	o, err := collect(opts, false)
+// Options: WithClock, WithStore. The error wraps algo.ErrInvalidConfig (or
+// store.ErrInvalidKey) for another algorithm, a config that does not validate, or a bad
+// option.
+func New(c algo.Algorithm, opts ...Option) (*Limiter, error) {
+	var rate float64
+	switch s := c.(type) {
+	case algo.SmoothBursty:
+		rate = s.Rate
+	case algo.SmoothWarmingUp:
+		rate = s.Rate
+	default:
+		return nil, fmt.Errorf("%w: smooth.New: %v is not an algo.SmoothBursty or an algo.SmoothWarmingUp",
+			algo.ErrInvalidConfig, c)
+	}
+	o, err := collect(opts)
 	if err != nil {
 		return nil, err
 	}
-	return newLimiter(algo.SmoothBursty{Rate: rate, MaxBurstSeconds: o.maxBurst}, rate, o)
-}
-
-// NewWarmingUp returns a limiter that hands out rate permits per second once warm, and
-// starts cold: after being unused it is slower (up to 3 times, WithColdFactor) and speeds
-// up to rate over warmup of saturated use: Guava's RateLimiter.create(rate, warmup). rate
-// may be +Inf; otherwise it must be in [1e-15, 1e15]; warmup must be ≥ 0 (truncated to µs).
-//
-// Options: WithClock, WithColdFactor, WithStore. The error wraps algo.ErrInvalidConfig (or
-// store.ErrInvalidKey) for a bad argument or option.
-func NewWarmingUp(rate float64, warmup time.Duration, opts ...Option) (*Limiter, error) {
-	o, err := collect(opts, true)
-	if err != nil {
-		return nil, err
-	}
-	return newLimiter(algo.SmoothWarmingUp{Rate: rate, Warmup: warmup, ColdFactor: o.coldFactor}, rate, o)
+	return newLimiter(c, rate, o)
 }
 
 func newLimiter(a algo.Algorithm, rate float64, o options) (*Limiter, error) {

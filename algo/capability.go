@@ -3,7 +3,8 @@ package algo
 // Capability is a set of things a store or a feature may do with an algorithm beyond
 // applying it: take its permits ahead in slices (package leasing), answer its denials from
 // a cache (the Redis store's denial cache), let several keys share one of its states (the
-// local store when it is full). Each is a promise about the algorithm's decisions that the
+// local store when it is full), and one thing a store must do: write the state of an
+// algorithm whose denials write. Each is a promise about the algorithm's decisions that the
 // feature relies on to keep its bound, so it is asked of the algorithm ([CapabilitiesOf])
 // rather than inferred from its type: a custom algorithm opts in by implementing
 // [Capable], and a wrapper keeps the capabilities of the algorithm it wraps.
@@ -34,6 +35,12 @@ const (
 	// state would. Guava's smooth limiters are not: a fresh key starts empty or cold,
 	// the slowest it can be.
 	OverflowSafe
+
+	// WritesOnDenial: unlike the others, a duty rather than a permission. A denial may
+	// write the state ([Penalty]'s offence starts a block), so a store that writes nothing
+	// on a denial (the local store keeps a key's expiry as it was) must write this
+	// algorithm's state on every decision instead, with the decision's ResetAfter.
+	WritesOnDenial
 )
 
 // Capable is implemented by a custom algorithm that states its capabilities. (This

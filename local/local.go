@@ -217,22 +217,11 @@ func revive(e *entry, a algo.Algorithm, _ int64) {
 	}
 }
 
-// writesOnDenial reports whether a's denials may write its state (algo.DenialWriter: a
+// writesOnDenial reports whether a's denials may write its state (algo.WritesOnDenial: a
 // Penalty's offence starts a block), so that a denial moves the entry's fresh instant too.
-// It asks the first algorithm of a's Unwrap chain that is one, so that a Penalty wrapped
-// in any wrapper keeps its blocks.
+// CapabilitiesOf looks through wrappers, so a Penalty in any wrapper keeps its blocks.
 func writesOnDenial(a algo.Algorithm) bool {
-	for a != nil {
-		if w, ok := a.(algo.DenialWriter); ok {
-			return w.WritesOnDenial()
-		}
-		u, ok := a.(interface{ Unwrap() algo.Algorithm })
-		if !ok {
-			return false
-		}
-		a = u.Unwrap()
-	}
-	return false
+	return algo.CapabilitiesOf(a)&algo.WritesOnDenial != 0
 }
 
 // carriesConfig reports whether st carries itself across a change of config.

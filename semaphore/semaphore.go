@@ -129,11 +129,6 @@ func (s *Semaphore) TryAcquire(ctx context.Context, name string) (*Lease, bool, 
 	return s.newLease(name, token, start), true, nil
 }
 
-// Holders returns how many leases of the semaphore name are live now, for observability.
-func (s *Semaphore) Holders(ctx context.Context, name string) (int64, error) {
-	return s.st.Holders(ctx, name)
-}
-
 // abandon removes token from name, after a failed call (err != nil: the store may have
 // granted it before failing, for example a reply lost to a timeout) or to leave a fair
 // queue. It uses a context that survives ctx's cancellation, bounded by cleanupTimeout.

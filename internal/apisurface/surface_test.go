@@ -15,12 +15,14 @@ import (
 	"testing"
 )
 
-// limit is the most exported identifiers the core module may have. Lower it
-// whenever the count falls; never raise it without a reason in the CHANGELOG.
-const limit = 441
+// limit is the most exported identifiers the core module may have (issue 22 aims at
+// 340). Lower it whenever the count falls; never raise it without a reason in the
+// CHANGELOG.
+const limit = 395
 
-// docLimit is the most lines `go doc -all .` may print for the root package.
-const docLimit = 594
+// docLimit is the most lines `go doc -all .` may print for the root package (issue 22
+// aims at 400).
+const docLimit = 657
 
 // moduleRoot is the core module's directory, relative to this package.
 const moduleRoot = "../.."

@@ -204,3 +204,12 @@ func (c LeakyBucket) untilEmpty(level float64) int64 { return c.untilEmptyAt(lev
 func (c LeakyBucket) untilEmptyAt(level, r float64) int64 {
 	return ceilMicros(level / r * 1e6)
 }
+
+// Samples (see Samples): whole and fractional rates, capacities of 1 to 100.
+var _ = sample(
+	LeakyBucket{Rate: 10, Capacity: 5},
+	LeakyBucket{Rate: 0.5, Capacity: 2},
+	LeakyBucket{Rate: 3, Capacity: 1},
+	LeakyBucket{Rate: 1000, Capacity: 100},
+	LeakyBucket{Rate: 1e6 / 7, Capacity: 3},
+)

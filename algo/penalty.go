@@ -318,3 +318,18 @@ func (p Penalty) AppendArgs(args []any) []any {
 	}
 	return append(args, p.blockMicros(), p.maxMicros(), formatFloat(p.growth()))
 }
+
+// Samples (see Samples): a rule of every rate algorithm, fixed and growing blocks, and
+// one renamed by Named.
+var _ = sample(
+	Penalty{Rule: FixedWindow{Limit: 3, Window: time.Second}, Block: 2 * time.Second},
+	Penalty{Rule: SlidingWindowLog{Limit: 2, Window: 10 * time.Millisecond}, Block: 15 * time.Millisecond,
+		Growth: 2, MaxBlock: 200 * time.Millisecond},
+	Penalty{Rule: SlidingWindowCounter{Limit: 10, Window: time.Second}, Block: 700 * time.Millisecond,
+		Growth: 1.7, MaxBlock: 10 * time.Second},
+	Penalty{Rule: TokenBucket{Rate: 1e6 / 7, Burst: 3}, Block: 29 * time.Microsecond, Growth: 3, MaxBlock: time.Millisecond},
+	Penalty{Rule: LeakyBucket{Rate: 10, Capacity: 5}, Block: 333 * time.Millisecond},
+	Penalty{Rule: GCRA{Rate: 3, Burst: 2}, Block: time.Second, Growth: 1.5, MaxBlock: 4 * time.Second},
+	Named(Penalty{Rule: TokenBucket{Rate: 10, Burst: 5}, Block: 250 * time.Millisecond, Growth: 2,
+		MaxBlock: 3 * time.Second}, "abuse"),
+)

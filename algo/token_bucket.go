@@ -255,3 +255,14 @@ func (c TokenBucket) untilFull(tokens float64) int64 { return c.untilFullAt(toke
 func (c TokenBucket) untilFullAt(tokens, r float64) int64 {
 	return ceilMicros((float64(c.Burst) - tokens) / r * 1e6)
 }
+
+// Samples (see Samples): whole and fractional rates, intervals that are not whole µs
+// (1e6/7), bursts of 1 to thousands.
+var _ = sample(
+	TokenBucket{Rate: 10, Burst: 5},
+	TokenBucket{Rate: 0.5, Burst: 1},
+	TokenBucket{Rate: 3, Burst: 2},
+	TokenBucket{Rate: 1000, Burst: 100},
+	TokenBucket{Rate: 1e6 / 7, Burst: 3},
+	TokenBucket{Rate: 0.01, Burst: 5000},
+)

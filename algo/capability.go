@@ -34,6 +34,15 @@ const (
 	// state would. Guava's smooth limiters are not: a fresh key starts empty or cold,
 	// the slowest it can be.
 	OverflowSafe
+
+	// Exact: the algorithm keeps the strict reading of a Decision that the conformance
+	// suite (package store/storetest) checks: a request for more than Limit is denied with
+	// RetryAfter Never, one for at most Limit with MaxWait Forever is granted, one for
+	// Remaining+1 permits is denied, and a state kept past its ResetAfter decides as a
+	// fresh one. The smooth algorithms are not exact (as Guava's, they grant a request of
+	// any size at once and make the next one pay, and a full SmoothBursty is not a fresh
+	// one), nor is Penalty (it denies while blocked, whatever the request's MaxWait).
+	Exact
 )
 
 // Capable is implemented by an algorithm that states its capabilities. Every config struct
@@ -70,28 +79,33 @@ func unwrapAlgorithm(a Algorithm) Algorithm {
 // The capabilities of this package's algorithms, beside one another so that they read as
 // a table. Penalty's is in penalty.go.
 
-// Capabilities: leasable, denials cacheable, overflow-safe.
-func (TokenBucket) Capabilities() Capability { return Leasable | DenialCacheable | OverflowSafe }
+// Capabilities: leasable, denials cacheable, overflow-safe, exact.
+func (TokenBucket) Capabilities() Capability {
+	return Leasable | DenialCacheable | OverflowSafe | Exact
+}
 
-// Capabilities: leasable, denials cacheable, overflow-safe.
-func (GCRA) Capabilities() Capability { return Leasable | DenialCacheable | OverflowSafe }
+// Capabilities: leasable, denials cacheable, overflow-safe, exact.
+func (GCRA) Capabilities() Capability { return Leasable | DenialCacheable | OverflowSafe | Exact }
 
-// Capabilities: leasable, denials cacheable, overflow-safe.
-func (LeakyBucket) Capabilities() Capability { return Leasable | DenialCacheable | OverflowSafe }
+// Capabilities: leasable, denials cacheable, overflow-safe, exact.
+func (LeakyBucket) Capabilities() Capability {
+	return Leasable | DenialCacheable | OverflowSafe | Exact
+}
 
-// Capabilities: leasable within the window of the grant, denials cacheable, overflow-safe.
+// Capabilities: leasable within the window of the grant, denials cacheable, overflow-safe,
+// exact.
 func (FixedWindow) Capabilities() Capability {
-	return Leasable | LeaseEndsAtReset | DenialCacheable | OverflowSafe
+	return Leasable | LeaseEndsAtReset | DenialCacheable | OverflowSafe | Exact
 }
 
-// Capabilities: leasable, denials cacheable, overflow-safe.
+// Capabilities: leasable, denials cacheable, overflow-safe, exact.
 func (SlidingWindowLog) Capabilities() Capability {
-	return Leasable | DenialCacheable | OverflowSafe
+	return Leasable | DenialCacheable | OverflowSafe | Exact
 }
 
-// Capabilities: leasable, denials cacheable, overflow-safe.
+// Capabilities: leasable, denials cacheable, overflow-safe, exact.
 func (SlidingWindowCounter) Capabilities() Capability {
-	return Leasable | DenialCacheable | OverflowSafe
+	return Leasable | DenialCacheable | OverflowSafe | Exact
 }
 
 // Capabilities: denials cacheable only (its point is the spacing of grants, and a fresh

@@ -22,8 +22,8 @@ import (
 // refunds never change the penalty; Refund gives back to Rule as usual.
 //
 // A blocked decision does not touch Rule's state. It reports Limit as Rule would,
-// Remaining 0, RetryAfter the time until the block ends (Never when the request asks for
-// more than Limit), and ResetAfter the later of Rule's and the end of what the penalty
+// Remaining 0, RetryAfter the later of the end of the block and Rule's RetryAfter for the
+// request (Never when the request asks for more than Limit), and ResetAfter the later of Rule's and the end of what the penalty
 // remembers; it is read from a copy of Rule's state ([CloneState]; a custom state that
 // cannot be copied reports Limit 0 and the penalty's end alone). A denial that starts a
 // block reports Remaining 0 and the later of Rule's RetryAfter and the block.
@@ -218,15 +218,21 @@ func (p Penalty) Apply(st State, now int64, req Request) Decision {
 	}
 	if s.block > 0 && now < s.until {
 		var limit, reset int64
+		retry := s.until - now
 		if c := CloneState(s.inner); c != nil {
 			probe := p.Rule.Apply(c, now, Request{N: math.MaxInt64})
 			limit, reset = probe.Limit, durMicros(probe.ResetAfter)
+			// The block does not touch Rule's state: the request is granted once the
+			// block is over and Rule would grant it, not before (a retry at the end of
+			// the block that Rule denies would be a new offence).
+			if d := p.Rule.Apply(CloneState(s.inner), now, req); !d.Allowed {
+				retry = max(retry, durMicros(d.RetryAfter))
+			}
 		}
-		retry := toDuration(s.until - now)
 		if req.N > limit {
-			retry = Never
+			retry = MaxMicros
 		}
-		return Decision{Limit: limit, RetryAfter: retry, ResetAfter: toDuration(max(reset, p.end(s, now)))}
+		return Decision{Limit: limit, RetryAfter: toDuration(retry), ResetAfter: toDuration(max(reset, p.end(s, now)))}
 	}
 	d := p.Rule.Apply(s.inner, now, req)
 	if d.Allowed || d.RetryAfter == Never {

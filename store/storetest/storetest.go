@@ -46,50 +46,6 @@ func Run(t *testing.T, newStore Factory) {
 	t.Run("Admin", func(t *testing.T) { t.Parallel(); runAdmin(t, newStore) })
 }
 
-// Algorithms returns a representative set of valid configs of every algorithm: limits of 1
-// and of thousands, whole and fractional rates (whose emission interval is not a whole
-// number of microseconds), windows from a few microseconds to an hour.
-func Algorithms() []algo.Algorithm {
-	return []algo.Algorithm{
-		algo.FixedWindow{Limit: 1, Window: time.Second},
-		algo.FixedWindow{Limit: 3, Window: time.Second},
-		algo.FixedWindow{Limit: 100, Window: 10 * time.Millisecond},
-		algo.FixedWindow{Limit: 2, Window: 7 * time.Microsecond},
-		algo.FixedWindow{Limit: 5000, Window: time.Hour},
-
-		algo.SlidingWindowLog{Limit: 1, Window: time.Second},
-		algo.SlidingWindowLog{Limit: 3, Window: time.Second},
-		algo.SlidingWindowLog{Limit: 50, Window: 10 * time.Millisecond},
-		algo.SlidingWindowLog{Limit: 2, Window: 3 * time.Microsecond},
-
-		algo.SlidingWindowCounter{Limit: 1, Window: time.Second},
-		algo.SlidingWindowCounter{Limit: 10, Window: time.Second},
-		algo.SlidingWindowCounter{Limit: 100, Window: 10 * time.Millisecond},
-		algo.SlidingWindowCounter{Limit: 3, Window: 7 * time.Microsecond},
-		algo.SlidingWindowCounter{Limit: 5000, Window: time.Hour},
-
-		algo.TokenBucket{Rate: 10, Burst: 5},
-		algo.TokenBucket{Rate: 0.5, Burst: 1},
-		algo.TokenBucket{Rate: 3, Burst: 2},
-		algo.TokenBucket{Rate: 1000, Burst: 100},
-		algo.TokenBucket{Rate: 1e6 / 7, Burst: 3},
-		algo.TokenBucket{Rate: 0.01, Burst: 5000},
-
-		algo.LeakyBucket{Rate: 10, Capacity: 5},
-		algo.LeakyBucket{Rate: 0.5, Capacity: 2},
-		algo.LeakyBucket{Rate: 3, Capacity: 1},
-		algo.LeakyBucket{Rate: 1000, Capacity: 100},
-		algo.LeakyBucket{Rate: 1e6 / 7, Capacity: 3},
-
-		algo.GCRA{Rate: 10, Burst: 5},
-		algo.GCRA{Rate: 0.5, Burst: 1},
-		algo.GCRA{Rate: 3, Burst: 2},
-		algo.GCRA{Rate: 1000, Burst: 100},
-		algo.GCRA{Rate: 1e6 / 7, Burst: 3},
-		algo.GCRA{Rate: 0.01, Burst: 5000},
-	}
-}
-
 // scaled returns n, or n/4 (at least 1) when testing.Short().
 func scaled(n int) int {
 	if testing.Short() {

@@ -114,6 +114,9 @@ func TestRunFindsFlaws(t *testing.T) {
 		{flawPeekWrites, "Admin/Model"},
 		{flawResetNothing, "Admin/Model"},
 		{flawResetNothing, "Admin/Slots"},
+		{flawPartial, "Multi/Model/mixed"},
+		{flawPartial, "Multi/DenialKeepsState/every_algorithm"},
+		{flawNoValidation, "Multi/BadInput"},
 	} {
 		t.Run(tc.flaw+"/"+tc.part, func(t *testing.T) {
 			t.Parallel()

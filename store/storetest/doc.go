@@ -38,10 +38,9 @@
 // backwards) and refunds, and fails at the first decision that differs in any field, with
 // the seed and the operations that led there.
 //
-// Known bugs of package algo stay in the suite as subtests that skip with a message
-// starting "BUG:" (today: 1µs roundings of RetryAfter and ResetAfter in TokenBucket and
-// LeakyBucket, which the probes otherwise tolerate); remove the Skip once the bug is fixed.
-// With -short the randomised parts run a quarter of their steps.
+// A known bug of package algo stays in the suite as a subtest that skips with a message
+// starting "BUG:" until it is fixed (none today). With -short the randomised parts run a
+// quarter of their steps.
 //
 // The suite assumes a store keeps a key's state at least until the ResetAfter of its last
 // decision has passed on the store's clock; a store whose expiry runs on another clock

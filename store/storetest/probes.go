@@ -12,38 +12,13 @@ import (
 // give them identical states, so each can then be probed once without disturbing the rest.
 const twins = 6
 
-// floatBug is why the float-state algorithms get 1µs of slack in the probes.
-const floatBug = "BUG: TokenBucket and LeakyBucket round RetryAfter and ResetAfter from float " +
-	"state, so at exact µs boundaries (rates like 0.5/s or 10/s) they can be 1µs off either way: " +
-	"denied again at RetryAfter, or not yet fresh at ResetAfter"
-
 func runProbes(t *testing.T, f Factory) {
 	for i, a := range algo.Samples() {
 		t.Run(fmt.Sprintf("%v", a), func(t *testing.T) {
 			t.Parallel()
-			checkProbes(t, f, a, int64(5000+i), scaled(40), slackOf(a))
+			checkProbes(t, f, a, int64(5000+i), scaled(40))
 		})
-		if slackOf(a) > 0 {
-			t.Run(fmt.Sprintf("Exact/%v", a), func(t *testing.T) {
-				t.Parallel()
-				t.Skip(floatBug)
-				checkProbes(t, f, a, int64(5000+i), scaled(40), 0)
-			})
-		}
 	}
-}
-
-// slackOf is how far (1µs) RetryAfter and ResetAfter may be off for algorithms that keep
-// float state and round their reports separately from their admission test; see floatBug.
-func slackOf(a algo.Algorithm) time.Duration {
-	for u, ok := a.(interface{ Unwrap() algo.Algorithm }); ok; u, ok = a.(interface{ Unwrap() algo.Algorithm }) {
-		a = u.Unwrap() // a Penalty retried 1µs early is blocked again
-	}
-	switch a.(type) {
-	case algo.TokenBucket, algo.LeakyBucket:
-		return time.Microsecond
-	}
-	return 0
 }
 
 // checkProbes plays random histories on twin keys and then checks, on one twin each, what
@@ -56,9 +31,8 @@ func slackOf(a algo.Algorithm) time.Duration {
 //   - ResetAfter (algo.Exact): once it has passed, the key decides exactly like a key
 //     never seen.
 //
-// slack widens the RetryAfter and ResetAfter instants by that much on the late side and
-// the RetryAfter denial instant on the early side.
-func checkProbes(t *testing.T, f Factory, a algo.Algorithm, seed int64, histories int, slack time.Duration) {
+// RetryAfter and ResetAfter are exact to the µs for every algorithm.
+func checkProbes(t *testing.T, f Factory, a algo.Algorithm, seed int64, histories int) {
 	h := newHarness(t, f, startFor(seed))
 	g := newGen(seed, a, false)
 	limit := limitOf(a)
@@ -105,14 +79,14 @@ func checkProbes(t *testing.T, f Factory, a algo.Algorithm, seed int64, historie
 
 		// RetryAfter.
 		if !last.Allowed && last.RetryAfter != algo.Never {
-			if early := time.Microsecond + slack; last.RetryAfter > early {
+			if early := time.Microsecond; last.RetryAfter > early {
 				at(last.RetryAfter - early)
 				if d := h.apply(key(3), a, lastReq); d.Allowed {
 					fail("denied %s with %s, but allowed %v before RetryAfter: %s",
 						reqString(lastReq), describe(last), early, describe(d))
 				}
 			}
-			at(last.RetryAfter + slack)
+			at(last.RetryAfter)
 			if d := h.apply(key(4), a, lastReq); !d.Allowed {
 				fail("denied %s with %s, and denied again after RetryAfter: %s",
 					reqString(lastReq), describe(last), describe(d))
@@ -125,7 +99,7 @@ func checkProbes(t *testing.T, f Factory, a algo.Algorithm, seed int64, historie
 			h.clk.Set(end)
 			continue
 		}
-		at(last.ResetAfter + slack)
+		at(last.ResetAfter)
 		probe := algo.Request{N: limit}
 		got := h.apply(key(5), a, probe)
 		want := h.apply(fmt.Sprintf("h%d/fresh", hist), a, probe)

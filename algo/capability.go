@@ -37,9 +37,9 @@ const (
 
 	// Exact: the algorithm keeps the strict reading of a Decision that the conformance
 	// suite (package store/storetest) checks: a request for more than Limit is denied with
-	// RetryAfter Never, one for at most Limit with MaxWait Forever is granted, one for
-	// Remaining+1 permits is denied, and a state kept past its ResetAfter decides as a
-	// fresh one. The smooth algorithms are not exact (as Guava's, they grant a request of
+	// RetryAfter Never, one for at most Limit with MaxWait Forever is granted (unless a
+	// full queue has no room for it: the leaky bucket), one for Remaining+1 permits is
+	// denied, and a state kept past its ResetAfter decides as a fresh one. The smooth algorithms are not exact (as Guava's, they grant a request of
 	// any size at once and make the next one pay, and a full SmoothBursty is not a fresh
 	// one), nor is Penalty (it denies while blocked, whatever the request's MaxWait).
 	Exact

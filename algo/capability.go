@@ -41,6 +41,15 @@ const (
 	// on a denial (the local store keeps a key's expiry as it was) must write this
 	// algorithm's state on every decision instead, with the decision's ResetAfter.
 	WritesOnDenial
+
+	// Exact: the algorithm keeps the strict reading of a Decision that the conformance
+	// suite (package store/storetest) checks: a request for more than Limit is denied with
+	// RetryAfter Never, one for at most Limit with MaxWait Forever is granted (unless a
+	// full queue has no room for it: the leaky bucket), one for Remaining+1 permits is
+	// denied, and a state kept past its ResetAfter decides as a fresh one. The smooth algorithms are not exact (as Guava's, they grant a request of
+	// any size at once and make the next one pay, and a full SmoothBursty is not a fresh
+	// one), nor is Penalty (it denies while blocked, whatever the request's MaxWait).
+	Exact
 )
 
 // Capable is implemented by a custom algorithm that states its capabilities. (This
@@ -85,28 +94,33 @@ func unwrapAlgorithm(a Algorithm) Algorithm {
 // The capabilities of this package's algorithms, beside one another so that they read as
 // a table. Penalty's is in penalty.go.
 
-// capabilities: leasable, denials cacheable, overflow-safe.
-func (TokenBucket) capabilities() Capability { return Leasable | DenialCacheable | OverflowSafe }
+// capabilities: leasable, denials cacheable, overflow-safe, exact.
+func (TokenBucket) capabilities() Capability {
+	return Leasable | DenialCacheable | OverflowSafe | Exact
+}
 
-// capabilities: leasable, denials cacheable, overflow-safe.
-func (GCRA) capabilities() Capability { return Leasable | DenialCacheable | OverflowSafe }
+// capabilities: leasable, denials cacheable, overflow-safe, exact.
+func (GCRA) capabilities() Capability { return Leasable | DenialCacheable | OverflowSafe | Exact }
 
-// capabilities: leasable, denials cacheable, overflow-safe.
-func (LeakyBucket) capabilities() Capability { return Leasable | DenialCacheable | OverflowSafe }
+// capabilities: leasable, denials cacheable, overflow-safe, exact.
+func (LeakyBucket) capabilities() Capability {
+	return Leasable | DenialCacheable | OverflowSafe | Exact
+}
 
-// capabilities: leasable within the window of the grant, denials cacheable, overflow-safe.
+// capabilities: leasable within the window of the grant, denials cacheable, overflow-safe,
+// exact.
 func (FixedWindow) capabilities() Capability {
-	return Leasable | LeaseEndsAtReset | DenialCacheable | OverflowSafe
+	return Leasable | LeaseEndsAtReset | DenialCacheable | OverflowSafe | Exact
 }
 
-// capabilities: leasable, denials cacheable, overflow-safe.
+// capabilities: leasable, denials cacheable, overflow-safe, exact.
 func (SlidingWindowLog) capabilities() Capability {
-	return Leasable | DenialCacheable | OverflowSafe
+	return Leasable | DenialCacheable | OverflowSafe | Exact
 }
 
-// capabilities: leasable, denials cacheable, overflow-safe.
+// capabilities: leasable, denials cacheable, overflow-safe, exact.
 func (SlidingWindowCounter) capabilities() Capability {
-	return Leasable | DenialCacheable | OverflowSafe
+	return Leasable | DenialCacheable | OverflowSafe | Exact
 }
 
 // capabilities: denials cacheable only (its point is the spacing of grants, and a fresh

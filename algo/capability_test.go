@@ -47,14 +47,14 @@ func TestCapabilitiesLookThroughWrappers(t *testing.T) {
 		t.Errorf("CapabilitiesOf(nil) = %b, want none", got)
 	}
 	want := map[string]algo.Capability{
-		"fixed-window":    algo.Leasable | algo.LeaseEndsAtReset | algo.DenialCacheable | algo.OverflowSafe,
-		"token-bucket":    algo.Leasable | algo.DenialCacheable | algo.OverflowSafe,
+		"fixed-window":    algo.Leasable | algo.LeaseEndsAtReset | algo.DenialCacheable | algo.OverflowSafe | algo.Exact,
+		"token-bucket":    algo.Leasable | algo.DenialCacheable | algo.OverflowSafe | algo.Exact,
 		"smooth-bursty":   algo.DenialCacheable,
 		"smooth-warmup":   algo.DenialCacheable,
-		"gcra":            algo.Leasable | algo.DenialCacheable | algo.OverflowSafe,
-		"leaky-bucket":    algo.Leasable | algo.DenialCacheable | algo.OverflowSafe,
-		"sliding-log":     algo.Leasable | algo.DenialCacheable | algo.OverflowSafe,
-		"sliding-counter": algo.Leasable | algo.DenialCacheable | algo.OverflowSafe,
+		"gcra":            algo.Leasable | algo.DenialCacheable | algo.OverflowSafe | algo.Exact,
+		"leaky-bucket":    algo.Leasable | algo.DenialCacheable | algo.OverflowSafe | algo.Exact,
+		"sliding-log":     algo.Leasable | algo.DenialCacheable | algo.OverflowSafe | algo.Exact,
+		"sliding-counter": algo.Leasable | algo.DenialCacheable | algo.OverflowSafe | algo.Exact,
 	}
 	for _, a := range everyAlgorithm() {
 		if w, ok := want[a.Name()]; !ok || algo.CapabilitiesOf(a) != w {

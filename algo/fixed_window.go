@@ -142,3 +142,12 @@ func (c FixedWindow) Refund(st State, now int64, n int64, at int64) {
 	}
 	s.count = max(0, s.count-n)
 }
+
+// Samples (see Samples): limits of 1 to thousands, windows of 7 µs to an hour.
+var _ = sample(
+	FixedWindow{Limit: 1, Window: time.Second},
+	FixedWindow{Limit: 3, Window: time.Second},
+	FixedWindow{Limit: 100, Window: 10 * time.Millisecond},
+	FixedWindow{Limit: 2, Window: 7 * time.Microsecond},
+	FixedWindow{Limit: 5000, Window: time.Hour},
+)

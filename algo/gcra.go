@@ -230,3 +230,14 @@ func (c GCRA) Refund(st State, now int64, n int64, at int64) {
 		s.rb = false
 	}
 }
+
+// Samples (see Samples): whole and fractional rates, intervals that are not whole µs,
+// bursts of 1 to thousands.
+var _ = sample(
+	GCRA{Rate: 10, Burst: 5},
+	GCRA{Rate: 0.5, Burst: 1},
+	GCRA{Rate: 3, Burst: 2},
+	GCRA{Rate: 1000, Burst: 100},
+	GCRA{Rate: 1e6 / 7, Burst: 3},
+	GCRA{Rate: 0.01, Burst: 5000},
+)

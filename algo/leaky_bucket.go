@@ -126,7 +126,7 @@ func (c LeakyBucket) Apply(st State, now int64, req Request) Decision {
 		r = c.leak(s)
 	}
 	if req.N > c.Capacity || req.N <= 0 {
-		return never(c.Capacity, c.remaining(level), lag+c.untilEmptyAt(level, r))
+		return never(c.Capacity, c.remaining(level), lag+c.untilEmptyFrom(s, at, r))
 	}
 	// bound is the highest level at which the request is granted.
 	bound := capacity - float64(req.N)
@@ -146,13 +146,12 @@ func (c LeakyBucket) Apply(st State, now int64, req Request) Decision {
 		delay += lag
 	}
 	if level > bound || delay > maxWait {
-		// Nothing is written, so it leaks at r.
-		retry := ceilMicros((level-bound)/r*1e6) + lag
-		if retry == 0 { // rounding put level a hair above bound
-			retry = 1
-		}
+		// Nothing is written, so it leaks at r. RetryAfter: the first µs at which the same
+		// request is granted.
+		retry := firstMicro(max(ceilMicros((level-bound)/r*1e6)+lag, 1), 1,
+			func(d int64) bool { return c.grantsAt(s, now+d, req) })
 		return Decision{Limit: c.Capacity, Remaining: c.remaining(level),
-			RetryAfter: toDuration(retry), ResetAfter: toDuration(lag + c.untilEmptyAt(level, r))}
+			RetryAfter: toDuration(retry), ResetAfter: toDuration(lag + c.untilEmptyFrom(s, at, r))}
 	}
 	level += float64(req.N)
 	act := at + wait
@@ -161,7 +160,7 @@ func (c LeakyBucket) Apply(st State, now int64, req Request) Decision {
 	}
 	s.valid, s.level, s.last, s.act, s.rate = true, level, at, act, c.Rate
 	return Decision{Allowed: true, Limit: c.Capacity, Remaining: c.remaining(level),
-		ResetAfter: toDuration(lag + c.untilEmpty(level)), Wait: toDuration(delay), At: at + wait}
+		ResetAfter: toDuration(lag + c.untilEmptyFrom(s, at, c.Rate)), Wait: toDuration(delay), At: at + wait}
 }
 
 // Refund takes back out of the bucket what x/time/rate's Reservation.CancelAt would give
@@ -197,10 +196,41 @@ func (c LeakyBucket) remaining(level float64) int64 {
 	return max(0, c.Capacity-ceilCount(level))
 }
 
-// untilEmpty is the time in µs for the bucket to leak out.
-func (c LeakyBucket) untilEmpty(level float64) int64 { return c.untilEmptyAt(level, c.Rate) }
-
-// untilEmptyAt is the time in µs for the bucket to leak out at r per second.
-func (c LeakyBucket) untilEmptyAt(level, r float64) int64 {
-	return ceilMicros(level / r * 1e6)
+// grantsAt reports whether Apply would grant req at now on s as it is: its admission
+// test, with its float64 operations.
+func (c LeakyBucket) grantsAt(s *leakyBucketState, now int64, req Request) bool {
+	level, at := c.drain(s, now)
+	bound := float64(c.Capacity) - float64(req.N)
+	maxWait := req.maxWaitMicros()
+	var delay int64
+	if maxWait > 0 {
+		if q := float64(maxWait) / 1e6 * c.Rate; q < bound {
+			bound = q
+		}
+		if wait := ceilMicros(level / c.Rate * 1e6); wait > 0 {
+			delay = wait + at - now
+		}
+	}
+	return level <= bound && delay <= maxWait
 }
+
+// untilEmptyFrom is the time in µs from t (≥ s.last) until s, leaking at r per second, is
+// empty by drain's float64 arithmetic: from then on it decides as a fresh bucket.
+func (c LeakyBucket) untilEmptyFrom(s *leakyBucketState, t int64, r float64) int64 {
+	if !s.valid {
+		return 0
+	}
+	// The explicit conversions forbid a fused multiply-add, which Redis' Lua never does.
+	level := max(0, s.level-float64(seconds(t-s.last)*r))
+	empty := func(d int64) bool { return s.level-float64(seconds(t+d-s.last)*r) <= 0 }
+	return firstMicro(ceilMicros(level/r*1e6), 0, empty)
+}
+
+// Samples (see Samples): whole and fractional rates, capacities of 1 to 100.
+var _ = sample(
+	LeakyBucket{Rate: 10, Capacity: 5},
+	LeakyBucket{Rate: 0.5, Capacity: 2},
+	LeakyBucket{Rate: 3, Capacity: 1},
+	LeakyBucket{Rate: 1000, Capacity: 100},
+	LeakyBucket{Rate: 1e6 / 7, Capacity: 3},
+)

@@ -37,9 +37,41 @@ local function drain(t)
   return level, t
 end
 
--- until_empty is the time in µs for the bucket to leak out at r (default: rate).
-local function until_empty(level, r)
-  return ceil_micros(level / (r or rate) * 1e6)
+-- first_micro is algo.firstMicro: the least d ≥ lo at which ok(d) holds, from the
+-- estimate d, moved at most 4 µs each way; estimates of MAX_MICROS or more are kept.
+local function first_micro(d, lo, ok)
+  if d >= MAX_MICROS then return d end
+  local i = 0
+  while i < 4 and d > lo and ok(d - 1) do d, i = d - 1, i + 1 end
+  i = 0
+  while i < 4 and d < MAX_MICROS and not ok(d) do d, i = d + 1, i + 1 end
+  return d
+end
+
+-- until_empty is the time in µs from t (≥ last) until a bucket at level b at last, leaking
+-- at r, is empty by drain's arithmetic (LeakyBucket.untilEmptyFrom). b nil: a fresh
+-- bucket, empty already.
+local function until_empty(b, last, r, t)
+  if b == nil then return 0 end
+  local level = b - seconds(t - last) * r
+  if level < 0 then level = 0 end
+  return first_micro(ceil_micros(level / r * 1e6), 0,
+    function(d) return b - seconds(t + d - last) * r <= 0 end)
+end
+
+-- grants_at is LeakyBucket.grantsAt: whether apply would grant n with max_wait at u on
+-- the stored state.
+local function grants_at(u)
+  local level, t = drain(u)
+  local bound = capacity - n
+  local delay = 0
+  if max_wait > 0 then
+    local q = max_wait / 1e6 * rate
+    if q < bound then bound = q end
+    local wait = ceil_micros(level / rate * 1e6)
+    if wait > 0 then delay = wait + t - u end
+  end
+  return level <= bound and delay <= max_wait
 end
 
 -- remaining is what fits in the bucket now: capacity − ceil(level), never below 0, so that
@@ -56,7 +88,7 @@ if op == 'apply' then
   -- caller's now, so the key never expires before its state is fresh.
   local lag = t - now
   if n > capacity or n <= 0 then
-    return {0, capacity, remaining(level), MAX_MICROS, dur(lag + until_empty(level, leak)), 0, 0}
+    return {0, capacity, remaining(level), MAX_MICROS, dur(lag + until_empty(valid and s_level or nil, s_last, leak, t)), 0, 0}
   end
   -- bound is the highest level at which the request is granted.
   local bound = capacity - n
@@ -71,15 +103,18 @@ if op == 'apply' then
   local delay = wait
   if wait > 0 then delay = lag + wait end
   if level > bound or delay > max_wait then
-    local retry = ceil_micros((level - bound) / leak * 1e6) + lag -- nothing is written: it leaks at leak
-    if retry == 0 then retry = 1 end -- rounding put level a hair above bound
-    return {0, capacity, remaining(level), dur(retry), dur(lag + until_empty(level, leak)), 0, 0}
+    -- Nothing is written: it leaks at leak. RetryAfter: the first µs at which the same
+    -- request is granted.
+    local retry = ceil_micros((level - bound) / leak * 1e6) + lag
+    if retry < 1 then retry = 1 end
+    retry = first_micro(retry, 1, function(d) return grants_at(now + d) end)
+    return {0, capacity, remaining(level), dur(retry), dur(lag + until_empty(valid and s_level or nil, s_last, leak, t)), 0, 0}
   end
   level = level + n
   local act = t + wait
   if s_act and s_act > act then act = s_act end -- never moves back
   redis.call('HSET', KEYS[1], 'level', num(level), 'last', num(t), 'act', num(act), 'rate', num(rate))
-  local reset = lag + until_empty(level)
+  local reset = lag + until_empty(level, t, rate, t)
   expire(reset)
   return {1, capacity, remaining(level), 0, dur(reset), dur(delay), t + wait}
 elseif op == 'refund' then
@@ -95,7 +130,7 @@ elseif op == 'refund' then
   if level < 0 then level = 0 end -- kept even when empty: see keep
   if level == s_level and t == s_last and s_rate == rate then return 0 end -- nothing to write
   redis.call('HSET', KEYS[1], 'level', num(level), 'last', num(t), 'rate', num(rate))
-  keep(t - now + until_empty(level)) -- counted from the caller's now, as in apply
+  keep(t - now + until_empty(level, t, rate, t)) -- counted from the caller's now, as in apply
   return 0
 end
 return redis.error_reply('leaky-bucket: unknown operation ' .. tostring(op))

@@ -75,7 +75,8 @@ func TestLeakyBucket(t *testing.T) {
 		}},
 		{"rate 1e-6 and capacity 2^53", algo.LeakyBucket{Rate: 1e-6, Capacity: 1 << 53}, []step{
 			{now: 0, n: 1 << 53, want: algo.Decision{Allowed: true, Remaining: 0, ResetAfter: algo.Never}},
-			{now: 0, n: 1, want: algo.Decision{RetryAfter: time.Duration(1e12) * µs, ResetAfter: algo.Never}},
+			// 2^53 - 0.999999999996 rounds to 2^53-1 in float64: room for 1, 4µs early.
+			{now: 0, n: 1, want: algo.Decision{RetryAfter: time.Duration(1e12-4) * µs, ResetAfter: algo.Never}},
 			// The queue ahead would take far more than MaxMicros to leak out.
 			{now: 0, n: 1, maxWait: algo.Forever, want: algo.Decision{RetryAfter: algo.Never, ResetAfter: algo.Never}},
 		}},

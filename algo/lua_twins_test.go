@@ -250,7 +250,7 @@ var luaTwins = []luaTwin{
 				return 0
 			}
 			// Counted from the caller's now, which may be behind the state's last.
-			return max(0, s.last-now) + a.(TokenBucket).untilFull(s.tokens)
+			return max(0, s.last-now) + a.(TokenBucket).untilFullFrom(s, s.last, a.(TokenBucket).Rate)
 		},
 	},
 	{
@@ -269,7 +269,7 @@ var luaTwins = []luaTwin{
 				return 0
 			}
 			// Counted from the caller's now, which may be behind the state's last.
-			return max(0, s.last-now) + a.(LeakyBucket).untilEmpty(s.level)
+			return max(0, s.last-now) + a.(LeakyBucket).untilEmptyFrom(s, s.last, a.(LeakyBucket).Rate)
 		},
 	},
 	{

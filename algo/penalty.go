@@ -22,8 +22,8 @@ import (
 // refunds never change the penalty; Refund gives back to Rule as usual.
 //
 // A blocked decision does not touch Rule's state. It reports Limit as Rule would,
-// Remaining 0, RetryAfter the time until the block ends (Never when the request asks for
-// more than Limit), and ResetAfter the later of Rule's and the end of what the penalty
+// Remaining 0, RetryAfter the later of the end of the block and Rule's RetryAfter for the
+// request (Never when the request asks for more than Limit), and ResetAfter the later of Rule's and the end of what the penalty
 // remembers; it is read from a copy of Rule's state ([CloneState]; a custom state that
 // cannot be copied reports Limit 0 and the penalty's end alone). A denial that starts a
 // block reports Remaining 0 and the later of Rule's RetryAfter and the block.
@@ -205,15 +205,21 @@ func (p Penalty) Apply(st State, now int64, req Request) Decision {
 	}
 	if s.block > 0 && now < s.until {
 		var limit, reset int64
+		retry := s.until - now
 		if c := cloneState(s.inner); c != nil {
 			probe := p.Rule.Apply(c, now, Request{N: math.MaxInt64})
 			limit, reset = probe.Limit, durMicros(probe.ResetAfter)
+			// The block does not touch Rule's state: the request is granted once the
+			// block is over and Rule would grant it, not before (a retry at the end of
+			// the block that Rule denies would be a new offence).
+			if d := p.Rule.Apply(cloneState(s.inner), now, req); !d.Allowed {
+				retry = max(retry, durMicros(d.RetryAfter))
+			}
 		}
-		retry := toDuration(s.until - now)
 		if req.N > limit {
-			retry = Never
+			retry = MaxMicros
 		}
-		return Decision{Limit: limit, RetryAfter: retry, ResetAfter: toDuration(max(reset, p.end(s, now)))}
+		return Decision{Limit: limit, RetryAfter: toDuration(retry), ResetAfter: toDuration(max(reset, p.end(s, now)))}
 	}
 	d := p.Rule.Apply(s.inner, now, req)
 	if d.Allowed || d.RetryAfter == Never {
@@ -305,3 +311,18 @@ func (p Penalty) AppendArgs(args []any) []any {
 	}
 	return append(args, p.blockMicros(), p.maxMicros(), formatFloat(p.growth()))
 }
+
+// Samples (see Samples): a rule of every rate algorithm, fixed and growing blocks, and
+// one renamed by Named.
+var _ = sample(
+	Penalty{Rule: FixedWindow{Limit: 3, Window: time.Second}, Block: 2 * time.Second},
+	Penalty{Rule: SlidingWindowLog{Limit: 2, Window: 10 * time.Millisecond}, Block: 15 * time.Millisecond,
+		Growth: 2, MaxBlock: 200 * time.Millisecond},
+	Penalty{Rule: SlidingWindowCounter{Limit: 10, Window: time.Second}, Block: 700 * time.Millisecond,
+		Growth: 1.7, MaxBlock: 10 * time.Second},
+	Penalty{Rule: TokenBucket{Rate: 1e6 / 7, Burst: 3}, Block: 29 * time.Microsecond, Growth: 3, MaxBlock: time.Millisecond},
+	Penalty{Rule: LeakyBucket{Rate: 10, Capacity: 5}, Block: 333 * time.Millisecond},
+	Penalty{Rule: GCRA{Rate: 3, Burst: 2}, Block: time.Second, Growth: 1.5, MaxBlock: 4 * time.Second},
+	Named(Penalty{Rule: TokenBucket{Rate: 10, Burst: 5}, Block: 250 * time.Millisecond, Growth: 2,
+		MaxBlock: 3 * time.Second}, "abuse"),
+)

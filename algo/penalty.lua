@@ -73,6 +73,14 @@ if p_block > 0 and now < p_until then
   local n = tonumber(ARGV[3])
   if n and n >= MAX_EXACT and ARGV[3] ~= '9007199254740992' then n = MAX_EXACT + 2 end -- as the prelude
   local retry = dur(p_until - now)
+  -- Not before the rule grants the request either (as Penalty.Apply): the block does
+  -- not touch the rule's state, and a retry the rule denies would be a new offence.
+  local q = {}
+  for i = 1, #iargv do q[i] = iargv[i] end
+  q[1] = 'peek'
+  local r = inner(ikeys, q)
+  if type(r) ~= 'table' or r.err then return r end
+  if r[1] == 0 then retry = math.max(retry, r[4]) end
   if not n or n > d[2] then retry = MAX_MICROS end
   return {0, d[2], 0, retry, dur(math.max(d[5], p_end())), 0, 0}
 end

@@ -211,3 +211,12 @@ func (c SlidingWindowCounter) Refund(st State, now int64, n int64, at int64) {
 		s.prev = max(0, s.prev-n)
 	}
 }
+
+// Samples (see Samples): limits of 1 to thousands, windows of 7 µs to an hour.
+var _ = sample(
+	SlidingWindowCounter{Limit: 1, Window: time.Second},
+	SlidingWindowCounter{Limit: 10, Window: time.Second},
+	SlidingWindowCounter{Limit: 100, Window: 10 * time.Millisecond},
+	SlidingWindowCounter{Limit: 3, Window: 7 * time.Microsecond},
+	SlidingWindowCounter{Limit: 5000, Window: time.Hour},
+)

@@ -231,3 +231,12 @@ func (c SlidingWindowLog) Refund(st State, now int64, n int64, at int64) {
 		return
 	}
 }
+
+// Samples (see Samples): limits of 1 to 50 (the log grows with Limit), windows of 3 µs
+// to a second.
+var _ = sample(
+	SlidingWindowLog{Limit: 1, Window: time.Second},
+	SlidingWindowLog{Limit: 3, Window: time.Second},
+	SlidingWindowLog{Limit: 50, Window: 10 * time.Millisecond},
+	SlidingWindowLog{Limit: 2, Window: 3 * time.Microsecond},
+)

@@ -100,3 +100,12 @@ func (c SmoothBursty) config() smoothConfig {
 	}
 	return smoothConfig{rate: c.Rate, burst: burst}
 }
+
+// Samples (see Samples): Guava's default of one second saved, a fractional rate saving
+// 2.5 s, an interval that is not whole µs, and an unlimited rate.
+var _ = sample(
+	SmoothBursty{Rate: 5},
+	SmoothBursty{Rate: 1.0 / 3, MaxBurstSeconds: 2.5},
+	SmoothBursty{Rate: 1e6 / 7},
+	SmoothBursty{Rate: math.Inf(1)},
+)

@@ -107,3 +107,11 @@ func (c SmoothWarmingUp) config() smoothConfig {
 	}
 	return smoothConfig{warm: true, rate: c.Rate, warmup: int64(max(c.Warmup, 0) / time.Microsecond), cold: cold}
 }
+
+// Samples (see Samples): warm-ups of a millisecond to seconds, the default cold factor
+// and a steeper one.
+var _ = sample(
+	SmoothWarmingUp{Rate: 2, Warmup: 4 * time.Second},
+	SmoothWarmingUp{Rate: 10, Warmup: 250 * time.Millisecond, ColdFactor: 10},
+	SmoothWarmingUp{Rate: 1e6 / 7, Warmup: time.Millisecond},
+)

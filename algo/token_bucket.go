@@ -166,7 +166,7 @@ func (c TokenBucket) ApplyTo(st State, now int64, req Request, d *Decision) {
 		r = c.refill(s)
 	}
 	if req.N > c.Burst || req.N <= 0 {
-		*d = never(c.Burst, floorCount(tokens), lag+c.untilFullAt(tokens, r))
+		*d = never(c.Burst, floorCount(tokens), lag+c.untilFullFrom(s, at, r))
 		return
 	}
 	left := tokens - float64(req.N)
@@ -187,9 +187,13 @@ func (c TokenBucket) ApplyTo(st State, now int64, req Request, d *Decision) {
 		if r != c.Rate { // nothing is written, so the deficit refills at r
 			wait = ceilMicros(-left / r * 1e6)
 		}
-		// Nothing is written on a denial, exactly like x/time/rate.
-		d.set(false, c.Burst, floorCount(tokens), retryAfter(lag+wait, maxWait),
-			toDuration(lag+c.untilFullAt(tokens, r)), 0, 0)
+		// Nothing is written on a denial, exactly like x/time/rate. RetryAfter is the first
+		// µs at which the same request is granted.
+		retry := Never
+		if lag+wait < MaxMicros {
+			retry = toDuration(firstMicro(lag+wait-maxWait, 1, func(d int64) bool { return c.grantsAt(s, now+d, req) }))
+		}
+		d.set(false, c.Burst, floorCount(tokens), retry, toDuration(lag+c.untilFullFrom(s, at, r)), 0, 0)
 		return
 	}
 	act := at + wait
@@ -202,7 +206,7 @@ func (c TokenBucket) ApplyTo(st State, now int64, req Request, d *Decision) {
 	}
 	s.tokens, s.last, s.act = left, at, act
 	s.stamp(c.Rate, rb)
-	d.set(true, c.Burst, floorCount(left), 0, toDuration(lag+c.untilFull(left)), toDuration(delay), at+wait)
+	d.set(true, c.Burst, floorCount(left), 0, toDuration(lag+c.untilFullFrom(s, at, c.Rate)), toDuration(delay), at+wait)
 }
 
 // Refund gives back what x/time/rate's Reservation.CancelAt gives back for a grant of n
@@ -248,10 +252,38 @@ func (c TokenBucket) Refund(st State, now int64, n int64, at int64) {
 // before x/time/rate's: later refunds give back no more than it would.
 func (c TokenBucket) rollback(n int64) float64 { return math.Floor(float64(n) / c.Rate * 1e6) }
 
-// untilFull is the time in µs for tokens to reach Burst.
-func (c TokenBucket) untilFull(tokens float64) int64 { return c.untilFullAt(tokens, c.Rate) }
-
-// untilFullAt is the time in µs for tokens to reach Burst, refilling at r per second.
-func (c TokenBucket) untilFullAt(tokens, r float64) int64 {
-	return ceilMicros((float64(c.Burst) - tokens) / r * 1e6)
+// grantsAt reports whether ApplyTo would grant req at now on s as it is: its admission
+// test, with its float64 operations.
+func (c TokenBucket) grantsAt(s *TokenBucketState, now int64, req Request) bool {
+	tokens, at := c.advance(s, now)
+	left := tokens - float64(req.N)
+	if left >= 0 || -left/c.Rate*1e9 < 1 {
+		return true
+	}
+	return at-now+ceilMicros(-left/c.Rate*1e6) <= req.maxWaitMicros()
 }
+
+// untilFullFrom is the time in µs from t (≥ s.last) until s, refilling at r per second,
+// holds Burst tokens by advance's float64 arithmetic: from then on it decides as a fresh
+// bucket. A fresh state is full already.
+func (c TokenBucket) untilFullFrom(s *TokenBucketState, t int64, r float64) int64 {
+	if !s.valid() {
+		return 0
+	}
+	burst := float64(c.Burst)
+	// The explicit conversions forbid a fused multiply-add, which Redis' Lua never does.
+	tokens := min(burst, s.tokens+float64(seconds(t-s.last)*r))
+	full := func(d int64) bool { return s.tokens+float64(seconds(t+d-s.last)*r) >= burst }
+	return firstMicro(ceilMicros((burst-tokens)/r*1e6), 0, full)
+}
+
+// Samples (see Samples): whole and fractional rates, intervals that are not whole µs
+// (1e6/7), bursts of 1 to thousands.
+var _ = sample(
+	TokenBucket{Rate: 10, Burst: 5},
+	TokenBucket{Rate: 0.5, Burst: 1},
+	TokenBucket{Rate: 3, Burst: 2},
+	TokenBucket{Rate: 1000, Burst: 100},
+	TokenBucket{Rate: 1e6 / 7, Burst: 3},
+	TokenBucket{Rate: 0.01, Burst: 5000},
+)

@@ -46,10 +46,35 @@ local function advance(t)
   return tokens, t
 end
 
--- until_full is the time in µs for the bucket to hold burst tokens again, refilling at r
--- (default: rate).
-local function until_full(tokens, r)
-  return ceil_micros((burst - tokens) / (r or rate) * 1e6)
+-- first_micro is algo.firstMicro: the least d ≥ lo at which ok(d) holds, from the
+-- estimate d, moved at most 4 µs each way; estimates of MAX_MICROS or more are kept.
+local function first_micro(d, lo, ok)
+  if d >= MAX_MICROS then return d end
+  local i = 0
+  while i < 4 and d > lo and ok(d - 1) do d, i = d - 1, i + 1 end
+  i = 0
+  while i < 4 and d < MAX_MICROS and not ok(d) do d, i = d + 1, i + 1 end
+  return d
+end
+
+-- until_full is the time in µs from t (≥ last) until a bucket holding b tokens at last,
+-- refilling at r, holds burst tokens by advance's arithmetic (TokenBucket.untilFullFrom).
+-- b nil: a fresh bucket, full already.
+local function until_full(b, last, r, t)
+  if b == nil then return 0 end
+  local tokens = b + seconds(t - last) * r
+  if tokens > burst then tokens = burst end
+  return first_micro(ceil_micros((burst - tokens) / r * 1e6), 0,
+    function(d) return b + seconds(t + d - last) * r >= burst end)
+end
+
+-- grants_at is TokenBucket.grantsAt: whether apply would grant n with max_wait at u on
+-- the stored state.
+local function grants_at(u)
+  local tokens, t = advance(u)
+  local left = tokens - n
+  if left >= 0 or -left / rate * 1e9 < 1 then return true end
+  return t - u + ceil_micros(-left / rate * 1e6) <= max_wait
 end
 
 if op == 'apply' then
@@ -58,7 +83,7 @@ if op == 'apply' then
   -- caller's now, so the key never expires before its state is fresh.
   local lag = t - now
   if n > burst or n <= 0 then
-    return {0, burst, floor_count(tokens), MAX_MICROS, dur(lag + until_full(tokens, refill)), 0, 0}
+    return {0, burst, floor_count(tokens), MAX_MICROS, dur(lag + until_full(valid and s_tokens or nil, s_last, refill, t)), 0, 0}
   end
   local left = tokens - n
   local wait = 0
@@ -71,8 +96,11 @@ if op == 'apply' then
   if wait > 0 then delay = lag + wait end
   if delay > max_wait then
     if refill ~= rate then wait = ceil_micros(-left / refill * 1e6) end -- refills at refill
-    -- A denial writes nothing, like x/time/rate.
-    return {0, burst, floor_count(tokens), retry_after(lag + wait, max_wait), dur(lag + until_full(tokens, refill)), 0, 0}
+    -- A denial writes nothing, like x/time/rate. RetryAfter: the first µs at which the
+    -- same request is granted.
+    local retry = MAX_MICROS
+    if lag + wait < MAX_MICROS then retry = first_micro(lag + wait - max_wait, 1, function(d) return grants_at(now + d) end) end
+    return {0, burst, floor_count(tokens), dur(retry), dur(lag + until_full(valid and s_tokens or nil, s_last, refill, t)), 0, 0}
   end
   local act = t + wait
   -- rb as in the Go twin: every outstanding grant spaced by its n/rate
@@ -84,7 +112,7 @@ if op == 'apply' then
     redis.call('HSET', KEYS[1], 'tokens', num(left), 'last', num(t), 'act', num(act), 'rb', rb and '1' or '0',
       'rate', num(rate))
   end
-  local reset = lag + until_full(left)
+  local reset = lag + until_full(left, t, rate, t)
   expire(reset)
   return {1, burst, floor_count(left), 0, dur(reset), dur(delay), t + wait}
 elseif op == 'refund' then
@@ -110,7 +138,7 @@ elseif op == 'refund' then
   end
   redis.call('HSET', KEYS[1], 'tokens', num(tokens), 'last', num(t), 'act', num(act), 'rb', rb and '1' or '0',
     'rate', num(rate))
-  keep(t - now + until_full(tokens)) -- counted from the caller's now, as in apply
+  keep(t - now + until_full(tokens, t, rate, t)) -- counted from the caller's now, as in apply
   return 0
 end
 return redis.error_reply('token-bucket: unknown operation ' .. tostring(op))

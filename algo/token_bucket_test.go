@@ -83,7 +83,8 @@ func TestTokenBucket(t *testing.T) {
 			{now: 0, n: 1, maxWait: algo.Forever, want: algo.Decision{RetryAfter: algo.Never, ResetAfter: algo.Never}},
 		}},
 		{"burst 2^53", algo.TokenBucket{Rate: 1, Burst: 1 << 53}, []step{
-			{now: 0, n: 1, want: algo.Decision{Allowed: true, Remaining: 1<<53 - 1, ResetAfter: time.Second}},
+			// 2^53-1 tokens + 0.999996 rounds to 2^53 in float64: full, so fresh, 4µs early.
+			{now: 0, n: 1, want: algo.Decision{Allowed: true, Remaining: 1<<53 - 1, ResetAfter: time.Second - 4*time.Microsecond}},
 			{now: 0, n: 1<<53 - 1, want: algo.Decision{Allowed: true, Remaining: 0, ResetAfter: algo.Never}},
 			{now: 0, n: 1, want: algo.Decision{RetryAfter: time.Second, ResetAfter: algo.Never}},
 			{now: 0, n: 1<<53 + 1, want: algo.Decision{RetryAfter: algo.Never, ResetAfter: algo.Never}},

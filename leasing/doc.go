@@ -44,5 +44,16 @@
 // would be an offence no request committed) and algorithms that do not state
 // algo.Leasable.
 //
+// Conformance: a Store passes storetest.RunContracts (bad input, unusual keys, key and
+// slot independence, the bound under concurrency, Close, done contexts, Admin's bad
+// input; storetest_test.go), not the exact parts of storetest.Run, which do not apply by
+// design: a leased grant is decided on the lease, so its Remaining, ResetAfter and
+// RetryAfter describe the lease rather than the key's state under the algorithm, its At
+// is the instant the slice was granted (what a Refund of it names), and permits counted
+// when the slice was granted are handed out up to a lease's end later (see above). The
+// scenario tables, the probes of each field, the random properties on the grants'
+// instants and Admin's model all read those fields exactly. The bounds that do hold are
+// tested in model_test.go and cost_test.go.
+//
 // docs/distributed.md ("Quota leasing") has the bounds and the figures.
 package leasing

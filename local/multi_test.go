@@ -2,22 +2,18 @@ package local
 
 import (
 	"context"
-	"errors"
 	"math/rand/v2"
 	"reflect"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ratekit/limiter/algo"
-	"github.com/ratekit/limiter/store"
 )
 
-// multiRuleSets are the composites of these tests, tuned to their timelines (the steps of
-// TestApplyAllMatchesModel, the denials of TestApplyAllDenialLeavesStatesUntouched). The
-// distributed tests have their own at the millisecond scale of their Redis timelines, with
-// more sets: the same names, other rules, not a copy.
+// multiRuleSets are the composites of these tests, tuned to the denials of
+// TestApplyAllDenialLeavesStatesUntouched, which compares the states the store holds. What
+// every MultiApplier must do (a model of ApplyAll, refunds, concurrency, bad input) is
+// checked by storetest.Run's Multi part (local_storetest_test.go).
 func multiRuleSets() map[string][]algo.Algorithm {
 	return map[string][]algo.Algorithm{
 		"windows": {
@@ -35,72 +31,6 @@ func multiRuleSets() map[string][]algo.Algorithm {
 			algo.SlidingWindowCounter{Limit: 9, Window: 110 * time.Millisecond},
 			algo.SmoothBursty{Rate: 70, MaxBurstSeconds: 0.1},
 		},
-	}
-}
-
-// model is the specification of ApplyAll: each rule's state on its own, every rule applied
-// to a copy, the copies kept only when every rule granted.
-type model struct {
-	states map[string]algo.State // key + "\x00" + slot
-}
-
-func (m *model) apply(key string, rules []algo.Algorithm, now int64, req algo.Request) ([]algo.Decision, bool) {
-	ds := make([]algo.Decision, len(rules))
-	next := make([]algo.State, len(rules))
-	ok := true
-	for i, a := range rules {
-		st, found := m.states[key+"\x00"+a.Slot()]
-		if !found {
-			st = a.NewState()
-		}
-		next[i] = cloneState(st)
-		ds[i] = a.Apply(next[i], now, req)
-		ok = ok && ds[i].Allowed
-	}
-	if ok {
-		for i, a := range rules {
-			m.states[key+"\x00"+a.Slot()] = next[i]
-		}
-	}
-	return ds, ok
-}
-
-func TestApplyAllMatchesModel(t *testing.T) {
-	t.Parallel()
-	for name, rules := range multiRuleSets() {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			const seed = 61
-			s, clk := newTestStore(t)
-			m := &model{states: map[string]algo.State{}}
-			rng := rand.New(rand.NewPCG(seed, 0))
-			waits := []time.Duration{0, 0, 0, 5 * time.Millisecond, 40 * time.Millisecond, algo.Forever}
-			granted := 0
-			// Steps long enough for the rules to grant again, short enough for them to deny.
-			step := map[string]int{"windows": 60_000, "buckets": 4_000, "mixed": 12_000}[name]
-			for i := 0; i < 3000; i++ {
-				clk.Add(time.Duration(rng.IntN(step)) * time.Microsecond)
-				key := []string{"a", "b", "c"}[rng.IntN(3)]
-				req := algo.Request{N: int64(1 + rng.IntN(2)), MaxWait: waits[rng.IntN(len(waits))]}
-				if rng.IntN(50) == 0 {
-					req.N = 1000
-				}
-				got, gotOK, err := s.ApplyAll(context.Background(), key, rules, req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want, wantOK := m.apply(key, rules, clk.Now().UnixMicro(), req)
-				if gotOK != wantOK || !reflect.DeepEqual(got, want) {
-					t.Fatalf("seed %d step %d (%s %+v): got %v %+v, want %v %+v", seed, i, key, req, gotOK, got, wantOK, want)
-				}
-				if gotOK {
-					granted++
-				}
-			}
-			if granted < 300 || granted > 2700 {
-				t.Errorf("seed %d: %d of 3000 granted; the timeline does not exercise both outcomes", seed, granted)
-			}
-		})
 	}
 }
 
@@ -253,73 +183,5 @@ func TestApplyAllDeniedFreshKeyIsSwept(t *testing.T) {
 	s.Sweep()
 	if got := s.Len(); got != 0 {
 		t.Errorf("Len() after a denied call and a sweep = %d, want 0", got)
-	}
-}
-
-func TestApplyAllErrors(t *testing.T) {
-	t.Parallel()
-	s, _ := newTestStore(t)
-	ctx := context.Background()
-	tb := algo.TokenBucket{Rate: 1, Burst: 5}
-	for _, tc := range []struct {
-		name  string
-		key   string
-		rules []algo.Algorithm
-		req   algo.Request
-		want  error
-	}{
-		{"no rules", "k", nil, algo.Request{N: 1}, algo.ErrInvalidConfig},
-		{"empty key", "", []algo.Algorithm{tb}, algo.Request{N: 1}, store.ErrInvalidKey},
-		{"N=0", "k", []algo.Algorithm{tb}, algo.Request{}, algo.ErrInvalidRequest},
-		{"nil rule", "k", []algo.Algorithm{nil}, algo.Request{N: 1}, algo.ErrInvalidConfig},
-		{"nil named", "k", []algo.Algorithm{algo.Named(nil, "x")}, algo.Request{N: 1}, algo.ErrInvalidConfig},
-		{"shared slot", "k", []algo.Algorithm{tb, algo.TokenBucket{Rate: 2, Burst: 2}}, algo.Request{N: 1}, algo.ErrInvalidConfig},
-	} {
-		if _, _, err := s.ApplyAll(ctx, tc.key, tc.rules, tc.req); !errors.Is(err, tc.want) {
-			t.Errorf("%s: err = %v, want %v", tc.name, err, tc.want)
-		}
-	}
-	_ = s.Close()
-	if _, _, err := s.ApplyAll(ctx, "k", []algo.Algorithm{tb}, algo.Request{N: 1}); !errors.Is(err, store.ErrClosed) {
-		t.Errorf("after Close: %v, want ErrClosed", err)
-	}
-}
-
-// TestApplyAllConcurrent: goroutines hammering one key at a frozen instant get exactly the
-// tighter rule's limit, and the looser rules keep what the denials did not take.
-func TestApplyAllConcurrent(t *testing.T) {
-	t.Parallel()
-	s, _ := newTestStore(t)
-	ctx := context.Background()
-	rules := []algo.Algorithm{
-		algo.FixedWindow{Limit: 100, Window: time.Second},
-		algo.Named(algo.TokenBucket{Rate: 1, Burst: 37}, "b"),
-		algo.TokenBucket{Rate: 1, Burst: 60},
-	}
-	var granted atomic.Int64
-	var wg sync.WaitGroup
-	for g := 0; g < 16; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < 50; i++ {
-				_, ok, err := s.ApplyAll(ctx, "hot", rules, algo.Request{N: 1})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if ok {
-					granted.Add(1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if got, want := granted.Load(), int64(37); got != want {
-		t.Errorf("%d of 800 calls granted, want exactly %d", got, want)
-	}
-	d, err := s.Apply(ctx, "hot", rules[2], algo.Request{N: 23})
-	if err != nil || !d.Allowed || d.Remaining != 0 {
-		t.Errorf("TokenBucket 60 after the run: %+v %v, want 23 left exactly", d, err)
 	}
 }

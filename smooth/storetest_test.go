@@ -2,7 +2,7 @@ package smooth_test
 
 import (
 	"fmt"
-	"math"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -29,13 +29,16 @@ func TestSmoothStoretestDifferential(t *testing.T) {
 			return teststore.Redis(t, c, distributed.WithClientClock(clk), distributed.WithTimeout(10*time.Second),
 				distributed.WithPrefix(fmt.Sprintf("smooth-diff-%d:", n.Add(1))))
 		},
-		storetest.DiffOptions{Steps: 1500, Seed: 11, Algorithms: []algo.Algorithm{
-			algo.SmoothBursty{Rate: 5},
-			algo.SmoothBursty{Rate: 1.0 / 3, MaxBurstSeconds: 2.5},
-			algo.SmoothBursty{Rate: 1e6 / 7},
-			algo.SmoothBursty{Rate: math.Inf(1)},
-			algo.SmoothWarmingUp{Rate: 2, Warmup: 4 * time.Second},
-			algo.SmoothWarmingUp{Rate: 10, Warmup: 250 * time.Millisecond, ColdFactor: 10},
-			algo.SmoothWarmingUp{Rate: 1e6 / 7, Warmup: time.Millisecond},
-		}})
+		storetest.DiffOptions{Steps: 1500, Seed: 11, Algorithms: smoothSamples()})
+}
+
+// smoothSamples are algo.Samples' configs of this package's two algorithms.
+func smoothSamples() []algo.Algorithm {
+	var out []algo.Algorithm
+	for _, a := range algo.Samples() {
+		if strings.HasPrefix(a.Name(), "smooth-") {
+			out = append(out, a)
+		}
+	}
+	return out
 }

@@ -12,17 +12,6 @@ import (
 	"github.com/ratekit/limiter/store"
 )
 
-// adminAlgorithms are the configs the Admin part drives: Algorithms() and the smooth
-// limiters, whose peek must leave a resync or a config change on the copy only.
-func adminAlgorithms() []algo.Algorithm {
-	return append(Algorithms(),
-		algo.SmoothBursty{Rate: 5},
-		algo.SmoothBursty{Rate: 1.0 / 3, MaxBurstSeconds: 2.5},
-		algo.SmoothWarmingUp{Rate: 2, Warmup: 4 * time.Second},
-		algo.SmoothWarmingUp{Rate: 1e6 / 7, Warmup: time.Millisecond},
-	)
-}
-
 // admin returns h's store as a store.Admin, or skips t when it is not one: the admin
 // operations are optional.
 func (h *harness) admin(t *testing.T) store.Admin {
@@ -56,7 +45,7 @@ func (h *harness) reset(key string, rules ...algo.Algorithm) {
 func runAdmin(t *testing.T, f Factory) {
 	t.Run("Model", func(t *testing.T) {
 		t.Parallel()
-		for i, a := range adminAlgorithms() {
+		for i, a := range algo.Samples() {
 			t.Run(fmt.Sprintf("%d:%v", i, a), func(t *testing.T) {
 				t.Parallel()
 				runAdminModel(t, f, a, int64(7000+i), scaled(400))

@@ -19,7 +19,7 @@ type DiffOptions struct {
 	// Seed seeds the random sequence; the seed of each algorithm's sequence is derived from
 	// it and printed on failure. 0 means 1.
 	Seed int64
-	// Algorithms are the configs to drive; nil means Algorithms().
+	// Algorithms are the configs to drive; nil means algo.Samples().
 	Algorithms []algo.Algorithm
 	// Admin mixes store.Admin's calls into the sequence (both stores must implement it):
 	// a Peek before about a third of the requests, half of them with the request itself
@@ -53,7 +53,7 @@ func Differential(t *testing.T, a, b Factory, opts DiffOptions) {
 	}
 	algs := opts.Algorithms
 	if algs == nil {
-		algs = Algorithms()
+		algs = algo.Samples()
 	}
 	for i, alg := range algs {
 		seed := opts.Seed*1_000_003 + int64(i)

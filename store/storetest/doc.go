@@ -9,7 +9,8 @@
 //		})
 //	}
 //
-// [Run] checks, through the Store interface and the fake clock only (it never sleeps):
+// [Run] checks, through the Store interface and the fake clock only (it never sleeps), for
+// every config of algo.Samples (each algorithm's own samples):
 //
 //   - exact tables per algorithm (fresh key, exhaustion, exact RetryAfter, epoch-aligned
 //     window boundaries, reservations that later requests queue behind, N above the limit,
@@ -19,7 +20,9 @@
 //     GCRA, token bucket and leaky-bucket meter admitting alike, reservation spacing, and
 //     what every decision must satisfy (Remaining ≥ 0, RetryAfter > 0 exactly when denied,
 //     Wait ≤ MaxWait);
-//   - probes on twin keys: Remaining, RetryAfter and ResetAfter mean what they say;
+//   - probes on twin keys: Remaining, RetryAfter and ResetAfter mean what they say, to
+//     the µs (the strict reading of Remaining and ResetAfter, and of N above the limit,
+//     only for algorithms that state algo.Exact: not the smooth ones, nor Penalty);
 //   - bad input (errors wrapping store.ErrInvalidKey, algo.ErrInvalidRequest,
 //     algo.ErrInvalidConfig, never a panic), unusual keys (braces, NUL bytes, unicode,
 //     10 KB) that never share state, slots that never share state, a slot that keeps its
@@ -27,7 +30,18 @@
 //   - concurrency: goroutines hammering one key admit exactly the bound (run with -race);
 //   - Close: later calls fail with store.ErrClosed;
 //   - a done context (cancelled, or past its deadline): Apply, Refund and ApplyAll return
-//     its error, not store.ErrUnavailable, with a zero Decision, and change no state.
+//     its error, not store.ErrUnavailable, with a zero Decision, and change no state;
+//   - store.Admin's Peek and Reset, when the store implements it: a random model of
+//     Apply, Refund, Peek and Reset against a twin key, slots, bad input;
+//   - store.MultiApplier's ApplyAll, when the store implements it: a model of the
+//     composite (all or nothing at one instant, each rule's own state, refunds of a
+//     composite's grants rule by rule, rules under limiter.All's ":<i>:<slot>"
+//     namespace), denials that change no state, the tighter rule's bound under
+//     concurrency, bad input (no rules, two rules of one slot, ...) and Close.
+//
+// [RunContracts] runs the part of it that holds for a store that trades the exactness of
+// its decisions for cost (package leasing): bad input, keys, independence, concurrency,
+// Close, done contexts, Admin's bad input and the MultiApplier part.
 //
 // A second implementation of the same transitions (the Redis store, whose Lua twins must
 // match the Go reference) is checked against the first with [Differential]:
@@ -38,10 +52,9 @@
 // backwards) and refunds, and fails at the first decision that differs in any field, with
 // the seed and the operations that led there.
 //
-// Known bugs of package algo stay in the suite as subtests that skip with a message
-// starting "BUG:" (today: 1µs roundings of RetryAfter and ResetAfter in TokenBucket and
-// LeakyBucket, which the probes otherwise tolerate); remove the Skip once the bug is fixed.
-// With -short the randomised parts run a quarter of their steps.
+// A known bug of package algo stays in the suite as a subtest that skips with a message
+// starting "BUG:" until it is fixed (none today). With -short the randomised parts run a
+// quarter of their steps.
 //
 // The suite assumes a store keeps a key's state at least until the ResetAfter of its last
 // decision has passed on the store's clock; a store whose expiry runs on another clock

@@ -15,7 +15,7 @@ import (
 func runIndependence(t *testing.T, f Factory) {
 	t.Run("Keys", func(t *testing.T) {
 		t.Parallel()
-		for i, a := range Algorithms() {
+		for i, a := range algo.Samples() {
 			h := newHarness(t, f, startFor(int64(6000+i)))
 			limit := limitOf(a)
 			for _, key := range []string{"x", "y", "z"} {

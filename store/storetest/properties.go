@@ -15,7 +15,7 @@ type grant struct {
 }
 
 func runProperties(t *testing.T, f Factory) {
-	for i, a := range Algorithms() {
+	for i, a := range algo.Samples() {
 		t.Run(fmt.Sprintf("Bounds/%v", a), func(t *testing.T) {
 			t.Parallel()
 			checkBounds(t, f, a, int64(1000+i), scaled(1500))
@@ -36,10 +36,12 @@ func runProperties(t *testing.T, f Factory) {
 	}
 }
 
-// checkDecision checks what holds for every decision of every algorithm. monotone says
-// the clock never went backwards, so the store's now is the clock's.
+// checkDecision checks what holds for every decision of every algorithm, and for an
+// algo.Exact one what its strict reading adds. monotone says the clock never went
+// backwards, so the store's now is the clock's.
 func checkDecision(a algo.Algorithm, req algo.Request, now int64, monotone bool, d algo.Decision) error {
 	limit := limitOf(a)
+	exact := isExact(a)
 	maxWait := max(req.MaxWait, 0)
 	switch {
 	case d.Limit != limit:
@@ -54,7 +56,7 @@ func checkDecision(a algo.Algorithm, req algo.Request, now int64, monotone bool,
 		return fmt.Errorf("denied with RetryAfter = %v, want > 0", d.RetryAfter)
 	case !d.Allowed && d.Wait != 0:
 		return fmt.Errorf("denied with Wait = %v, want 0", d.Wait)
-	case req.N > limit && (d.Allowed || d.RetryAfter != algo.Never):
+	case exact && req.N > limit && (d.Allowed || d.RetryAfter != algo.Never):
 		return fmt.Errorf("N > Limit: want a denial with RetryAfter Never")
 	case d.Wait < 0 || d.Wait > maxWait:
 		return fmt.Errorf("Wait = %v, want it in [0, MaxWait %v]", d.Wait, durString(maxWait))
@@ -67,12 +69,17 @@ func checkDecision(a algo.Algorithm, req algo.Request, now int64, monotone bool,
 	}
 	// Without a bound on the wait, only a queue that is full (leaky bucket) or a wait beyond
 	// algo.MaxMicros (RetryAfter Never) can deny a request the algorithm can hold.
-	if _, isLeaky := a.(algo.LeakyBucket); !isLeaky && req.MaxWait == algo.Forever && req.N <= limit &&
+	if _, isLeaky := a.(algo.LeakyBucket); exact && !isLeaky && req.MaxWait == algo.Forever && req.N <= limit &&
 		!d.Allowed && d.RetryAfter != algo.Never {
 		return fmt.Errorf("denied a request with MaxWait Forever and N ≤ Limit")
 	}
 	return nil
 }
+
+// isExact reports whether a states algo.Exact: the suite checks the strict reading of its
+// decisions (N > Limit denied for ever, Forever granted, Remaining+1 denied, fresh after
+// ResetAfter). The smooth algorithms and Penalty do not promise it; see algo.Exact.
+func isExact(a algo.Algorithm) bool { return algo.CapabilitiesOf(a)&algo.Exact != 0 }
 
 // checkBounds drives one key with a random sequence (time going backwards included) and
 // checks every decision, then the algorithm's bound on the grants' instants (At).

@@ -26,68 +26,46 @@ type Factory func(t *testing.T, clk *clockx.Fake) store.Store
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Run runs the whole conformance suite against stores made by newStore: exact scenario
-// tables per algorithm, randomised properties with fixed seeds, bad input, key and slot
-// independence, concurrency, Close, calls on a done context, and store.Admin's Peek and
-// Reset when the store implements it (a random model of Apply, Refund, Peek and Reset
-// against a twin key; skipped otherwise). Subtests run in parallel;
-// the suite never sleeps (time moves only on the fake clocks it hands to newStore). With -short the randomised
-// parts take a quarter of their steps (about 60,000 calls to Apply instead of 220,000).
+// tables per algorithm, randomised properties with fixed seeds, probes of what each
+// decision promises, store.Admin's Peek and Reset when the store implements it (a random
+// model of Apply, Refund, Peek and Reset against a twin key; skipped otherwise), and the
+// contracts of RunContracts. Subtests run in parallel; the suite never sleeps (time moves
+// only on the fake clocks it hands to newStore). With -short the randomised parts take a
+// quarter of their steps.
 func Run(t *testing.T, newStore Factory) {
 	t.Helper()
 	t.Run("Scenarios", func(t *testing.T) { t.Parallel(); runScenarios(t, newStore) })
 	t.Run("Properties", func(t *testing.T) { t.Parallel(); runProperties(t, newStore) })
 	t.Run("Probes", func(t *testing.T) { t.Parallel(); runProbes(t, newStore) })
+	t.Run("Admin", func(t *testing.T) { t.Parallel(); runAdmin(t, newStore) })
+	runContracts(t, newStore)
+}
+
+// RunContracts runs the part of the suite that holds for every Store, including one that
+// trades the exactness of its decisions for cost (package leasing grants from local
+// slices, so its decisions' fields and instants are not the algorithm's on one key): bad
+// input, unusual keys that never share state, key and slot independence, the bound under
+// concurrency, Close, calls on a done context, store.Admin's bad input, and
+// store.MultiApplier (a model of ApplyAll, refunds, concurrency and bad input) when the
+// store implements it. Run runs it too.
+func RunContracts(t *testing.T, newStore Factory) {
+	t.Helper()
+	runContracts(t, newStore)
+	t.Run("Admin", func(t *testing.T) {
+		t.Parallel()
+		t.Run("BadInput", func(t *testing.T) { t.Parallel(); runAdminBadInput(t, newStore) })
+	})
+}
+
+// runContracts runs RunContracts' parts but Admin's, which Run runs with the rest of Admin.
+func runContracts(t *testing.T, newStore Factory) {
 	t.Run("BadInput", func(t *testing.T) { t.Parallel(); runBadInput(t, newStore) })
 	t.Run("Keys", func(t *testing.T) { t.Parallel(); runKeys(t, newStore) })
 	t.Run("Independence", func(t *testing.T) { t.Parallel(); runIndependence(t, newStore) })
 	t.Run("Concurrency", func(t *testing.T) { t.Parallel(); runConcurrency(t, newStore) })
 	t.Run("Close", func(t *testing.T) { t.Parallel(); runClose(t, newStore) })
 	t.Run("Context", func(t *testing.T) { t.Parallel(); runContext(t, newStore) })
-	t.Run("Admin", func(t *testing.T) { t.Parallel(); runAdmin(t, newStore) })
-}
-
-// Algorithms returns a representative set of valid configs of every algorithm: limits of 1
-// and of thousands, whole and fractional rates (whose emission interval is not a whole
-// number of microseconds), windows from a few microseconds to an hour.
-func Algorithms() []algo.Algorithm {
-	return []algo.Algorithm{
-		algo.FixedWindow{Limit: 1, Window: time.Second},
-		algo.FixedWindow{Limit: 3, Window: time.Second},
-		algo.FixedWindow{Limit: 100, Window: 10 * time.Millisecond},
-		algo.FixedWindow{Limit: 2, Window: 7 * time.Microsecond},
-		algo.FixedWindow{Limit: 5000, Window: time.Hour},
-
-		algo.SlidingWindowLog{Limit: 1, Window: time.Second},
-		algo.SlidingWindowLog{Limit: 3, Window: time.Second},
-		algo.SlidingWindowLog{Limit: 50, Window: 10 * time.Millisecond},
-		algo.SlidingWindowLog{Limit: 2, Window: 3 * time.Microsecond},
-
-		algo.SlidingWindowCounter{Limit: 1, Window: time.Second},
-		algo.SlidingWindowCounter{Limit: 10, Window: time.Second},
-		algo.SlidingWindowCounter{Limit: 100, Window: 10 * time.Millisecond},
-		algo.SlidingWindowCounter{Limit: 3, Window: 7 * time.Microsecond},
-		algo.SlidingWindowCounter{Limit: 5000, Window: time.Hour},
-
-		algo.TokenBucket{Rate: 10, Burst: 5},
-		algo.TokenBucket{Rate: 0.5, Burst: 1},
-		algo.TokenBucket{Rate: 3, Burst: 2},
-		algo.TokenBucket{Rate: 1000, Burst: 100},
-		algo.TokenBucket{Rate: 1e6 / 7, Burst: 3},
-		algo.TokenBucket{Rate: 0.01, Burst: 5000},
-
-		algo.LeakyBucket{Rate: 10, Capacity: 5},
-		algo.LeakyBucket{Rate: 0.5, Capacity: 2},
-		algo.LeakyBucket{Rate: 3, Capacity: 1},
-		algo.LeakyBucket{Rate: 1000, Capacity: 100},
-		algo.LeakyBucket{Rate: 1e6 / 7, Capacity: 3},
-
-		algo.GCRA{Rate: 10, Burst: 5},
-		algo.GCRA{Rate: 0.5, Burst: 1},
-		algo.GCRA{Rate: 3, Burst: 2},
-		algo.GCRA{Rate: 1000, Burst: 100},
-		algo.GCRA{Rate: 1e6 / 7, Burst: 3},
-		algo.GCRA{Rate: 0.01, Burst: 5000},
-	}
+	t.Run("Multi", func(t *testing.T) { t.Parallel(); runMulti(t, newStore) })
 }
 
 // scaled returns n, or n/4 (at least 1) when testing.Short().

@@ -1,12 +1,12 @@
 package storetest
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 
+	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/store"
 )
@@ -27,8 +27,7 @@ func TestDifferentialReference(t *testing.T) {
 
 func TestDifferentialAdminReference(t *testing.T) {
 	t.Parallel()
-	Differential(t, refFactory(flawNone), refFactory(flawNone), DiffOptions{Steps: 1000, Seed: 43, Admin: true,
-		Algorithms: adminAlgorithms()})
+	Differential(t, refFactory(flawNone), refFactory(flawNone), DiffOptions{Steps: 1000, Seed: 43, Admin: true})
 }
 
 // TestDifferentialAdminFindsDifference checks that DiffOptions.Admin catches a store
@@ -39,13 +38,13 @@ func TestDifferentialAdminFindsDifference(t *testing.T) {
 		t.Run(flaw, func(t *testing.T) {
 			t.Parallel()
 			found := 0
-			for i, a := range Algorithms() {
+			for i, a := range algo.Samples() {
 				if err := diffRun(t, refFactory(flawNone), refFactory(flaw), a, int64(i+1), 1500, true); err != nil {
 					found++
 				}
 			}
-			if found < len(Algorithms())/2 {
-				t.Fatalf("a %s store went unnoticed by %d of %d algorithms", flaw, len(Algorithms())-found, len(Algorithms()))
+			if found < len(algo.Samples())/2 {
+				t.Fatalf("a %s store went unnoticed by %d of %d algorithms", flaw, len(algo.Samples())-found, len(algo.Samples()))
 			}
 		})
 	}
@@ -59,7 +58,7 @@ func TestDifferentialFindsDifference(t *testing.T) {
 		t.Run(flaw, func(t *testing.T) {
 			t.Parallel()
 			found := 0
-			for i, a := range Algorithms() {
+			for i, a := range algo.Samples() {
 				err := diffRun(t, refFactory(flawNone), refFactory(flaw), a, int64(i+1), 1500, false)
 				if err == nil {
 					continue
@@ -72,8 +71,8 @@ func TestDifferentialFindsDifference(t *testing.T) {
 					}
 				}
 			}
-			if found < len(Algorithms())/2 {
-				t.Fatalf("a %s store went unnoticed by %d of %d algorithms", flaw, len(Algorithms())-found, len(Algorithms()))
+			if found < len(algo.Samples())/2 {
+				t.Fatalf("a %s store went unnoticed by %d of %d algorithms", flaw, len(algo.Samples())-found, len(algo.Samples()))
 			}
 		})
 	}
@@ -115,6 +114,9 @@ func TestRunFindsFlaws(t *testing.T) {
 		{flawPeekWrites, "Admin/Model"},
 		{flawResetNothing, "Admin/Model"},
 		{flawResetNothing, "Admin/Slots"},
+		{flawPartial, "Multi/Model/mixed"},
+		{flawPartial, "Multi/DenialKeepsState/every_algorithm"},
+		{flawNoValidation, "Multi/BadInput"},
 	} {
 		t.Run(tc.flaw+"/"+tc.part, func(t *testing.T) {
 			t.Parallel()
@@ -138,26 +140,4 @@ func tail(b []byte) string {
 		b = b[len(b)-n:]
 	}
 	return string(b)
-}
-
-// Algorithms covers every algorithm with several configs.
-func ExampleAlgorithms() {
-	count := map[string]int{}
-	var names []string
-	for _, a := range Algorithms() {
-		if count[a.Name()] == 0 {
-			names = append(names, a.Name())
-		}
-		count[a.Name()]++
-	}
-	for _, name := range names {
-		fmt.Println(name, count[name])
-	}
-	// Output:
-	// fixed-window 5
-	// sliding-log 4
-	// sliding-counter 5
-	// token-bucket 6
-	// leaky-bucket 5
-	// gcra 6
 }

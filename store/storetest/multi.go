@@ -1,0 +1,307 @@
+package storetest
+
+import (
+	"fmt"
+	"math/rand"
+	"reflect"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/store"
+)
+
+// multiRuleSets are the composites the MultiApplier part drives, at the millisecond scale
+// of its timelines: windows at two levels, the two token buckets of "1000/s AND 1500/s
+// with a burst of 4" (the second named, both having the slot "tb"), mixes of every
+// algorithm, Penalty (which records no offence in a composite), and rules under the
+// namespace limiter.All gives a rule whose slot an earlier rule has (":<i>:<slot>").
+func multiRuleSets() map[string][]algo.Algorithm {
+	return map[string][]algo.Algorithm{
+		"windows": {
+			algo.FixedWindow{Limit: 10, Window: 10 * time.Millisecond},
+			algo.FixedWindow{Limit: 3, Window: time.Millisecond},
+		},
+		"buckets": {
+			algo.TokenBucket{Rate: 1000, Burst: 20},
+			algo.Named(algo.TokenBucket{Rate: 1500, Burst: 4}, "short"),
+		},
+		"mixed": {
+			algo.SlidingWindowLog{Limit: 5, Window: 7 * time.Millisecond},
+			algo.GCRA{Rate: 1e3 / 3, Burst: 5},
+			algo.LeakyBucket{Rate: 333.3, Capacity: 4},
+			algo.Named(algo.SlidingWindowLog{Limit: 9, Window: 20 * time.Millisecond}, "long"),
+		},
+		"every algorithm": {
+			algo.FixedWindow{Limit: 9, Window: 5 * time.Millisecond},
+			algo.SlidingWindowLog{Limit: 8, Window: 6 * time.Millisecond},
+			algo.SlidingWindowCounter{Limit: 7, Window: 4 * time.Millisecond},
+			algo.TokenBucket{Rate: 2500, Burst: 6},
+			algo.LeakyBucket{Rate: 2000, Capacity: 5},
+			algo.GCRA{Rate: 3000, Burst: 7},
+			algo.SmoothBursty{Rate: 2800, MaxBurstSeconds: 0.002},
+			algo.SmoothWarmingUp{Rate: 3500, Warmup: 2 * time.Millisecond},
+			algo.Penalty{Rule: algo.FixedWindow{Limit: 8, Window: 3 * time.Millisecond}, Block: time.Millisecond},
+		},
+		"namespaced": {
+			algo.FixedWindow{Limit: 6, Window: 5 * time.Millisecond},
+			inNamespace(2, algo.FixedWindow{Limit: 4, Window: 5 * time.Millisecond}),
+			algo.TokenBucket{Rate: 1500, Burst: 5},
+			inNamespace(4, algo.TokenBucket{Rate: 1000, Burst: 3}),
+		},
+	}
+}
+
+// inNamespace returns a under the slot ":<i>:<slot>", as limiter.All applies the i-th
+// rule of a composite when an earlier rule has its slot; otherwise unchanged.
+func inNamespace(i int, a algo.Algorithm) algo.Algorithm {
+	slot := ":" + strconv.Itoa(i) + ":" + a.Slot()
+	if s, ok := a.(algo.Scripted); ok {
+		return spacedScripted{s, slot}
+	}
+	return spaced{a, slot}
+}
+
+// spaced is an algorithm under another slot.
+type spaced struct {
+	algo.Algorithm
+	slot string
+}
+
+func (s spaced) Slot() string                   { return s.slot }
+func (s spaced) Unwrap() algo.Algorithm         { return s.Algorithm }
+func (s spaced) String() string                 { return s.slot + "=" + fmt.Sprint(s.Algorithm) }
+func (s spacedScripted) Slot() string           { return s.slot }
+func (s spacedScripted) String() string         { return s.slot + "=" + fmt.Sprint(s.Scripted) }
+func (s spacedScripted) Unwrap() algo.Algorithm { return s.Scripted }
+
+// spacedScripted is a scripted algorithm under another slot.
+type spacedScripted struct {
+	algo.Scripted
+	slot string
+}
+
+// runMulti checks store.MultiApplier, when the store implements it (else the part is
+// skipped): ApplyAll against a model, denials that change nothing, refunds of a
+// composite's grants, atomicity under concurrency, and bad input.
+func runMulti(t *testing.T, f Factory) {
+	if _, ok := newHarness(t, f, epoch).s.(store.MultiApplier); !ok {
+		t.Skip("the store does not implement store.MultiApplier")
+	}
+	i := 0
+	for name, rules := range multiRuleSets() {
+		seed := int64(8000 + i)
+		i++
+		t.Run("Model/"+name, func(t *testing.T) { t.Parallel(); checkMultiModel(t, f, rules, seed, scaled(1500)) })
+		t.Run("DenialKeepsState/"+name, func(t *testing.T) { t.Parallel(); checkMultiDenial(t, f, rules, seed, scaled(600)) })
+	}
+	t.Run("Concurrent", func(t *testing.T) { t.Parallel(); checkMultiConcurrent(t, f) })
+	t.Run("BadInput", func(t *testing.T) { t.Parallel(); checkMultiBadInput(t, f) })
+}
+
+// applyAll calls ApplyAll and fails the test on an error.
+func (h *harness) applyAll(key string, rules []algo.Algorithm, req algo.Request) ([]algo.Decision, bool) {
+	h.t.Helper()
+	ds, ok, err := h.s.(store.MultiApplier).ApplyAll(h.ctx, key, rules, req)
+	if err != nil {
+		h.t.Fatalf("ApplyAll(%q, %v, %s): unexpected error: %v", key, rules, reqString(req), err)
+	}
+	return ds, ok
+}
+
+// multiModel is the specification of ApplyAll: each rule's state of its own, every rule
+// applied to a copy at one instant, the copies kept only when every rule granted; and
+// Refund, rule by rule, as Store.Refund.
+type multiModel map[string]algo.State // key + "\x00" + slot
+
+func (m multiModel) state(key string, a algo.Algorithm) algo.State {
+	st, ok := m[key+"\x00"+a.Slot()]
+	if !ok {
+		st = a.NewState()
+		m[key+"\x00"+a.Slot()] = st
+	}
+	return st
+}
+
+func (m multiModel) applyAll(key string, rules []algo.Algorithm, now int64, req algo.Request) ([]algo.Decision, bool) {
+	ds := make([]algo.Decision, len(rules))
+	next := make([]algo.State, len(rules))
+	ok := true
+	for i, a := range rules {
+		next[i] = m.state(key, a).(algo.StateCloner).CloneState() // every state of package algo copies itself
+		ds[i] = a.Apply(next[i], now, req)
+		ok = ok && ds[i].Allowed
+	}
+	if ok {
+		for i, a := range rules {
+			m[key+"\x00"+a.Slot()] = next[i]
+		}
+	}
+	return ds, ok
+}
+
+// checkMultiModel plays a random timeline of composite calls on three keys, with refunds
+// of earlier composite grants (rule by rule, through Store.Refund), against the model.
+func checkMultiModel(t *testing.T, f Factory, rules []algo.Algorithm, seed int64, steps int) {
+	h := newHarness(t, f, startFor(seed))
+	m := multiModel{}
+	r := rand.New(rand.NewSource(seed))
+	waits := []time.Duration{0, 0, 0, 500 * time.Microsecond, 4 * time.Millisecond, algo.Forever}
+	type grantOf struct {
+		key string
+		n   int64
+		ats []int64
+	}
+	var grants []grantOf
+	granted := 0
+	for i := 0; i < steps; i++ {
+		h.clk.Add(time.Duration(r.Intn(1200)) * time.Microsecond)
+		now := h.now()
+		if len(grants) > 0 && r.Intn(10) == 0 {
+			g := grants[r.Intn(len(grants))]
+			for j, a := range rules {
+				h.refund(g.key, a, g.n, g.ats[j])
+				a.Refund(m.state(g.key, a), now, g.n, g.ats[j])
+			}
+			continue
+		}
+		key := []string{"a", "b", "{c}"}[r.Intn(3)]
+		req := algo.Request{N: int64(1 + r.Intn(2)), MaxWait: waits[r.Intn(len(waits))]}
+		if r.Intn(40) == 0 {
+			req.N = 30
+		}
+		got, gotOK := h.applyAll(key, rules, req)
+		want, wantOK := m.applyAll(key, rules, now, req)
+		if gotOK != wantOK || !reflect.DeepEqual(got, want) {
+			t.Fatalf("seed %d step %d: ApplyAll(%q, %s) = %t %v, want %t %v", seed, i, key, reqString(req), gotOK, got, wantOK, want)
+		}
+		if gotOK {
+			granted++
+			g := grantOf{key: key, n: req.N}
+			for _, d := range got {
+				g.ats = append(g.ats, d.At)
+			}
+			grants = append(grants[max(0, len(grants)-15):], g)
+		}
+	}
+	// A timeline where everything or nothing passes tests little.
+	if granted < steps/15 || granted > steps*14/15 {
+		t.Errorf("seed %d: %d of %d calls granted; the timeline does not exercise both outcomes", seed, granted, steps)
+	}
+}
+
+// checkMultiDenial gives two keys the same granted history, and one of them also every
+// denied call: the denials change nothing, so both keys then decide alike, rule by rule.
+func checkMultiDenial(t *testing.T, f Factory, rules []algo.Algorithm, seed int64, steps int) {
+	h := newHarness(t, f, startFor(seed))
+	r := rand.New(rand.NewSource(seed))
+	denials := 0
+	for i := 0; i < steps; i++ {
+		h.clk.Add(time.Duration(r.Intn(800)) * time.Microsecond)
+		req := algo.Request{N: int64(1 + r.Intn(3))}
+		if _, ok := h.applyAll("probed", rules, req); !ok {
+			denials++
+			continue
+		}
+		if ds, ok := h.applyAll("control", rules, req); !ok {
+			t.Fatalf("seed %d step %d: the control key denied %s what the probed key granted: %v", seed, i, reqString(req), ds)
+		}
+	}
+	if denials < steps/20 {
+		t.Errorf("seed %d: only %d denials in %d calls", seed, denials, steps)
+	}
+	for i := 0; i < 100; i++ {
+		h.clk.Add(time.Duration(r.Intn(500)) * time.Microsecond)
+		for _, a := range rules {
+			req := algo.Request{N: 1, MaxWait: time.Duration(r.Intn(2000)) * time.Microsecond}
+			if got, want := h.apply("probed", a, req), h.apply("control", a, req); got != want {
+				t.Fatalf("seed %d future step %d, %v: the key that saw denied composites decides %s, its control %s",
+					seed, i, a, describe(got), describe(want))
+			}
+		}
+	}
+}
+
+// checkMultiConcurrent: goroutines hammering one key at a frozen instant get exactly the
+// tighter rule's limit, and the denials take nothing from the looser rules.
+func checkMultiConcurrent(t *testing.T, f Factory) {
+	h := newHarness(t, f, epoch)
+	m := h.s.(store.MultiApplier)
+	rules := []algo.Algorithm{
+		algo.FixedWindow{Limit: 100, Window: time.Second},
+		algo.Named(algo.TokenBucket{Rate: 1, Burst: 37}, "b"),
+		algo.TokenBucket{Rate: 1, Burst: 60},
+	}
+	var granted atomic.Int64
+	var wg sync.WaitGroup
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 10; i++ {
+				_, ok, err := m.ApplyAll(h.ctx, "hot", rules, algo.Request{N: 1})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if ok {
+					granted.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if got, want := granted.Load(), int64(37); got != want {
+		t.Fatalf("%d of 160 concurrent calls granted, want exactly %d", got, want)
+	}
+	if d := h.apply("hot", rules[0], algo.Request{N: 63}); !d.Allowed || d.Remaining != 0 {
+		t.Errorf("FixedWindow 100 after the run: %s, want 63 left exactly", describe(d))
+	}
+	if d := h.apply("hot", rules[2], algo.Request{N: 23}); !d.Allowed || d.Remaining != 0 {
+		t.Errorf("TokenBucket 60 after the run: %s, want 23 left exactly", describe(d))
+	}
+}
+
+// checkMultiBadInput: errors wrapping the sentinels of Store.Apply, and ErrInvalidConfig
+// for no rules and for two rules of one slot; ErrClosed after Close.
+func checkMultiBadInput(t *testing.T, f Factory) {
+	h := newHarness(t, f, epoch)
+	m := h.s.(store.MultiApplier)
+	tb := algo.TokenBucket{Rate: 1, Burst: 5}
+	fw := algo.FixedWindow{Limit: 5, Window: time.Second}
+	for _, tc := range []struct {
+		name  string
+		key   string
+		rules []algo.Algorithm
+		req   algo.Request
+		want  error
+	}{
+		{"no rules", "k", nil, algo.Request{N: 1}, algo.ErrInvalidConfig},
+		{"empty key", "", []algo.Algorithm{tb, fw}, algo.Request{N: 1}, store.ErrInvalidKey},
+		{"N=0", "k", []algo.Algorithm{tb, fw}, algo.Request{}, algo.ErrInvalidRequest},
+		{"N<0", "k", []algo.Algorithm{tb, fw}, algo.Request{N: -1}, algo.ErrInvalidRequest},
+		{"nil rule", "k", []algo.Algorithm{tb, nil}, algo.Request{N: 1}, algo.ErrInvalidConfig},
+		{"nil named", "k", []algo.Algorithm{algo.Named(nil, "x")}, algo.Request{N: 1}, algo.ErrInvalidConfig},
+		{"invalid rule", "k", []algo.Algorithm{tb, algo.FixedWindow{}}, algo.Request{N: 1}, algo.ErrInvalidConfig},
+		{"shared slot", "k", []algo.Algorithm{tb, algo.TokenBucket{Rate: 9, Burst: 9}}, algo.Request{N: 1}, algo.ErrInvalidConfig},
+		{"bad name", "k", []algo.Algorithm{tb, algo.Named(tb, "a:b")}, algo.Request{N: 1}, algo.ErrInvalidConfig},
+	} {
+		ds, ok, err := m.ApplyAll(h.ctx, tc.key, tc.rules, tc.req)
+		errorIs(t, "ApplyAll, "+tc.name, err, tc.want)
+		if ds != nil || ok {
+			t.Errorf("ApplyAll, %s = %v, %t, want nil, false", tc.name, ds, ok)
+		}
+	}
+	// Nothing was taken by the bad calls.
+	if ds, ok := h.applyAll("k", []algo.Algorithm{tb, fw}, algo.Request{N: 5}); !ok {
+		t.Errorf("ApplyAll of both limits after the bad calls = %v, want a grant", ds)
+	}
+	if err := h.s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := m.ApplyAll(h.ctx, "k", []algo.Algorithm{tb}, algo.Request{N: 1})
+	errorIs(t, "ApplyAll after Close", err, store.ErrClosed)
+}

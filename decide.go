@@ -86,11 +86,7 @@ func (l *Limiter) allow(ctx context.Context, key string, n int64, d *Decision) e
 		if b := l.alg.Load(); b != nil {
 			key = l.keyFor(key)
 			var err error
-			if l.local != nil {
-				err = l.local.ApplyTo(ctx, key, b.a, algo.Request{N: n}, d) // no copy at all
-			} else {
-				*d, err = l.store.Apply(ctx, key, b.a, algo.Request{N: n})
-			}
+			*d, err = l.store.Apply(ctx, key, b.a, algo.Request{N: n})
 			if err != nil {
 				*d, err = l.directFailed(ctx, key, request{Request: algo.Request{N: n}}, nil, err)
 			}

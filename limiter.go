@@ -10,7 +10,6 @@ import (
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/internal/nilcheck"
 	"github.com/ratekit/limiter/internal/storeclock"
-	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -30,9 +29,8 @@ type Limiter struct {
 	clock   clockx.Clock
 	policy  FailurePolicy
 	timeout time.Duration
-	breaker *breaker     // nil with CircuitBreaker{Off: true}
-	direct  bool         // no timeout: AllowN goes straight to the store while the breaker is clean
-	local   *local.Store // the store, when it is a local one: Allow's direct path calls its ApplyTo
+	breaker *breaker // nil with CircuitBreaker{Off: true}
+	direct  bool     // no timeout: AllowN goes straight to the store while the breaker is clean
 	onError func(key string, err error)
 	keyFn   func(key string) string // WithKeyFunc; nil: the key as given
 	obs     Observer                // WithObserver; nil: none
@@ -89,7 +87,6 @@ func New(s store.Store, a algo.Algorithm, opts ...Option) (*Limiter, error) {
 	}
 	// An observed or shadow limiter decides through decideNoted, never the direct path.
 	l.direct = l.timeout <= 0 && !l.noted()
-	l.local, _ = s.(*local.Store)
 	l.alg.Store(&algoBox{a: a})
 	return l, nil
 }

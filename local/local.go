@@ -118,31 +118,24 @@ func (s *Store) locate(key string) (uint64, *shard) {
 }
 
 // Apply answers req for key under a at the store's now. See store.Store.
-func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
-	var d algo.Decision
-	err := s.ApplyTo(ctx, key, a, req, &d)
-	return d, err
-}
-
-// ApplyTo is Apply writing its Decision to *d, which it leaves untouched on an error:
-// returned by value, a 56-byte Decision is copied through memory at each call boundary,
-// and a copy of one just returned in registers stalls on the stores it reads. The
-// limiter's Allow calls it on a local store. d must not be nil.
-func (s *Store) ApplyTo(ctx context.Context, key string, a algo.Algorithm, req algo.Request, d *algo.Decision) error {
+//
+// The limiter's Allow calls it through store.Store on its fast path: it writes its named
+// result in place, to return it in registers with no copy through memory.
+func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (d algo.Decision, err error) {
 	// The checks, the clock and the lookup are written out for a token bucket on a live
 	// context: a few comparisons, with no call that the compiler does not inline.
 	tb, isTB := a.(algo.TokenBucket)
 	if !isTB || key == "" || req.N <= 0 || tb.Validate() != nil {
 		if err := storecheck.Apply(key, a, req); err != nil {
-			return err
+			return d, err
 		}
 	}
 	if s.closed.Load() {
-		return store.ErrClosed
+		return d, store.ErrClosed
 	}
 	if ctx != nil && ctx.Done() != nil {
 		if err := storecheck.Context(ctx); err != nil {
-			return err
+			return d, err
 		}
 	}
 	slot := tbSlot
@@ -167,8 +160,7 @@ func (s *Store) ApplyTo(ctx context.Context, key string, a algo.Algorithm, req a
 		var soon int64
 		if e, soon = s.insert(sh, h, key, slot, a, now); e == nil {
 			sh.mu.Unlock()
-			*d = fullDenial(a.Apply(a.NewState(), now, req), now, soon)
-			return nil
+			return fullDenial(a.Apply(a.NewState(), now, req), now, soon), nil
 		}
 	}
 	// same: e's last write was under a, so revive keeps its state and wrote has nothing to
@@ -178,9 +170,9 @@ func (s *Store) ApplyTo(ctx context.Context, key string, a algo.Algorithm, req a
 		revive(e, a, now)
 	}
 	if isTB {
-		tb.ApplyTo(e.state, now, req, d)
+		d = tb.Apply(e.state, now, req)
 	} else {
-		*d = a.Apply(e.state, now, req)
+		d = a.Apply(e.state, now, req)
 	}
 	if d.Allowed || !isTB && writesOnDenial(a) {
 		e.fresh = freshIn(now, d.ResetAfter)
@@ -189,7 +181,7 @@ func (s *Store) ApplyTo(ctx context.Context, key string, a algo.Algorithm, req a
 		}
 	}
 	sh.mu.Unlock()
-	return nil
+	return d, nil
 }
 
 // tbSlot is the token bucket's Slot, which Apply does not ask it for.

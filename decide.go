@@ -88,7 +88,9 @@ func (l *Limiter) allow(ctx context.Context, key string, n int64, d *Decision) e
 			var err error
 			*d, err = l.store.Apply(ctx, key, b.a, algo.Request{N: n})
 			if err != nil {
-				*d, err = l.directFailed(ctx, key, request{Request: algo.Request{N: n}}, nil, err)
+				err = classify(ctx, err)
+				l.record(key, err, false)
+				*d, err = l.settle(ctx, key, b.a, request{Request: algo.Request{N: n}}, nil, Decision{}, 0, err)
 			}
 			return err
 		}
@@ -98,45 +100,45 @@ func (l *Limiter) allow(ctx context.Context, key string, n int64, d *Decision) e
 	return err
 }
 
-// decideOne is decide for one rule off Allow's hot path, through callOne; key is after
-// the rule's key function.
+// decideOne is one rule's pipeline, for key after the rule's key function: the guarded
+// store call (callOne: breaker, timeout, classification of its error), then settle. Every
+// request of one rule off Allow's fast path runs it.
 func (l *Limiter) decideOne(ctx context.Context, key string, a algo.Algorithm, q request, o *outcome) (Decision, error) {
 	if o == nil {
 		var scratch outcome
 		return scratch.folded(l.decideOne(ctx, key, a, q, &scratch))
 	}
-	if l.noted() {
-		return l.decideNoted(ctx, key, a, q, o)
+	if l.shadow {
+		q = shadowRequest(q, true)
 	}
-	o.key = key
-	d, err := l.callOne(ctx, key, a, q.Request, l.timeout)
-	if err != nil {
-		return l.answerFailure(ctx, key, q, o, err)
-	}
-	o.alg = a
-	return d, nil
+	d, lat, err := l.callOne(ctx, key, a, q.Request, l.timeout)
+	return l.settle(ctx, key, a, q, o, d, lat, err)
 }
 
-// directFailed answers decide's direct store call for key (after the key function), which
-// failed with err, as callOne's failure would be.
-func (l *Limiter) directFailed(ctx context.Context, key string, q request, o *outcome, err error) (Decision, error) {
+// settle ends one rule's pipeline once its store call answered d or failed with err
+// (classified: an *unavailable is a store failure), after lat: the failure policy answers a
+// store failure (onFailure), the observer is told (event), and shadow mode turns the answer
+// into a grant (shadowAnswer). Allow's fast path joins it here when its store call failed.
+func (l *Limiter) settle(ctx context.Context, key string, a algo.Algorithm, q request, o *outcome, d Decision, lat time.Duration, err error) (Decision, error) {
 	if o == nil {
 		var scratch outcome
-		return scratch.folded(l.directFailed(ctx, key, q, &scratch, err))
+		return scratch.folded(l.settle(ctx, key, a, q, &scratch, d, lat, err))
 	}
 	o.key = key
-	err = classify(ctx, err)
-	l.record(key, err, false)
-	return l.answerFailure(ctx, key, q, o, err)
-}
-
-// answerFailure answers a store call of one rule that failed with err: a store failure by
-// the failure policy, any other error as it is.
-func (l *Limiter) answerFailure(ctx context.Context, key string, q request, o *outcome, err error) (Decision, error) {
-	if u, ok := err.(*unavailable); ok {
-		return l.onFailure(ctx, key, q, o, u.err)
+	callErr := err
+	switch u, failed := err.(*unavailable); {
+	case err == nil:
+		o.alg = a
+	case failed:
+		d, err = l.onFailure(ctx, key, q, o, u.err)
 	}
-	return Decision{}, err
+	if l.obs != nil {
+		l.obs.Decided(ctx, l.event(key, q.N, lat, false, d, callErr, err, o.refused))
+	}
+	if l.shadow {
+		return shadowAnswer(d, err, o, callErr)
+	}
+	return d, err
 }
 
 // folded returns d with o's soft error as its error, if any (a request that stands has no

@@ -3,9 +3,6 @@ package limiter
 import (
 	"context"
 	"time"
-
-	"github.com/ratekit/limiter/algo"
-	"github.com/ratekit/limiter/store"
 )
 
 // Observer is told about every decision of a Limiter and every change of its circuit
@@ -134,61 +131,35 @@ func WithObserver(o Observer) Option {
 	return optionFunc(func(opts *options) { opts.observer = o })
 }
 
-// noted reports that l's decisions go through decideNoted: it has an observer or is in
-// shadow mode. Neither takes the direct path of Allow (New clears l.direct).
+// noted reports that l's decisions are observed or in shadow mode: neither takes the fast
+// path of Allow (New clears l.direct), which tells no observer.
 func (l *Limiter) noted() bool { return l.obs != nil || l.shadow }
 
-// decideNoted is decideOne for a limiter with an observer or in shadow mode: it times the
-// store call when there is an observer, tells the observer, and in shadow mode turns the
-// answer into a grant (shadow.go). key is after the rule's key function.
-//
-//go:noinline
-func (l *Limiter) decideNoted(ctx context.Context, key string, a algo.Algorithm, q request, o *outcome) (Decision, error) {
-	if l.shadow {
-		q = shadowRequest(q, true)
-	}
-	o.key = key
-	var start time.Time
-	if l.obs != nil {
-		start = time.Now()
-	}
-	d, err := l.callOne(ctx, key, a, q.Request, l.timeout)
-	e := Event{Key: key, N: q.N, Shadow: l.shadow}
-	if l.obs != nil {
-		e.Latency = latency(start, err)
-	}
-	switch u, failed := err.(*unavailable); {
-	case err == nil:
-		o.alg = a
-		e = decidedEvent(e, d)
+// event is the one place an Event is built: rule l's decision for key of n permits,
+// after a store call of latency lat that answered d (callErr nil) or ended with callErr.
+// When callErr is a store failure (*unavailable), (d, err) is the failure policy's answer,
+// refused when it refused the request; composite marks a rule's part of a rule set's
+// request.
+func (l *Limiter) event(key string, n int64, lat time.Duration, composite bool, d Decision, callErr, err error, refused bool) Event {
+	e := Event{Key: key, N: n, Latency: lat, Shadow: l.shadow, Composite: composite}
+	switch u, failed := callErr.(*unavailable); {
+	case callErr == nil:
+		e.Decision, e.Outcome = d, OutcomeAllowed
+		if !d.Allowed {
+			e.Outcome = OutcomeDenied
+		}
 	case failed:
-		d, err = l.onFailure(ctx, key, q, o, u.err)
-		e.Outcome, e.Decision, e.Err = l.policyOutcome(), d, u.err
+		e.Outcome, e.Err = l.policyOutcome(), u.err
 		if err != nil {
 			e.Err = err
 		}
-		if o.refused {
-			e.Decision = Decision{}
+		if !refused {
+			e.Decision = d
 		}
 	default:
-		e.Outcome, e.Err = OutcomeError, err
+		e.Outcome, e.Err = OutcomeError, callErr
 	}
-	if l.obs != nil {
-		l.obs.Decided(ctx, e)
-	}
-	if l.shadow {
-		return shadowAnswer(d, err, o, e.Outcome)
-	}
-	return d, err
-}
-
-// latency is the time since start of a store call that ended with err: 0 when the
-// circuit breaker kept it from the store.
-func latency(start time.Time, err error) time.Duration {
-	if err == error(circuitOpen) {
-		return 0
-	}
-	return time.Since(start)
+	return e
 }
 
 // policyOutcome is the Outcome of a request that l's failure policy answered.
@@ -200,119 +171,5 @@ func (l *Limiter) policyOutcome() Outcome {
 		return OutcomeFallback
 	default:
 		return OutcomeFailClosed
-	}
-}
-
-// notedStep is one step of a rule set's group (tally.group) for rule r, the i-th of g,
-// when r has an observer or is in shadow mode: decideNoted's work for a rule of a
-// composite. It reports whether r counts as granting, or an error that fails the whole
-// request.
-func (t *tally) notedStep(ctx context.Context, r *Limiter, g group, i int, q request) (bool, error) {
-	if r.shadow {
-		q = shadowRequest(q, false)
-	}
-	var start time.Time
-	if r.obs != nil {
-		start = time.Now()
-	}
-	d, err := r.callOne(ctx, g.key, g.algs[i], q.Request, t.within(r.timeout))
-	e := Event{Key: g.key, N: q.N, Shadow: r.shadow, Composite: true}
-	if r.obs != nil {
-		e.Latency = latency(start, err)
-	}
-	if u, failed := err.(*unavailable); failed {
-		before := len(t.answers)
-		ok, ferr := t.onFailure(r, g.key, q, u.err)
-		r.tell(t.caller, t.failureEvent(r, g.key, q.N, e.Latency, before, u.err, ferr))
-		if r.shadow && (ferr != nil || !ok) {
-			return t.shadowFailure(ferr), nil
-		}
-		return ok, ferr
-	}
-	if err != nil {
-		e.Outcome, e.Err = OutcomeError, err
-		r.tell(t.caller, e)
-		return false, err
-	}
-	r.tell(t.caller, decidedEvent(e, d))
-	t.answers = append(t.answers, answer{d: d, figures: true, rule: r})
-	if !d.Allowed {
-		// In shadow mode a denial lets the request through and takes nothing; its figures
-		// stay in the composite's Decision.
-		return r.shadow, nil
-	}
-	t.held = append(t.held, grant{lim: r, key: g.key, alg: g.algs[i], n: q.N, at: d.At})
-	return true, nil
-}
-
-// notedAtomic is tally.atomic for a group one of whose rules has an observer (and none is
-// in shadow mode): it times the group's one store call and tells each rule's observer of
-// its part, after its failure policy when the store was unavailable.
-func (t *tally) notedAtomic(ctx context.Context, ma store.MultiApplier, g group, q request) (bool, error) {
-	start := time.Now()
-	ds, ok, err := callGroup(ctx, ma, g, q.Request, t.detached)
-	lat := latency(start, err)
-	if u, failed := err.(*unavailable); failed {
-		for _, r := range g.rules {
-			before := len(t.answers)
-			ok, ferr := t.onFailure(r, g.key, q, u.err)
-			r.tell(t.caller, t.failureEvent(r, g.key, q.N, lat, before, u.err, ferr))
-			if ferr != nil || !ok {
-				return false, ferr
-			}
-		}
-		return true, nil
-	}
-	for i, r := range g.rules {
-		e := Event{Key: g.key, N: q.N, Latency: lat, Composite: true, Outcome: OutcomeError, Err: err}
-		if err == nil {
-			e = decidedEvent(e, ds[i])
-		}
-		r.tell(t.caller, e)
-	}
-	if err != nil {
-		return false, err
-	}
-	t.keep(g, q, ds, ok)
-	return ok, nil
-}
-
-// decidedEvent is e for the store's Decision d.
-func decidedEvent(e Event, d Decision) Event {
-	e.Decision, e.Outcome, e.Err = d, OutcomeAllowed, nil
-	if !d.Allowed {
-		e.Outcome = OutcomeDenied
-	}
-	return e
-}
-
-// failureEvent is the Event of rule r, whose store call failed with err (after lat), once
-// its failure policy answered by tally.onFailure with ferr; before is the number of
-// answers before it.
-func (t *tally) failureEvent(r *Limiter, key string, n int64, lat time.Duration, before int, err, ferr error) Event {
-	e := Event{Key: key, N: n, Latency: lat, Shadow: r.shadow, Composite: true, Outcome: r.policyOutcome(), Err: err}
-	if ferr != nil {
-		e.Err = ferr
-	}
-	if len(t.answers) > before {
-		e.Decision = t.answers[len(t.answers)-1].d
-	}
-	return e
-}
-
-// groupNoted reports whether a rule of g has an observer (observed) or is in shadow mode
-// (shadow).
-func groupNoted(g group) (observed, shadow bool) {
-	for _, r := range g.rules {
-		observed = observed || r.obs != nil
-		shadow = shadow || r.shadow
-	}
-	return observed, shadow
-}
-
-// tell passes e to l's observer, if any.
-func (l *Limiter) tell(ctx context.Context, e Event) {
-	if l.obs != nil {
-		l.obs.Decided(ctx, e)
 	}
 }

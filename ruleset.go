@@ -154,75 +154,112 @@ func (t *tally) addSoft(err error) {
 	}
 }
 
-// group applies q to the rules of g: atomically when its store can, else one rule after
-// the other, stopping at the first denial. It reports whether every rule granted, or an
-// error that fails the whole request.
+// group applies q to the rules of g: in one store.MultiApplier call when its store can
+// and no rule of g is in shadow mode (a shadow rule's denial must not stop the others),
+// else rule by rule, stopping at the first denial. It reports whether every rule granted,
+// or an error that fails the whole request.
 func (t *tally) group(ctx context.Context, g group, q request) (bool, error) {
-	if len(g.rules) > 1 {
-		if ma, ok := g.store.(store.MultiApplier); ok {
-			switch observed, shadow := groupNoted(g); {
-			case shadow: // rule by rule below: a shadow rule's denial must not stop the others
-			case observed:
-				return t.notedAtomic(ctx, ma, g, q)
-			default:
-				return t.atomic(ctx, ma, g, q)
-			}
-		}
+	if ma, ok := g.store.(store.MultiApplier); ok && len(g.rules) > 1 && !g.has(func(r *Limiter) bool { return r.shadow }) {
+		return t.atomic(ctx, ma, g, q)
 	}
 	for i, r := range g.rules {
-		if r.noted() {
-			if ok, err := t.notedStep(ctx, r, g, i, q); err != nil || !ok {
-				return false, err
-			}
-			continue
+		rq := q
+		if r.shadow {
+			rq = shadowRequest(q, false)
 		}
-		d, err := r.callOne(ctx, g.key, g.algs[i], q.Request, t.within(r.timeout))
-		if u, ok := err.(*unavailable); ok {
-			if ok, err := t.onFailure(r, g.key, q, u.err); err != nil || !ok {
-				return false, err
-			}
-			continue
-		}
-		if err != nil {
+		d, lat, err := r.callOne(ctx, g.key, g.algs[i], rq.Request, t.within(r.timeout))
+		if ok, err := t.settle(r, g.key, g.algs[i], rq, d, lat, err, d.Allowed); err != nil || !ok {
 			return false, err
 		}
-		t.answers = append(t.answers, answer{d: d, figures: true, rule: r})
-		if !d.Allowed {
-			return false, nil
-		}
-		t.held = append(t.held, grant{lim: r, key: g.key, alg: g.algs[i], n: q.N, at: d.At})
 	}
 	return true, nil
 }
 
-// atomic applies the rules of g in one store.MultiApplier call.
+// atomic applies the rules of g in one store.MultiApplier call, and settles each rule's
+// part: a store failure is answered by each rule's own policy, up to the first that
+// refuses; any other error fails the request once every rule's observer was told.
 func (t *tally) atomic(ctx context.Context, ma store.MultiApplier, g group, q request) (bool, error) {
-	ds, ok, err := callGroup(ctx, ma, g, q.Request, t.detached)
-	if u, isU := err.(*unavailable); isU {
-		// Each rule's own policy answers for it.
-		for _, r := range g.rules {
-			if ok, err := t.onFailure(r, g.key, q, u.err); err != nil || !ok {
-				return false, err
-			}
+	ds, ok, lat, err := callGroup(ctx, ma, g, q.Request, t.detached, g.has(func(r *Limiter) bool { return r.obs != nil }))
+	_, failed := err.(*unavailable)
+	for i, r := range g.rules {
+		var d Decision
+		if err == nil {
+			d = ds[i]
 		}
-		return true, nil
+		granted, rerr := t.settle(r, g.key, g.algs[i], q, d, lat, err, ok)
+		if failed && (rerr != nil || !granted) {
+			return false, rerr
+		}
 	}
-	if err != nil {
+	switch {
+	case failed:
+		return true, nil
+	case err != nil:
 		return false, err
 	}
-	t.keep(g, q, ds, ok)
 	return ok, nil
 }
 
-// keep records the Decisions ds of group g's atomic call, and, when it granted (ok), the
-// permits each rule now holds.
-func (t *tally) keep(g group, q request, ds []Decision, ok bool) {
-	for i, d := range ds {
-		t.answers = append(t.answers, answer{d: d, figures: true, rule: g.rules[i]})
-		if ok {
-			t.held = append(t.held, grant{lim: g.rules[i], key: g.key, alg: g.algs[i], n: q.N, at: d.At})
+// settle ends rule r's part of the request, as settle ends one rule's request, once its
+// store call answered d or failed with err (classified), after lat: the failure policy
+// answers a store failure (onFailure), the observer is told (event), and in shadow mode
+// the rule counts as granting. granted says whether r now holds d's permits (in an atomic
+// group, only when the whole group granted). It reports whether r counts as granting, or
+// an error that fails the whole request.
+func (t *tally) settle(r *Limiter, key string, a algo.Algorithm, q request, d Decision, lat time.Duration, err error, granted bool) (bool, error) {
+	u, failed := err.(*unavailable)
+	ok, ferr := false, err
+	switch {
+	case failed:
+		before := len(t.answers)
+		ok, ferr = t.onFailure(r, key, q, u.err)
+		d = Decision{}
+		if len(t.answers) > before {
+			d = t.answers[len(t.answers)-1].d
+		}
+	case err == nil:
+		t.answers = append(t.answers, answer{d: d, figures: true, rule: r})
+		if granted {
+			t.held = append(t.held, grant{lim: r, key: key, alg: a, n: q.N, at: d.At})
+		}
+		ok = granted
+	}
+	if r.obs != nil {
+		r.obs.Decided(t.caller, r.event(key, q.N, lat, true, d, err, ferr, false))
+	}
+	if r.shadow {
+		switch {
+		case failed && (ferr != nil || !ok):
+			return t.shadowFailure(ferr), nil
+		case err == nil && !d.Allowed:
+			// A denial lets the request through and takes nothing; its figures stay in
+			// the composite's Decision.
+			return true, nil
 		}
 	}
+	return ok, ferr
+}
+
+// shadowFailure answers a store failure of a rule in shadow mode that its failure policy
+// refused (ferr) or that its Fallback denied: the rule counts as granting, holding
+// nothing.
+func (t *tally) shadowFailure(ferr error) bool {
+	t.refused = false
+	if ferr != nil {
+		t.answers = append(t.answers, answer{d: Decision{Allowed: true}})
+		t.addSoft(ferr)
+	}
+	return true
+}
+
+// has reports whether a rule of g has property p.
+func (g group) has(p func(*Limiter) bool) bool {
+	for _, r := range g.rules {
+		if p(r) {
+			return true
+		}
+	}
+	return false
 }
 
 // onFailure takes rule r's failure policy's answer to q, for r's store failure err. It

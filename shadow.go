@@ -42,17 +42,17 @@ func shadowRequest(q request, single bool) request {
 	return q
 }
 
-// shadowAnswer turns the answer (d, err) of one rule in shadow mode, whose Observer saw
-// outcome, into a grant: a denial takes nothing (o.alg cleared: nothing to give back), and
-// a store failure is answered as FailOpen answers it, keeping a Fallback's figures.
-func shadowAnswer(d Decision, err error, o *outcome, outcome Outcome) (Decision, error) {
-	switch outcome {
-	case OutcomeAllowed, OutcomeError:
+// shadowAnswer turns the answer (d, err) of one rule in shadow mode, whose store call
+// ended with callErr, into a grant: a denial takes nothing (o.alg cleared: nothing to give
+// back), and a store failure is answered as FailOpen answers it, keeping a Fallback's
+// figures. Any other error stays the request's.
+func shadowAnswer(d Decision, err error, o *outcome, callErr error) (Decision, error) {
+	if _, failed := callErr.(*unavailable); !failed {
+		if callErr == nil && !d.Allowed {
+			o.alg = nil
+			d.Allowed, d.Wait = true, 0
+		}
 		return d, err
-	case OutcomeDenied:
-		o.alg = nil
-		d.Allowed, d.Wait = true, 0
-		return d, nil
 	}
 	if err == nil {
 		err = o.soft
@@ -63,16 +63,4 @@ func shadowAnswer(d Decision, err error, o *outcome, outcome Outcome) (Decision,
 	}
 	d.Allowed = true
 	return d, nil
-}
-
-// shadowFailure answers, in a rule set, a store failure of a rule in shadow mode that its
-// failure policy refused (ferr) or that its Fallback denied: the rule counts as granting,
-// holding nothing.
-func (t *tally) shadowFailure(ferr error) bool {
-	t.refused = false
-	if ferr != nil {
-		t.answers = append(t.answers, answer{d: Decision{Allowed: true}})
-		t.addSoft(ferr)
-	}
-	return true
 }

@@ -11,9 +11,10 @@ import (
 	"github.com/ratekit/limiter/store"
 )
 
-// Every store call of the facade goes through here: the circuit breakers of the rules it
-// decides for, a per-call timeout, and the classification of its error. One rule's call
-// (callOne) and a group's atomic call (callGroup) share refusal, classify and record.
+// The guard of every store call of the facade: the circuit breakers of the rules it decides
+// for, a per-call timeout, and the classification of its error. One rule's call (callOne)
+// and a group's atomic call (callGroup) share refusal, classify and record; Allow's fast
+// path, which skips the guard while it has nothing to do, shares classify and record.
 
 // unavailable is the error of a store call that found the store unavailable (err wraps
 // store.ErrUnavailable): the failure policy answers it (onFailure), so it never reaches
@@ -37,24 +38,29 @@ var (
 )
 
 // callOne sends req for key under a to l's store, through l's circuit breaker and bounded
-// by timeout (0: no bound).
+// by timeout (0: no bound). When l has an observer it also returns the call's latency on
+// the monotonic clock: 0 when no call was made (the breaker refused it).
 //
-// This is the path of Allow whenever there is a timeout or the breaker has counted a
-// failure, and of every rule of a rule set on other stores: no closure, no defer, no
-// allocation unless a timeout is configured (context.WithTimeout allocates) or something
-// fails.
-func (l *Limiter) callOne(ctx context.Context, key string, a algo.Algorithm, req algo.Request, timeout time.Duration) (Decision, error) {
+// This is the guard of every store call of one rule off Allow's fast path: no closure, no
+// defer, no allocation unless a timeout is configured (context.WithTimeout allocates) or
+// something fails.
+func (l *Limiter) callOne(ctx context.Context, key string, a algo.Algorithm, req algo.Request, timeout time.Duration) (Decision, time.Duration, error) {
 	probe := false
 	if b := l.breaker; b != nil {
 		var pass bool
 		if pass, probe = b.allow(); !pass {
-			return Decision{}, refusal(ctx, l, key, storecheck.Apply(key, a, req))
+			return Decision{}, 0, refusal(ctx, l, key, storecheck.Apply(key, a, req))
 		}
 	}
 	var (
-		d   Decision
-		err error
+		d     Decision
+		err   error
+		start time.Time
+		lat   time.Duration
 	)
+	if l.obs != nil {
+		start = time.Now()
+	}
 	if timeout > 0 {
 		tctx, cancel := context.WithTimeout(ctx, timeout)
 		d, err = l.store.Apply(tctx, key, a, req)
@@ -62,22 +68,25 @@ func (l *Limiter) callOne(ctx context.Context, key string, a algo.Algorithm, req
 	} else {
 		d, err = l.store.Apply(ctx, key, a, req)
 	}
+	if l.obs != nil {
+		lat = time.Since(start)
+	}
 	if err != nil {
 		err = classify(ctx, err)
 		l.record(key, err, probe)
-		return Decision{}, err
+		return Decision{}, lat, err
 	}
 	if l.breaker != nil {
 		l.breaker.success()
 	}
-	return d, nil
+	return d, lat, nil
 }
 
 // callGroup is callOne for the rules of one group, in one store.MultiApplier call: every
 // rule's breaker must let it through, the shortest of their timeouts bounds it (bound by
 // detachedWithin when detached says ctx does not end with the caller's), and its outcome
-// counts for every breaker.
-func callGroup(ctx context.Context, ma store.MultiApplier, g group, req algo.Request, detached bool) ([]Decision, bool, error) {
+// counts for every breaker. Its latency is measured when timed (a rule has an observer).
+func callGroup(ctx context.Context, ma store.MultiApplier, g group, req algo.Request, detached, timed bool) ([]Decision, bool, time.Duration, error) {
 	var buf [8]bool
 	probes := buf[:0]
 	if len(g.rules) > len(buf) {
@@ -96,7 +105,7 @@ func callGroup(ctx context.Context, ma store.MultiApplier, g group, req algo.Req
 					q.breaker.release(probes[j])
 				}
 			}
-			return nil, false, refusal(ctx, r, g.key, storecheck.ApplyAll(g.key, g.algs, req))
+			return nil, false, 0, refusal(ctx, r, g.key, storecheck.ApplyAll(g.key, g.algs, req))
 		}
 	}
 	var timeout time.Duration
@@ -109,10 +118,15 @@ func callGroup(ctx context.Context, ma store.MultiApplier, g group, req algo.Req
 		timeout = detachedWithin(timeout)
 	}
 	var (
-		ds  []Decision
-		ok  bool
-		err error
+		ds    []Decision
+		ok    bool
+		err   error
+		start time.Time
+		lat   time.Duration
 	)
+	if timed {
+		start = time.Now()
+	}
 	if timeout > 0 {
 		tctx, cancel := context.WithTimeout(ctx, timeout)
 		ds, ok, err = ma.ApplyAll(tctx, g.key, g.algs, req)
@@ -120,19 +134,22 @@ func callGroup(ctx context.Context, ma store.MultiApplier, g group, req algo.Req
 	} else {
 		ds, ok, err = ma.ApplyAll(ctx, g.key, g.algs, req)
 	}
+	if timed {
+		lat = time.Since(start)
+	}
 	if err != nil {
 		err = classify(ctx, err)
 		for i, r := range g.rules {
 			r.record(g.key, err, probes[i])
 		}
-		return nil, false, err
+		return nil, false, lat, err
 	}
 	for _, r := range g.rules {
 		if r.breaker != nil {
 			r.breaker.success()
 		}
 	}
-	return ds, ok, nil
+	return ds, ok, lat, nil
 }
 
 // refusal is the error of a call r's open breaker kept from the store: bad input stays an

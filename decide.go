@@ -7,46 +7,49 @@ import (
 	"github.com/ratekit/limiter/algo"
 )
 
-// Allow, Reserve, WaitN and TryAcquire are written once, over decide: one rule asks its
-// store (Allow's fast path is allow's, below), a rule set made by All asks every rule, all or
-// nothing (ruleset.go). A store failure is answered by the failure policy (onFailure)
-// before decide returns, so the methods above see a Decision, what it holds, and errors.
-
-// call names the method a request comes from: a Fallback takes the same call over.
-type call uint8
-
-const (
-	callAllow   call = iota
-	callReserve      // also each rule of a rule set
-	callWait
-	callTry
-)
+// Allow, Reserve, WaitN and TryAcquire are written once, over decide: one rule runs its
+// pipeline (decideOne; Allow's fast path is allow's, below), a rule set made by All runs
+// every rule's, all or nothing (ruleset.go). A store failure is answered by the failure
+// policy (onFailure) before decide returns, so the methods above see a Decision, what it
+// holds, and errors.
 
 // request is one request of Allow, Reserve, WaitN or TryAcquire on its way to decide.
-type request struct {
-	algo.Request
-	call    call
-	timeout time.Duration // TryAcquire's timeout, for a Fallback that takes it over
-}
+type request = algo.Request
 
 // outcome is what decide found beside its Decision.
 type outcome struct {
 	key   string         // the key decided: after the key function of one rule, as given for a rule set
-	alg   algo.Algorithm // one rule whose store answered: the algorithm applied; nil otherwise
+	alg   algo.Algorithm // one rule whose store granted: the algorithm applied; nil otherwise
 	parts []grant        // a rule set that granted: what each rule holds, to give back
 	soft  error          // a store failure that FailOpen or Fallback answered: the request stands
+	by    *Limiter       // the Fallback limiter that answered (then key, alg and parts are its); nil: the limiter asked
 
-	// The failure policy's marks: refused by FailClosed (or, in a rule set, by a rule's
-	// failing Fallback); final when a Fallback took the whole call over, and then its
-	// Decision and error are the call's answer (res: its Reservation, for Reserve).
-	refused bool
-	final   bool
-	res     *Reservation
+	refused bool // refused by FailClosed (or, in a rule set, by a rule's failing Fallback)
 }
 
 // holds reports whether an allowed outcome holds permits that a Reservation can give back:
 // none when FailOpen answered.
 func (o *outcome) holds() bool { return o.alg != nil || len(o.parts) > 0 }
+
+// holder is the limiter that answered, and holds what o holds: l, or its Fallback.
+func (o *outcome) holder(l *Limiter) *Limiter {
+	if o.by != nil {
+		return o.by
+	}
+	return l
+}
+
+// grants is what o holds after l (a rule of a rule set) granted d for n permits.
+func (o *outcome) grants(l *Limiter, n int64, d Decision) []grant {
+	switch {
+	case !d.Allowed || !o.holds():
+		return nil
+	case o.parts != nil:
+		return o.parts
+	default:
+		return []grant{{lim: o.holder(l), key: o.key, alg: o.alg, n: n, at: d.At}}
+	}
+}
 
 // decide answers q for key: an error is the request's failure (its Decision is then
 // denied, or the Fallback's), with o.refused set when the failure policy refused it.
@@ -90,13 +93,13 @@ func (l *Limiter) allow(ctx context.Context, key string, n int64, d *Decision) e
 			if err != nil {
 				err = classify(ctx, err)
 				l.record(key, err, false)
-				*d, err = l.settle(ctx, key, b.a, request{Request: algo.Request{N: n}}, nil, Decision{}, 0, err)
+				*d, err = l.settle(ctx, key, b.a, request{N: n}, nil, Decision{}, 0, err)
 			}
 			return err
 		}
 	}
 	var err error
-	*d, err = l.decide(ctx, key, request{Request: algo.Request{N: n}}, nil)
+	*d, err = l.decide(ctx, key, request{N: n}, nil)
 	return err
 }
 
@@ -109,9 +112,9 @@ func (l *Limiter) decideOne(ctx context.Context, key string, a algo.Algorithm, q
 		return scratch.folded(l.decideOne(ctx, key, a, q, &scratch))
 	}
 	if l.shadow {
-		q = shadowRequest(q, true)
+		q.MaxWait = 0 // see WithShadow: it asks for what is available now
 	}
-	d, lat, err := l.callOne(ctx, key, a, q.Request, l.timeout)
+	d, lat, err := l.callOne(ctx, key, a, q, l.timeout)
 	return l.settle(ctx, key, a, q, o, d, lat, err)
 }
 
@@ -150,14 +153,15 @@ func (o *outcome) folded(d Decision, err error) (Decision, error) {
 	return d, err
 }
 
-// reservation records a granted or denied outcome as a Reservation timed on l's clock (a
-// rule set's: its first rule's).
+// reservation records a granted or denied outcome of l as a Reservation timed on the clock
+// of the limiter that answered (a rule set's: its first rule's).
 func (l *Limiter) reservation(n int64, d Decision, o *outcome) *Reservation {
-	r := &Reservation{clock: l.clock, key: o.key, alg: o.alg, n: n, d: d, readyAt: l.clock.Now()}
+	h := o.holder(l)
+	r := &Reservation{clock: h.clock, key: o.key, alg: o.alg, n: n, d: d, readyAt: h.clock.Now()}
 	if d.Allowed {
 		r.readyAt = r.readyAt.Add(d.Wait)
 		if o.holds() {
-			r.lim, r.parts = l, o.parts
+			r.lim, r.parts = h, o.parts
 		}
 	}
 	return r

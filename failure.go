@@ -49,9 +49,11 @@ var (
 // local.Store with a reduced rate (for example the global rate divided by the number of
 // instances), so each process keeps a bound of its own while the shared store is down.
 //
-// Allow, AllowN and Reserve return l's answer with an error wrapping the store failure (and
-// l's error too if l failed as well). Wait, WaitN and TryAcquire hand the whole call to l
-// (it sleeps and retries as l does) and return what l returns: nil or true on success.
+// Every call decides with l (its rules, failure policy and observer) as if it had been made
+// on l: Allow, AllowN and Reserve return l's answer (a Reservation of l's permits) with an
+// error wrapping the store failure (and l's error too if l failed as well); Wait, WaitN and
+// TryAcquire sleep, on l's clock, for what l grants, and return nil or true on success. A
+// denied WaitN that sleeps and tries again asks the store first again.
 // A Fallback whose l is nil makes New fail with ErrInvalidConfig.
 func Fallback(l *Limiter) FailurePolicy {
 	return FailurePolicy{kind: failFallback, fallback: l}
@@ -76,7 +78,7 @@ func (p FailurePolicy) String() string {
 //   - FailClosed fails the request with err and marks o.refused (Reserve answers with a
 //     Reservation that is not OK);
 //   - FailOpen grants it with an empty Decision that holds nothing, and leaves err in o.soft;
-//   - Fallback hands the whole call over to the fallback limiter (takeOver).
+//   - Fallback decides with the fallback limiter (takeOver).
 func (l *Limiter) onFailure(ctx context.Context, key string, q request, o *outcome, err error) (Decision, error) {
 	switch l.policy.kind {
 	case failOpen:
@@ -90,34 +92,22 @@ func (l *Limiter) onFailure(ctx context.Context, key string, q request, o *outco
 	}
 }
 
-// takeOver answers q by the Fallback limiter fb: the same method, on the same key, so that
-// WaitN and TryAcquire sleep and retry as fb does; a rule of a rule set reserves (as
-// Reserve). It marks o.final, and o.res holds fb's Reservation for Reserve. err is the
-// store failure: when fb failed too the error wraps both, else it goes to o.soft.
+// takeOver answers q for key by the Fallback limiter fb, through fb's own decider (its
+// rules, failure policy and observer), as if q had been asked of fb: o then describes fb's
+// answer, o.by is fb, and the caller (WaitN, TryAcquire, Reserve) sleeps on what fb holds.
+// err is the store failure: the error wraps it, and fb's error when fb failed as well;
+// otherwise it goes to o.soft.
 func (fb *Limiter) takeOver(ctx context.Context, key string, q request, o *outcome, err error) (Decision, error) {
-	o.final = true
-	var (
-		d    Decision
-		ferr error
-	)
-	switch q.call {
-	case callWait:
-		ferr = fb.WaitN(ctx, key, q.N)
-		d.Allowed = ferr == nil
-	case callTry:
-		d.Allowed, ferr = fb.TryAcquire(ctx, key, q.N, q.timeout)
-	case callAllow:
-		d, ferr = fb.AllowN(ctx, key, q.N)
-	default:
-		o.res, ferr = fb.Reserve(ctx, key, q.N, q.MaxWait)
-		if o.res != nil {
-			d = o.res.d
-		}
+	var fo outcome
+	d, ferr := fb.decide(ctx, key, q, &fo)
+	*o = fo
+	if o.by == nil {
+		o.by = fb
 	}
 	if ferr != nil {
 		return d, fallbackErr(err, ferr)
 	}
-	o.soft = fallbackErr(err, nil)
+	o.soft = fallbackErr(err, fo.soft)
 	return d, nil
 }
 

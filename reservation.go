@@ -45,13 +45,8 @@ func (l *Limiter) Reserve(ctx context.Context, key string, n int64, maxWait time
 		return nil, errUnmade
 	}
 	var o outcome
-	d, err := l.decide(ctx, key, request{Request: algo.Request{N: n, MaxWait: max(maxWait, 0)}, call: callReserve}, &o)
+	d, err := l.decide(ctx, key, request{N: n, MaxWait: max(maxWait, 0)}, &o)
 	switch {
-	case o.final:
-		if err == nil {
-			err = o.soft
-		}
-		return o.res, err
 	case o.refused:
 		return l.reservation(n, Decision{}, &o), err
 	case err != nil:

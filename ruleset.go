@@ -18,9 +18,8 @@ import (
 // ctx, each bounded by its rule's timeout or detachedTimeout; ctx is checked before each
 // group and at the end, and when it has ended everything granted is refunded.
 func (c *ruleSet) decide(ctx context.Context, key string, q request, o *outcome) (Decision, error) {
-	// Each rule's failure policy answers for it as for a Reserve: a Fallback reserves
-	// within the same bound, and the rule set sleeps for all of them.
-	q.call = callReserve
+	// Each rule's failure policy answers for it within the same bound: a Fallback
+	// reserves, and the rule set sleeps for all of them.
 	t := tally{answers: make([]answer, 0, len(c.rules)), held: make([]grant, 0, len(c.rules)), caller: ctx}
 	sctx := ctx
 	if ctx.Done() != nil {
@@ -165,9 +164,9 @@ func (t *tally) group(ctx context.Context, g group, q request) (bool, error) {
 	for i, r := range g.rules {
 		rq := q
 		if r.shadow {
-			rq = shadowRequest(q, false)
+			rq.MaxWait = 0 // see WithShadow: it asks for what is available now
 		}
-		d, lat, err := r.callOne(ctx, g.key, g.algs[i], rq.Request, t.within(r.timeout))
+		d, lat, err := r.callOne(ctx, g.key, g.algs[i], rq, t.within(r.timeout))
 		if ok, err := t.settle(r, g.key, g.algs[i], rq, d, lat, err, d.Allowed); err != nil || !ok {
 			return false, err
 		}
@@ -179,7 +178,7 @@ func (t *tally) group(ctx context.Context, g group, q request) (bool, error) {
 // part: a store failure is answered by each rule's own policy, up to the first that
 // refuses; any other error fails the request once every rule's observer was told.
 func (t *tally) atomic(ctx context.Context, ma store.MultiApplier, g group, q request) (bool, error) {
-	ds, ok, lat, err := callGroup(ctx, ma, g, q.Request, t.detached, g.has(func(r *Limiter) bool { return r.obs != nil }))
+	ds, ok, lat, err := callGroup(ctx, ma, g, q, t.detached, g.has(func(r *Limiter) bool { return r.obs != nil }))
 	_, failed := err.(*unavailable)
 	for i, r := range g.rules {
 		var d Decision
@@ -270,22 +269,14 @@ func (t *tally) onFailure(r *Limiter, key string, q request, err error) (bool, e
 	var o outcome
 	d, err := r.onFailure(t.caller, key, q, &o, err)
 	switch {
-	case o.final: // a Fallback answered with its own Reservation
-		res := o.res
-		if err != nil && (res == nil || !res.OK()) {
-			t.refused = true
-			return false, err
-		}
-		t.answers = append(t.answers, answer{d: d, figures: d.Limit > 0 || !res.OK()})
-		t.held = append(t.held, res.grants()...)
-		if err == nil {
-			err = o.soft
-		}
-		t.addSoft(err)
-		return res.OK(), nil
-	case err != nil: // FailClosed
+	case err != nil: // FailClosed, or a Fallback that failed as well
 		t.refused = true
 		return false, err
+	case o.by != nil: // a Fallback answered, holding what it granted
+		t.answers = append(t.answers, answer{d: d, figures: d.Limit > 0 || !d.Allowed})
+		t.held = append(t.held, o.grants(r, q.N, d)...)
+		t.addSoft(o.soft)
+		return d.Allowed, nil
 	default: // FailOpen: granted, without figures
 		t.answers = append(t.answers, answer{d: d})
 		t.addSoft(o.soft)
@@ -300,19 +291,6 @@ type grant struct {
 	alg algo.Algorithm
 	n   int64
 	at  int64
-}
-
-// grants returns what a granted Reservation holds, for a rule set that received it from a
-// Fallback limiter.
-func (r *Reservation) grants() []grant {
-	switch {
-	case r.lim == nil:
-		return nil
-	case r.parts != nil:
-		return r.parts
-	default:
-		return []grant{{lim: r.lim, key: r.key, alg: r.alg, n: r.n, at: r.d.At}}
-	}
 }
 
 // refundGrants gives every grant back, reporting failures to each limiter's error handler;

@@ -32,16 +32,6 @@ func WithShadow() Option {
 	return optionFunc(func(o *options) { o.shadow = true })
 }
 
-// shadowRequest is q as a limiter in shadow mode asks it: for what is available now, and,
-// for one rule, from a Fallback limiter as by Allow (never sleeping).
-func shadowRequest(q request, single bool) request {
-	q.MaxWait = 0
-	if single {
-		q.call = callAllow
-	}
-	return q
-}
-
 // shadowAnswer turns the answer (d, err) of one rule in shadow mode, whose store call
 // ended with callErr, into a grant: a denial takes nothing (o.alg cleared: nothing to give
 // back), and a store failure is answered as FailOpen answers it, keeping a Fallback's
@@ -57,7 +47,7 @@ func shadowAnswer(d Decision, err error, o *outcome, callErr error) (Decision, e
 	if err == nil {
 		err = o.soft
 	}
-	o.refused, o.final, o.res, o.alg, o.soft = false, false, nil, nil, err
+	*o = outcome{key: o.key, soft: err}
 	if d.Limit == 0 {
 		d = Decision{} // FailClosed's, or a failing Fallback's: no figures
 	}

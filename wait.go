@@ -26,7 +26,7 @@ func (l *Limiter) Wait(ctx context.Context, key string) error {
 // It returns an error wrapping ErrInvalidRequest when n ≤ 0 and one wrapping
 // ErrExceedsLimit, at once, when n is more than the algorithm can ever grant. When the
 // store is unavailable: FailClosed returns the store error, FailOpen returns nil at once
-// (after calling the error handler), and Fallback(l2) returns l2.WaitN(ctx, key, n).
+// (after calling the error handler), and Fallback(l2) waits for what l2 grants.
 func (l *Limiter) WaitN(ctx context.Context, key string, n int64) error {
 	if n <= 0 {
 		return invalidN(n)
@@ -45,9 +45,9 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64) error {
 			maxWait = max(0, time.Until(deadline))
 		}
 		var o outcome
-		d, err := l.decide(ctx, key, request{Request: algo.Request{N: n, MaxWait: maxWait}, call: callWait}, &o)
+		d, err := l.decide(ctx, key, request{N: n, MaxWait: maxWait}, &o)
 		switch {
-		case o.final || err != nil:
+		case err != nil:
 			return err
 		case d.Allowed:
 			return l.sleep(ctx, l.reservation(n, d, &o))
@@ -57,7 +57,7 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64) error {
 			return fmt.Errorf("%w: key %q: n=%d cannot be granted within %v (retry after %v)",
 				ErrWouldExceedDeadline, o.key, n, maxWait, d.RetryAfter)
 		}
-		if err := l.clock.Sleep(ctx, max(d.RetryAfter, time.Microsecond)); err != nil {
+		if err := o.holder(l).clock.Sleep(ctx, max(d.RetryAfter, time.Microsecond)); err != nil {
 			return err
 		}
 	}
@@ -86,7 +86,7 @@ func (l *Limiter) sleep(ctx context.Context, r *Reservation) error {
 // It returns an error wrapping ErrInvalidRequest when n ≤ 0 and one wrapping
 // ErrExceedsLimit when n is more than the algorithm can ever grant. When the store is
 // unavailable: FailClosed returns (false, err), FailOpen returns (true, nil) at once (after
-// calling the error handler), and Fallback(l2) returns l2.TryAcquire(ctx, key, n, timeout).
+// calling the error handler), and Fallback(l2) takes what l2 grants within timeout.
 func (l *Limiter) TryAcquire(ctx context.Context, key string, n int64, timeout time.Duration) (bool, error) {
 	if n <= 0 {
 		return false, invalidN(n)
@@ -102,10 +102,8 @@ func (l *Limiter) TryAcquire(ctx context.Context, key string, n int64, timeout t
 		maxWait = min(maxWait, max(0, time.Until(deadline)))
 	}
 	var o outcome
-	d, err := l.decide(ctx, key, request{Request: algo.Request{N: n, MaxWait: maxWait}, call: callTry, timeout: timeout}, &o)
+	d, err := l.decide(ctx, key, request{N: n, MaxWait: maxWait}, &o)
 	switch {
-	case o.final:
-		return d.Allowed, err
 	case err != nil:
 		return false, err
 	case d.Allowed:

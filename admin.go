@@ -51,7 +51,7 @@ func (l *Limiter) Peek(ctx context.Context, key string) (Decision, error) {
 			as = append(as, answer{d: d, figures: true})
 			if !d.Allowed {
 				allowed = false
-				if !l.set.atomicGroup(g) {
+				if _, atomic := g.atomic(); !atomic {
 					break // Allow stops at a denial, except inside one atomic step
 				}
 			}
@@ -61,16 +61,6 @@ func (l *Limiter) Peek(ctx context.Context, key string) (Decision, error) {
 		}
 	}
 	return combine(as, allowed), nil
-}
-
-// atomicGroup reports whether Allow decides g's rules in one store.MultiApplier call,
-// where every rule answers even after one denied.
-func (c *ruleSet) atomicGroup(g group) bool {
-	if len(g.rules) < 2 {
-		return false
-	}
-	_, ok := g.store.(store.MultiApplier)
-	return ok
 }
 
 // peekRule peeks at key (after the key function) under a in l's store, bounded by l's

@@ -158,7 +158,7 @@ func (t *tally) addSoft(err error) {
 // else rule by rule, stopping at the first denial. It reports whether every rule granted,
 // or an error that fails the whole request.
 func (t *tally) group(ctx context.Context, g group, q request) (bool, error) {
-	if ma, ok := g.store.(store.MultiApplier); ok && len(g.rules) > 1 && !g.has(func(r *Limiter) bool { return r.shadow }) {
+	if ma, ok := g.atomic(); ok {
 		return t.atomic(ctx, ma, g, q)
 	}
 	for i, r := range g.rules {
@@ -249,6 +249,17 @@ func (t *tally) shadowFailure(ferr error) bool {
 		t.addSoft(ferr)
 	}
 	return true
+}
+
+// atomic returns g's store when its rules are decided in one store.MultiApplier call, where
+// every rule answers even after one denied: two rules or more, on such a store, none in
+// shadow mode (a shadow rule's denial must not stop the others). Allow and Peek ask it.
+func (g group) atomic() (store.MultiApplier, bool) {
+	ma, ok := g.store.(store.MultiApplier)
+	if !ok || len(g.rules) < 2 || g.has(func(r *Limiter) bool { return r.shadow }) {
+		return nil, false
+	}
+	return ma, true
 }
 
 // has reports whether a rule of g has property p.

@@ -5,52 +5,36 @@ import (
 	"time"
 )
 
-// Observer is told about every decision of a Limiter and every change of its circuit
-// breaker (WithObserver). Its methods are called synchronously on the caller's goroutine,
-// so they must be quick and safe for concurrent use; package otellimit (a module of its
-// own) turns them into OpenTelemetry metrics.
+// Observer is told of every decision of a Limiter and every change of its circuit breaker
+// (WithObserver), synchronously on the caller's goroutine: its methods must be quick and
+// safe for concurrent use. Module otellimit turns them into OpenTelemetry metrics.
 type Observer interface {
-	// Decided is called once for every decision of the limiter: each call of Allow,
-	// AllowN, Reserve and TryAcquire, each try of WaitN (which tries again after a denial
-	// it sleeps on), and each request of a composite made by All that reached this rule.
-	// ctx is the caller's.
+	// Decided is called once per decision: each Allow, AllowN, Reserve and TryAcquire,
+	// each try of WaitN, and each rule's part of a composite's request. ctx is the caller's.
 	Decided(ctx context.Context, e Event)
 
-	// BreakerChanged is called when the limiter's circuit breaker moves from one state to
-	// another. It is called with the breaker's lock held, so that the calls come in the
-	// order of the changes: it must not call the Limiter.
+	// BreakerChanged is called on each change of the breaker's state, in order, under the
+	// breaker's lock: it must not call the Limiter.
 	BreakerChanged(from, to BreakerState)
 }
 
 // Event is one decision of a Limiter, as its Observer sees it.
 type Event struct {
-	// Key is the key decided, after the limiter's key function (WithKeyFunc).
-	Key string
-	// N is the number of permits asked for.
-	N int64
-	// Outcome says who answered and how.
-	Outcome Outcome
-	// Decision is the answer: the store's for OutcomeAllowed and OutcomeDenied, the
-	// Fallback limiter's for OutcomeFallback, an allowed Decision with no other field set
-	// for OutcomeFailOpen, and the zero Decision otherwise. In shadow mode it is the real
-	// answer, not the one the caller gets.
+	Key     string  // after the key function (WithKeyFunc)
+	N       int64   // permits asked for
+	Outcome Outcome // who answered, and how
+	// Decision is the answer: the store's, the Fallback's (OutcomeFallback), an allowed
+	// Decision with no figures (OutcomeFailOpen), else zero. In shadow mode, the real one.
 	Decision Decision
-	// Err is the error beside the Decision: the store failure that the failure policy
-	// answered (OutcomeFailClosed, OutcomeFailOpen, OutcomeFallback; wrapping
-	// ErrCircuitOpen when the breaker kept the call from the store), the request's error
-	// (OutcomeError), nil otherwise.
+	// Err is the store failure the policy answered (wrapping ErrCircuitOpen when the
+	// breaker skipped the store), the request's error (OutcomeError), else nil.
 	Err error
-	// Latency is the real time the store took to answer (or to fail), measured on the
-	// monotonic clock around the store call; 0 when no call was made (the circuit breaker
-	// was open). Composite rules applied together in one atomic store call
-	// (store.MultiApplier) all report that call's latency.
-	Latency time.Duration
-	// Shadow is true when the limiter is in shadow mode (WithShadow): the caller was
-	// allowed whatever Outcome says.
-	Shadow bool
-	// Composite is true when the decision is one rule's part in a request of a composite
-	// made by All; see Observer and docs/observability.md for how to count requests.
-	Composite bool
+	// Latency is the store call's real time on the monotonic clock; 0 when no call was
+	// made (the open breaker kept it from the store). The rules of one atomic group share
+	// their call's.
+	Latency   time.Duration
+	Shadow    bool // the Limiter is in shadow mode: the caller was let through
+	Composite bool // one rule's part of a composite's request (docs/observability.md)
 }
 
 // Outcome classifies an Event.
@@ -118,15 +102,9 @@ func (s BreakerState) String() string {
 	}
 }
 
-// WithObserver sets an Observer told about every decision of the Limiter (allowed,
-// denied, failed, or answered by the failure policy, with the store's latency) and every
-// change of its circuit breaker. Peek and Reset are not decisions and are not observed.
-// The default is none, which costs nothing: no clock is read and no event is built. A nil
-// o keeps the default.
-//
-// A composite made by All is observed through its rules: each rule's Observer sees that
-// rule's part of each request (Event.Composite), including a grant that is given back
-// because a later rule denied. docs/observability.md explains what to count.
+// WithObserver sets an Observer told of every decision and every change of the circuit
+// breaker; Peek and Reset are not decisions. The default, and a nil o, is none, which
+// costs nothing. A composite is observed through its rules' observers.
 func WithObserver(o Observer) Option {
 	return optionFunc(func(opts *options) { opts.observer = o })
 }

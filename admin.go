@@ -10,28 +10,12 @@ import (
 	"github.com/ratekit/limiter/store"
 )
 
-// Peek and Reset are for operators (an admin endpoint, a support tool, a test): they read
-// or forget state and are not requests. So they skip the failure policy and the circuit
-// breaker, whose job is to answer requests while a store is down: a store failure comes
-// back as the error (wrapping ErrUnavailable), and nothing is reported to the error
-// handler. WithTimeout still bounds each store call.
-
-// Peek reports what Allow(ctx, key) would answer now, taking nothing: the same Allowed,
-// Limit, RetryAfter and ResetAfter, so a Peek followed by an Allow with nothing in between
-// answer alike. Its Remaining is what the key has now, before that Allow (algo.Peek): a
-// fresh key of TokenBucket{Rate: 1, Burst: 10} peeks 10 where its first Allow leaves 9.
-// Like golang.org/x/time/rate's Tokens, it creates no state for a new key and does not
-// move an existing key's expiry. It is one atomic store call per rule
-// (one round trip on Redis).
-//
-// For a composite made by All, each rule is peeked at its own key, in the order Allow
-// applies them, and the answers are combined as Allow combines them; the rules are read
-// one after the other, not at one instant.
-//
-// The store must implement store.Admin (both stores of the module do); otherwise Peek
-// returns an error wrapping ErrUnsupported. A store failure is returned as the error,
-// wrapping ErrUnavailable, with a zero Decision: the failure policy and the circuit
-// breaker answer requests, not peeks.
+// Peek reports what Allow(ctx, key) would answer now, taking nothing, creating no state and
+// moving no expiry; its Remaining is what the key has now, before that Allow. A composite
+// peeks its rules in Allow's order and combines them as Allow does (not at one instant).
+// Peek and Reset are for operators: no failure policy, breaker or error handler; a store
+// failure is returned (wrapping ErrUnavailable), and a store without store.Admin gives
+// ErrUnsupported. WithTimeout bounds each call.
 func (l *Limiter) Peek(ctx context.Context, key string) (Decision, error) {
 	if l.unmade() {
 		return Decision{}, errUnmade
@@ -75,18 +59,11 @@ func (l *Limiter) peekRule(ctx context.Context, key string, a algo.Algorithm, re
 	return ad.Peek(ctx, key, a, req)
 }
 
-// Reset forgets the state of key, so that its next request is answered as a new key's:
-// the state its algorithm keeps (every Redis key of it), and for a composite made by All,
-// the state of every rule at that rule's key. The state other limiters keep for the same
-// key under other algorithm slots is left alone. It is one atomic store call per store and
-// key (one round trip on Redis); the rules of a composite on different stores or keys are
-// reset one after the other, all of them even when one fails, and the failures are
-// returned joined.
-//
-// A request running at the same time as Reset is decided either before it (and then
-// forgotten) or after it (on a fresh state). The store must implement store.Admin;
-// otherwise Reset returns an error wrapping ErrUnsupported. A store failure is returned
-// as the error, wrapping ErrUnavailable (no failure policy, no circuit breaker).
+// Reset forgets the state of key (for a composite, every rule's at its key), so that its
+// next request is answered as a new key's; other algorithm slots are left alone. It is one
+// atomic call per store and key; a composite resets all of them even when one fails and
+// returns the failures joined. A concurrent request is decided before or after it, never
+// on a mix. Errors as Peek's.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if l.unmade() {
 		return errUnmade

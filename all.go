@@ -8,31 +8,16 @@ import (
 	"github.com/ratekit/limiter/store"
 )
 
-// All returns a Limiter that grants a request only when every one of rules grants it, and
-// then takes the permits from all of them; when one denies, nothing is taken from any. The
-// result is a *Limiter like any other; each rule keeps its own store, algorithm, key
-// function, failure policy, timeout and circuit breaker, and a composite passed to All
-// contributes its rules. The composite sleeps on the clock of its first rule.
-//
-// Rules on one store and one key are checked and taken in one atomic step (store.MultiApplier).
-// Rules on different keys or stores are applied in the order given, refunding earlier grants
-// when a later rule denies: until the refund lands a concurrent caller may see those permits
-// taken. A call that fails, or whose ctx ends before it returns, takes nothing. A rule whose
-// store is unavailable is answered by that rule's failure policy.
-//
-// The composite Decision carries the binding rule's Limit and Remaining, the largest
-// ResetAfter and Wait, and when denied the largest RetryAfter among the rules that denied.
-//
-// Two rules never share a state, whatever their key functions return: a rule whose
-// algorithm slot an earlier rule on the same store already has (the same algorithm and
-// window, not told apart by algo.Named) keeps its state in a namespace of its own, named by
-// its position in the composite (nested composites flattened), under the same hash tag,
-// so rules on one key stay atomic in one Cluster slot. Every other rule keeps the state it
-// keeps when used alone: a rule used alone and in a composite counts both against one
-// limit.
-//
-// All returns an error wrapping ErrInvalidConfig when rules is empty or holds nil.
-// docs/composite.md explains the semantics in full.
+// All returns a Limiter that grants a request only when every rule grants it, and then
+// takes the permits from all of them; when one denies, nothing is taken from any (rules on
+// other keys or stores are refunded, so a concurrent caller may see their permits taken
+// until the refund lands). Rules on one store and key are decided in one atomic step
+// (store.MultiApplier). Each rule keeps its own store, algorithm, key function, failure
+// policy, timeout and breaker; a composite passed to All contributes its rules; the
+// composite sleeps on its first rule's clock. Its Decision carries the binding rule's Limit
+// and Remaining, the largest ResetAfter and Wait, and when denied the largest RetryAfter.
+// Two rules of one composite never share a state (see docs/composite.md). It returns an
+// error wrapping ErrInvalidConfig when rules is empty or holds nil.
 func All(rules ...*Limiter) (*Limiter, error) {
 	var flat []*Limiter
 	for i, r := range rules {

@@ -16,12 +16,9 @@
 // and [Limiter.TryAcquire] block until granted. The store owns "now"; the Limiter sleeps
 // on the store's clock (store.Clocked) unless [WithClock] sets another.
 //
-// When the store is unreachable the [FailurePolicy] answers ([FailClosed], [FailOpen],
-// [Fallback]); [WithTimeout] bounds each store call and a [CircuitBreaker] stops calling a
-// store that is down. A call whose context is done returns the context's error and takes
-// nothing. [All] combines limiters into one that every rule must allow; [Limiter.Peek] and
-// [Limiter.Reset] are for operators; [WithObserver] and [WithShadow] report decisions.
-//
-// docs/ explains the design: algorithms.md, composite.md, distributed.md, local.md,
-// observability.md, admin.md.
+// When the store is unreachable the [FailurePolicy] answers; [WithTimeout] bounds each
+// store call and a [CircuitBreaker] stops calling a store that is down. A call whose
+// context is done returns the context's error and takes nothing. [All] combines limiters;
+// [Limiter.Peek] and [Limiter.Reset] are for operators; [WithObserver] and [WithShadow]
+// report decisions. docs/ explains the design (algorithms.md, composite.md, ...).
 package limiter

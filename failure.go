@@ -5,15 +5,10 @@ import (
 	"fmt"
 )
 
-// FailurePolicy decides what a call answers when the store cannot: when it returns an
-// error wrapping store.ErrUnavailable, when a WithTimeout deadline passes, or when the
-// circuit breaker is open. The failure of one key (store.ErrKeyUnavailable: a Redis key
-// holding another type of data, a script error) goes through the policy too, since the
-// store could not decide for that key, though the breaker does not count it. Errors in the
-// request or the configuration (ErrInvalidRequest, ErrInvalidConfig, store.ErrInvalidKey)
-// and a caller's own cancelled context never go through the policy.
-//
-// The zero value is FailClosed. The policies are FailClosed, FailOpen and Fallback.
+// FailurePolicy decides what a call answers when the store cannot: an error wrapping
+// store.ErrUnavailable (one key's failure, store.ErrKeyUnavailable, included), a WithTimeout
+// deadline, or an open circuit breaker. Bad input and a caller's done context never reach
+// it. The zero value is FailClosed.
 type FailurePolicy struct {
 	kind     failureKind
 	fallback *Limiter
@@ -28,33 +23,21 @@ const (
 )
 
 var (
-	// FailClosed denies when the store is unavailable: Allow and AllowN return a Decision
-	// with Allowed false (and no other field set) together with the error; Reserve returns a
-	// Reservation that is not OK; Wait and WaitN return the error; TryAcquire returns
-	// (false, err). Nothing gets through while the store is down. It is the default.
+	// FailClosed, the default, denies: Allow returns a denied, empty Decision with the
+	// error, Reserve a Reservation that is not OK, Wait and TryAcquire the error.
 	FailClosed = FailurePolicy{kind: failClosed}
 
-	// FailOpen allows when the store is unavailable.
-	//
-	// Allow, AllowN and Reserve return an allowed Decision (Allowed true, no other field
-	// set; an OK Reservation with no delay that Cancel leaves alone) together with a non-nil
-	// error: under FailOpen a caller must look at the Decision, not at the error, to decide.
-	// Wait and WaitN return nil and TryAcquire returns (true, nil) at once, so their only
-	// trace of the failure is the WithErrorHandler function. Everything gets through while
-	// the store is down.
+	// FailOpen allows: Allow and Reserve return an allowed, empty Decision (an OK
+	// Reservation holding nothing) with a non-nil error, so look at the Decision; Wait and
+	// TryAcquire succeed at once, the failure going to the error handler only.
 	FailOpen = FailurePolicy{kind: failOpen}
 )
 
-// Fallback decides with l when the store is unavailable; l is normally a Limiter over a
-// local.Store with a reduced rate (for example the global rate divided by the number of
-// instances), so each process keeps a bound of its own while the shared store is down.
-//
-// Every call decides with l (its rules, failure policy and observer) as if it had been made
-// on l: Allow, AllowN and Reserve return l's answer (a Reservation of l's permits) with an
-// error wrapping the store failure (and l's error too if l failed as well); Wait, WaitN and
-// TryAcquire sleep, on l's clock, for what l grants, and return nil or true on success. A
-// denied WaitN that sleeps and tries again asks the store first again.
-// A Fallback whose l is nil makes New fail with ErrInvalidConfig.
+// Fallback decides with l, typically a Limiter over a local.Store at a reduced rate, so each
+// process keeps a bound of its own while the shared store is down. Every call decides with
+// l as if made on l (its rules, policy and observer): Allow and Reserve return l's answer
+// with an error wrapping the store failure (and l's error if l failed too); Wait and
+// TryAcquire sleep for what l grants. A nil l is an invalid config.
 func Fallback(l *Limiter) FailurePolicy {
 	return FailurePolicy{kind: failFallback, fallback: l}
 }

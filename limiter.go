@@ -17,12 +17,10 @@ import (
 // denial is a Decision with Allowed false, never an error.
 type Decision = algo.Decision
 
-// Limiter applies one algorithm to keyed state held in a store: every key (a user, an IP
-// address, an API token) has its own limit. Create it with New, or combine several with
-// All into one that every rule must allow. A Limiter is safe for concurrent use; it holds
-// no lock while it calls the store or sleeps. The zero value (and a nil *Limiter) is not
-// usable: every method returns an error wrapping ErrInvalidConfig, or nil, instead of
-// panicking.
+// Limiter applies one algorithm to keyed state in a store: each key has its own limit.
+// Make one with New, or combine several with All. It is safe for concurrent use and holds
+// no lock while it calls the store or sleeps. A zero or nil Limiter answers every call with
+// an error wrapping ErrInvalidConfig.
 type Limiter struct {
 	store   store.Store
 	alg     atomic.Pointer[algoBox]
@@ -50,10 +48,9 @@ type algoBox struct {
 	a algo.Algorithm
 }
 
-// New returns a Limiter that applies a to keys held in s. It returns an error wrapping
-// ErrInvalidConfig, naming the field, when s is nil, when a is nil or fails its Validate
-// (for example "TokenBucket.Rate must be a finite number > 0"), or when an option is
-// invalid. The Limiter does not own s: closing s is the caller's business.
+// New returns a Limiter applying a to keys in s. It returns an error wrapping
+// ErrInvalidConfig, naming the input, for a nil s, a nil or invalid a, or an invalid
+// option. Closing s stays the caller's business.
 func New(s store.Store, a algo.Algorithm, opts ...Option) (*Limiter, error) {
 	if nilcheck.Nil(s) { // a typed nil (*local.Store)(nil) too: it would panic on first use
 		return nil, fmt.Errorf("%w: store is nil", ErrInvalidConfig)
@@ -98,15 +95,11 @@ func checkAlgorithm(a algo.Algorithm) error {
 	return a.Validate()
 }
 
-// SetAlgorithm replaces the limiter's algorithm, for example to change a rate at run time.
-// It returns an error wrapping ErrInvalidConfig, leaving the limiter unchanged, when a is nil
-// or invalid, or when l is a composite made by All. The change is atomic: each call uses
-// either the old or the new algorithm, never a mix.
-//
-// Keys keep their state when a's Slot equals the old algorithm's (a TokenBucket whose Rate
-// or Burst changes keeps its tokens); otherwise keys start fresh under a. A kept state never
-// admits more than golang.org/x/time/rate would with SetLimit and SetBurst at this instant:
-// each key learns of the change at its next call. See docs/algorithms.md ("Config changes").
+// SetAlgorithm replaces the algorithm atomically, for example to change a rate at run
+// time; it returns ErrInvalidConfig, changing nothing, for a nil or invalid a or a
+// composite. Keys keep their state when a's Slot is the old one's (never admitting more
+// than golang.org/x/time/rate's SetLimit and SetBurst would), else start fresh
+// (docs/algorithms.md, "Config changes").
 func (l *Limiter) SetAlgorithm(a algo.Algorithm) error {
 	if l.unmade() {
 		return errUnmade
@@ -142,13 +135,10 @@ func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
 }
 
 // AllowN reports whether n permits for key are available now, and takes them if so; it
-// never waits. A denial is a Decision with Allowed false, whose RetryAfter says when the
-// same request would be granted (algo.Never if n exceeds what the algorithm ever grants).
-//
-// It returns an error wrapping ErrInvalidRequest if n ≤ 0, the store's error for an empty
-// key (store.ErrInvalidKey), and, when the store is unavailable, the failure policy's
-// Decision with the store error: under FailOpen that Decision is allowed even though the
-// error is not nil.
+// never waits. A denial has RetryAfter (algo.Never if n exceeds what the algorithm ever
+// grants). It returns ErrInvalidRequest for n ≤ 0, store.ErrInvalidKey for an empty key,
+// and when the store is unavailable the failure policy's Decision with the store error
+// (under FailOpen an allowed Decision with a non-nil error).
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Decision, error) {
 	// allow checks n and l: this one call keeps AllowN small enough to be inlined, and the
 	// Decision it writes through &d reaches the caller without a struct copy.

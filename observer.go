@@ -41,21 +41,12 @@ type Event struct {
 type Outcome uint8
 
 const (
-	// OutcomeAllowed: the store granted the request.
-	OutcomeAllowed Outcome = iota
-	// OutcomeDenied: the store denied the request.
-	OutcomeDenied
-	// OutcomeError: the request failed with an error that is not the store's
-	// unavailability, which no failure policy answers: bad input, the caller's cancelled
-	// context, a store's other error.
-	OutcomeError
-	// OutcomeFailClosed: the store was unavailable and FailClosed refused the request.
-	OutcomeFailClosed
-	// OutcomeFailOpen: the store was unavailable and FailOpen allowed the request.
-	OutcomeFailOpen
-	// OutcomeFallback: the store was unavailable and the Fallback limiter answered;
-	// Event.Decision.Allowed says how.
-	OutcomeFallback
+	OutcomeAllowed    Outcome = iota // the store granted
+	OutcomeDenied                    // the store denied
+	OutcomeError                     // an error no policy answers: bad input, a done context
+	OutcomeFailClosed                // store unavailable: FailClosed refused
+	OutcomeFailOpen                  // store unavailable: FailOpen allowed
+	OutcomeFallback                  // store unavailable: the Fallback answered (see Decision)
 )
 
 // String returns "allowed", "denied", "error", "fail_closed", "fail_open" or "fallback":
@@ -81,13 +72,9 @@ func (o Outcome) String() string {
 type BreakerState uint8
 
 const (
-	// BreakerClosed: calls go to the store.
-	BreakerClosed BreakerState = iota
-	// BreakerOpen: calls are answered by the failure policy without touching the store.
-	BreakerOpen
-	// BreakerHalfOpen: the cool-down has passed and one probe call is on its way to the
-	// store; the others are still answered as when open.
-	BreakerHalfOpen
+	BreakerClosed   BreakerState = iota // calls go to the store
+	BreakerOpen                         // the failure policy answers, the store untouched
+	BreakerHalfOpen                     // one probe is on its way; the others as when open
 )
 
 // String returns "closed", "open" or "half_open".

@@ -1,14 +1,12 @@
 package limiter
 
-// WithShadow puts the Limiter in shadow mode, to try a limit on real traffic: every
-// request is decided, takes what it is granted and is reported as usual (Event.Shadow; the
-// Decision keeps its real figures), but the caller is let through. Allow and AllowN return
-// an allowed Decision; Reserve, WaitN and TryAcquire ask for what is available now and
-// grant at once, never waiting; a store failure is answered as FailOpen answers it,
-// whatever the policy (the Observer sees the policy's real answer). Errors that are not
-// decisions (n ≤ 0, an empty key, a done context) are returned as usual. In a composite,
-// shadow mode is per rule: a shadow rule counts as granting while the others are
-// enforced (docs/observability.md).
+// WithShadow puts the Limiter in shadow mode, to try a limit on real traffic: each request
+// is decided, takes what it is granted and is reported as usual (Event.Shadow, real
+// figures), but the caller is let through: Allow returns an allowed Decision; Reserve,
+// WaitN and TryAcquire ask for what is available now and grant at once; a store failure
+// is answered as by FailOpen (the Observer sees the policy's real answer). Errors that are
+// not decisions (n ≤ 0, an empty key, a done context) are returned as usual. In a
+// composite it is per rule: a shadow rule counts as granting (docs/observability.md).
 func WithShadow() Option {
 	return optionFunc(func(o *options) { o.shadow = true })
 }

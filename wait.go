@@ -8,25 +8,23 @@ import (
 	"github.com/ratekit/limiter/algo"
 )
 
-// Wait blocks until one permit for key is granted. It is WaitN(ctx, key, 1).
+// Wait is WaitN(ctx, key, 1).
 func (l *Limiter) Wait(ctx context.Context, key string) error {
 	return l.WaitN(ctx, key, 1)
 }
 
-// WaitN blocks until n permits for key are granted, or ctx ends. It reserves first and
-// then sleeps on the limiter's clock, holding no lock or connection while it sleeps.
+// WaitN blocks, on the limiter's clock, until n permits for key are granted, holding no
+// lock while it sleeps. It reserves only a wait that ends before ctx's deadline, and
+// otherwise returns ErrWouldExceedDeadline at once; a denial that waiting can fix (a full
+// LeakyBucket queue) is slept on and asked again.
 //
-// When ctx has a deadline, WaitN reserves only a wait that ends before it: if the permits
-// would come later it returns an error wrapping ErrWouldExceedDeadline at once, reserving
-// nothing. Without a deadline it waits as long as needed; a request denied even so (a
-// LeakyBucket queue that is full) sleeps until it would fit and tries again. If ctx ends
-// during the sleep, WaitN gives the reserved permits back (see Reservation.Cancel) and
-// returns ctx.Err().
-//
-// It returns an error wrapping ErrInvalidRequest when n ≤ 0 and one wrapping
-// ErrExceedsLimit, at once, when n is more than the algorithm can ever grant. When the
-// store is unavailable: FailClosed returns the store error, FailOpen returns nil at once
-// (after calling the error handler), and Fallback(l2) waits for what l2 grants.
+// The blocking calls (WaitN, TryAcquire) follow one rule: they succeed (nil, true) only
+// with the permits granted and usable now; every other return holds nothing (what was
+// reserved is given back). The error says why: ErrInvalidRequest (n ≤ 0), ErrExceedsLimit
+// (never grantable), ErrWouldExceedDeadline, ctx.Err() (ctx ended), or the store failure
+// under FailClosed. Under FailOpen they succeed at once, the failure going to the error
+// handler only; under Fallback(l2) they wait for what l2 grants. TryAcquire's (false, nil)
+// alone is no error: the permits would come later than its timeout.
 func (l *Limiter) WaitN(ctx context.Context, key string, n int64) error {
 	if n <= 0 {
 		return invalidN(n)
@@ -76,17 +74,10 @@ func (l *Limiter) sleep(ctx context.Context, r *Reservation) error {
 	return nil
 }
 
-// TryAcquire takes n permits for key if they are available now or will be within timeout,
-// sleeping (on the limiter's clock) until they are; it is Guava's tryAcquire. It returns
-// (true, nil) once the permits may be used, and (false, nil) at once, reserving nothing,
-// when they would come later than timeout (a negative timeout is 0: no waiting) or later
-// than ctx's deadline. If ctx ends during the sleep the permits are given back and it
-// returns (false, ctx.Err()).
-//
-// It returns an error wrapping ErrInvalidRequest when n ≤ 0 and one wrapping
-// ErrExceedsLimit when n is more than the algorithm can ever grant. When the store is
-// unavailable: FailClosed returns (false, err), FailOpen returns (true, nil) at once (after
-// calling the error handler), and Fallback(l2) takes what l2 grants within timeout.
+// TryAcquire takes n permits for key if they are available now or within timeout
+// (negative: 0) and before ctx's deadline, sleeping until they are usable: Guava's
+// tryAcquire. It returns (false, nil) at once, taking nothing, when they would come later.
+// Its other results follow WaitN's rule.
 func (l *Limiter) TryAcquire(ctx context.Context, key string, n int64, timeout time.Duration) (bool, error) {
 	if n <= 0 {
 		return false, invalidN(n)

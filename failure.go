@@ -1,7 +1,6 @@
 package limiter
 
 import (
-	"context"
 	"fmt"
 )
 
@@ -52,46 +51,6 @@ func (p FailurePolicy) String() string {
 	default:
 		return "fail-closed"
 	}
-}
-
-// onFailure answers, by l's failure policy, request q for key (after l's key function)
-// whose store call failed with err, a store failure already reported to the error handler.
-// It is the one place where the policies differ:
-//
-//   - FailClosed fails the request with err and marks o.refused (Reserve answers with a
-//     Reservation that is not OK);
-//   - FailOpen grants it with an empty Decision that holds nothing, and leaves err in o.soft;
-//   - Fallback decides with the fallback limiter (takeOver).
-func (l *Limiter) onFailure(ctx context.Context, key string, q request, o *outcome, err error) (Decision, error) {
-	switch l.policy.kind {
-	case failOpen:
-		o.soft = err
-		return Decision{Allowed: true}, nil
-	case failFallback:
-		return l.policy.fallback.takeOver(ctx, key, q, o, err)
-	default:
-		o.refused = true
-		return Decision{}, err
-	}
-}
-
-// takeOver answers q for key by the Fallback limiter fb, through fb's own decider (its
-// rules, failure policy and observer), as if q had been asked of fb: o then describes fb's
-// answer, o.by is fb, and the caller (WaitN, TryAcquire, Reserve) sleeps on what fb holds.
-// err is the store failure: the error wraps it, and fb's error when fb failed as well;
-// otherwise it goes to o.soft.
-func (fb *Limiter) takeOver(ctx context.Context, key string, q request, o *outcome, err error) (Decision, error) {
-	var fo outcome
-	d, ferr := fb.decide(ctx, key, q, &fo)
-	*o = fo
-	if o.by == nil {
-		o.by = fb
-	}
-	if ferr != nil {
-		return d, fallbackErr(err, ferr)
-	}
-	o.soft = fallbackErr(err, fo.soft)
-	return d, nil
 }
 
 // fallbackErr is the error of a call answered by a Fallback limiter: it wraps the store's

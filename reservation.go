@@ -26,29 +26,6 @@ type Reservation struct {
 	parts   []grant     // a rule set's grants, one per rule that holds one (ruleset.go)
 }
 
-// Reserve asks for n permits of key usable within maxWait (algo.Forever: no bound;
-// negative: 0) and, when granted, commits them so later requests queue behind; Delay says
-// when to use them. Nothing is taken when it is not OK. It returns ErrInvalidRequest for
-// n ≤ 0 with a nil Reservation; when the store is unavailable, the failure policy's
-// Reservation with the store error.
-func (l *Limiter) Reserve(ctx context.Context, key string, n int64, maxWait time.Duration) (*Reservation, error) {
-	if n <= 0 {
-		return nil, invalidN(n)
-	}
-	if l.unmade() {
-		return nil, errUnmade
-	}
-	var o outcome
-	d, err := l.decide(ctx, key, request{N: n, MaxWait: max(maxWait, 0)}, &o)
-	switch {
-	case o.refused:
-		return l.reservation(n, Decision{}, &o), err
-	case err != nil:
-		return nil, err
-	}
-	return l.reservation(n, d, &o), o.soft
-}
-
 // OK reports whether the permits were granted.
 func (r *Reservation) OK() bool { return r.d.Allowed }
 

@@ -1,6 +1,8 @@
 package limiter
 
-import "context"
+import (
+	"context"
+)
 
 // traceKey is the context key of TraceRules.
 type traceKey struct{}

@@ -2,7 +2,6 @@ package limiter
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -354,31 +353,10 @@ func (l *Limiter) Peek(ctx context.Context, key string) (Decision, error) {
 	if l.unmade() {
 		return Decision{}, errUnmade
 	}
-	one := algo.Request{N: 1}
-	if l.set == nil {
-		return l.rule.peek(ctx, l.keyFor(key), l.alg.Load().a, one)
+	if l.set != nil {
+		return l.set.peek(ctx, key)
 	}
-	var as []answer
-	allowed := true
-	for _, g := range l.set.groups(key) {
-		for i, r := range g.rules {
-			d, err := r.peek(ctx, g.key, g.algs[i], one)
-			if err != nil {
-				return Decision{}, err
-			}
-			as = append(as, answer{d: d, figures: true})
-			if !d.Allowed {
-				allowed = false
-				if _, atomic := g.atomic(); !atomic {
-					break // Allow stops at a denial, except inside one atomic step
-				}
-			}
-		}
-		if !allowed {
-			break
-		}
-	}
-	return combine(as, allowed), nil
+	return l.rule.peek(ctx, l.keyFor(key), l.alg.Load().a, algo.Request{N: 1})
 }
 
 // Reset forgets the state of key (for a composite, every rule's at its key), so that its
@@ -390,22 +368,8 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if l.unmade() {
 		return errUnmade
 	}
-	if l.set == nil {
-		return l.rule.reset(ctx, l.keyFor(key), l.alg.Load().a)
+	if l.set != nil {
+		return l.set.reset(ctx, key)
 	}
-	var errs []error
-	for _, g := range l.set.groups(key) {
-		// The group's rules share a store and a key, so one call resets them; the
-		// shortest timeout among them bounds it.
-		r := g.rules[0]
-		for _, q := range g.rules[1:] {
-			if q.timeout > 0 && (r.timeout == 0 || q.timeout < r.timeout) {
-				r = q
-			}
-		}
-		if err := r.reset(ctx, g.key, g.algs...); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	return l.rule.reset(ctx, l.keyFor(key), l.alg.Load().a)
 }

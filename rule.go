@@ -218,7 +218,7 @@ func (r *rule) onFailure(ctx context.Context, key string, q request, o *outcome,
 // path of Allow (New clears r.direct), which tells no observer.
 func (r *rule) noted() bool { return r.obs != nil || r.shadow }
 
-// event is the one place an Event is built: rule the rule's decision for key of n permits,
+// event is the one place an Event is built: the rule's decision for key of n permits,
 // after a store call of latency lat that answered d (callErr nil) or ended with callErr.
 // When callErr is a store failure (*unavailable), (d, err) is the failure policy's answer,
 // refused when it refused the request; composite marks a rule's part of a rule set's

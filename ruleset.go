@@ -2,6 +2,7 @@ package limiter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"sync/atomic"
@@ -213,4 +214,49 @@ func (g group) has(p func(*Limiter) bool) bool {
 		}
 	}
 	return false
+}
+
+// peek is Peek for the rule set: each rule peeked at its own key, in the order and the
+// groups Allow applies them, stopping where Allow stops, and combined as Allow combines.
+func (c *ruleSet) peek(ctx context.Context, key string) (Decision, error) {
+	one := algo.Request{N: 1}
+	var as []answer
+	allowed := true
+	for _, g := range c.groups(key) {
+		for i, r := range g.rules {
+			d, err := r.peek(ctx, g.key, g.algs[i], one)
+			if err != nil {
+				return Decision{}, err
+			}
+			as = append(as, answer{d: d, figures: true})
+			if !d.Allowed {
+				allowed = false
+				if _, atomic := g.atomic(); !atomic {
+					break // Allow stops at a denial, except inside one atomic step
+				}
+			}
+		}
+		if !allowed {
+			break
+		}
+	}
+	return combine(as, allowed), nil
+}
+
+// reset is Reset for the rule set: one call per group, whose rules share a store and a
+// key, bounded by the shortest timeout among them; every group even when one fails.
+func (c *ruleSet) reset(ctx context.Context, key string) error {
+	var errs []error
+	for _, g := range c.groups(key) {
+		r := g.rules[0]
+		for _, q := range g.rules[1:] {
+			if q.timeout > 0 && (r.timeout == 0 || q.timeout < r.timeout) {
+				r = q
+			}
+		}
+		if err := r.reset(ctx, g.key, g.algs...); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -30,7 +30,6 @@ type Store struct {
 	mask    uint64
 	perMax  int // keys per shard, 0 = unbounded
 	closed  atomic.Bool
-	validTB atomic.Pointer[algo.TokenBucket] // the last token bucket that passed Validate (Apply's fast check)
 	stop    chan struct{}
 	stopped sync.WaitGroup
 	once    sync.Once
@@ -126,7 +125,7 @@ func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req alg
 	// The checks, the clock and the lookup are written out for a token bucket on a live
 	// context: a few comparisons, with no call that the compiler does not inline.
 	tb, isTB := a.(algo.TokenBucket)
-	if !isTB || key == "" || req.N <= 0 || !s.validToken(tb) {
+	if !isTB || key == "" || req.N <= 0 || tb.Validate() != nil {
 		if err := storecheck.Apply(key, a, req); err != nil {
 			return d, err
 		}
@@ -183,22 +182,6 @@ func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req alg
 	}
 	sh.mu.Unlock()
 	return d, nil
-}
-
-// validToken reports whether tb passes Validate, remembering the last one that did: a
-// limiter applies one config call after call, and Validate costs more than the rest of
-// Apply's checks together.
-func (s *Store) validToken(tb algo.TokenBucket) bool {
-	if v := s.validTB.Load(); v != nil && *v == tb {
-		return true
-	}
-	if tb.Validate() != nil {
-		return false
-	}
-	v := new(algo.TokenBucket) // allocated here only, not for every call
-	*v = tb
-	s.validTB.Store(v)
-	return true
 }
 
 // tbSlot is the token bucket's Slot, which Apply does not ask it for.

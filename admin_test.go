@@ -220,13 +220,13 @@ func TestPeekResetUnsupported(t *testing.T) {
 	}
 	for name, l := range map[string]*limiter.Limiter{"one rule": plain, "composite": all} {
 		_, err := l.Peek(ctx, "k")
-		for _, want := range []error{limiter.ErrUnsupported, store.ErrUnsupported, errors.ErrUnsupported} {
+		for _, want := range []error{store.ErrUnsupported, store.ErrUnsupported, errors.ErrUnsupported} {
 			if !errors.Is(err, want) {
 				t.Errorf("%s: Peek: %v, want it to wrap %v", name, err, want)
 			}
 		}
-		if err := l.Reset(ctx, "k"); !errors.Is(err, limiter.ErrUnsupported) {
-			t.Errorf("%s: Reset: %v, want ErrUnsupported", name, err)
+		if err := l.Reset(ctx, "k"); !errors.Is(err, store.ErrUnsupported) {
+			t.Errorf("%s: Reset: %v, want store.ErrUnsupported", name, err)
 		}
 	}
 	// The composite's other rule is reset all the same.
@@ -238,13 +238,13 @@ func TestPeekResetUnsupported(t *testing.T) {
 		t.Errorf("after the composite's Reset, its rule with store.Admin: %+v, want a fresh key (Remaining 2)", d)
 	}
 	var zero limiter.Limiter
-	if _, err := zero.Peek(ctx, "k"); !errors.Is(err, limiter.ErrInvalidConfig) {
+	if _, err := zero.Peek(ctx, "k"); !errors.Is(err, algo.ErrInvalidConfig) {
 		t.Errorf("Peek on a zero Limiter: %v", err)
 	}
-	if err := zero.Reset(ctx, "k"); !errors.Is(err, limiter.ErrInvalidConfig) {
+	if err := zero.Reset(ctx, "k"); !errors.Is(err, algo.ErrInvalidConfig) {
 		t.Errorf("Reset on a zero Limiter: %v", err)
 	}
-	if _, err := admin.Peek(ctx, ""); !errors.Is(err, limiter.ErrInvalidKey) {
+	if _, err := admin.Peek(ctx, ""); !errors.Is(err, store.ErrInvalidKey) {
 		t.Errorf("Peek of an empty key: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
 )
 
@@ -35,20 +36,20 @@ const (
 	defaultCoolDown    = time.Second
 )
 
-// validate reports, wrapping ErrInvalidConfig, the field of c that cannot be used.
+// validate reports, wrapping algo.ErrInvalidConfig, the field of c that cannot be used.
 func (c CircuitBreaker) validate() error {
 	switch {
 	case c.Off:
 		return nil
 	case math.IsNaN(c.FailureRate) || c.FailureRate < 0 || c.FailureRate > 1:
 		return fmt.Errorf("%w: WithCircuitBreaker: FailureRate must be in (0, 1] (0: the default), got %v",
-			ErrInvalidConfig, c.FailureRate)
+			algo.ErrInvalidConfig, c.FailureRate)
 	case c.MinCalls < 0:
-		return fmt.Errorf("%w: WithCircuitBreaker: MinCalls must be ≥ 1 (0: the default), got %d", ErrInvalidConfig, c.MinCalls)
+		return fmt.Errorf("%w: WithCircuitBreaker: MinCalls must be ≥ 1 (0: the default), got %d", algo.ErrInvalidConfig, c.MinCalls)
 	case c.Window < 0:
-		return fmt.Errorf("%w: WithCircuitBreaker: Window must be > 0 (0: the default), got %v", ErrInvalidConfig, c.Window)
+		return fmt.Errorf("%w: WithCircuitBreaker: Window must be > 0 (0: the default), got %v", algo.ErrInvalidConfig, c.Window)
 	case c.CoolDown < 0:
-		return fmt.Errorf("%w: WithCircuitBreaker: CoolDown must be > 0 (0: the default), got %v", ErrInvalidConfig, c.CoolDown)
+		return fmt.Errorf("%w: WithCircuitBreaker: CoolDown must be > 0 (0: the default), got %v", algo.ErrInvalidConfig, c.CoolDown)
 	}
 	return nil
 }

@@ -118,8 +118,8 @@ func TestCircuitBreakerInvalid(t *testing.T) {
 		{limiter.CircuitBreaker{CoolDown: -time.Second}, "CoolDown"},
 	} {
 		_, err := limiter.New(st, a, limiter.WithCircuitBreaker(tc.cb))
-		if !errors.Is(err, limiter.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("WithCircuitBreaker(%+v): %v, want ErrInvalidConfig naming %s", tc.cb, err, tc.want)
+		if !errors.Is(err, algo.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("WithCircuitBreaker(%+v): %v, want algo.ErrInvalidConfig naming %s", tc.cb, err, tc.want)
 		}
 		tc.cb.Off = true
 		if _, err := limiter.New(st, a, limiter.WithCircuitBreaker(tc.cb)); err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/internal/redistest"
 	"github.com/ratekit/limiter/internal/teststore"
+	"github.com/ratekit/limiter/store"
 )
 
 // callCounter is a go-redis hook counting the commands and pipelines sent: the calls that
@@ -187,7 +188,7 @@ func TestBreakerIgnoresWrongTypeKey(t *testing.T) {
 	}
 	for i := 0; i < 50; i++ {
 		d, err := l.Allow(ctx, "bad")
-		if d.Allowed || !errors.Is(err, limiter.ErrUnavailable) || errors.Is(err, limiter.ErrCircuitOpen) ||
+		if d.Allowed || !errors.Is(err, store.ErrUnavailable) || errors.Is(err, limiter.ErrCircuitOpen) ||
 			!strings.Contains(fmt.Sprint(err), "WRONGTYPE") {
 			t.Fatalf("call %d on the bad key: %+v, %v; want denied with the WRONGTYPE error", i, d, err)
 		}
@@ -200,7 +201,7 @@ func TestBreakerIgnoresWrongTypeKey(t *testing.T) {
 }
 
 // TestRefusedRedisNamesCause: a Limiter over a client pointed at a closed port answers
-// with an error wrapping ErrUnavailable that names the refused connection, not only the
+// with an error wrapping store.ErrUnavailable that names the refused connection, not only the
 // deadline go-redis gives up at, with the store's timeout and with the limiter's shorter one.
 func TestRefusedRedisNamesCause(t *testing.T) {
 	t.Parallel()
@@ -221,9 +222,9 @@ func TestRefusedRedisNamesCause(t *testing.T) {
 		}
 		for i := 0; i < 3; i++ {
 			_, err := l.Allow(context.Background(), "k")
-			if !errors.Is(err, limiter.ErrUnavailable) || !errors.Is(err, syscall.ECONNREFUSED) ||
+			if !errors.Is(err, store.ErrUnavailable) || !errors.Is(err, syscall.ECONNREFUSED) ||
 				!strings.Contains(fmt.Sprint(err), "connection refused") {
-				t.Errorf("Allow with %d options: %v; want ErrUnavailable naming the refused connection", len(opts), err)
+				t.Errorf("Allow with %d options: %v; want store.ErrUnavailable naming the refused connection", len(opts), err)
 			}
 		}
 	}

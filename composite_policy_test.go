@@ -56,16 +56,16 @@ func TestAllFailClosedRefunds(t *testing.T) {
 	failing := mustNew(t, down, algo.TokenBucket{Rate: 1, Burst: 5}, limiter.WithClock(clk), limiter.WithErrorHandler(h.handle))
 	all := mustAll(t, healthy, failing)
 	if d, err := all.Allow(ctx, "k"); d != (limiter.Decision{}) || !errors.Is(err, store.ErrUnavailable) {
-		t.Errorf("Allow = %+v, %v; want a zero Decision and ErrUnavailable", d, err)
+		t.Errorf("Allow = %+v, %v; want a zero Decision and store.ErrUnavailable", d, err)
 	}
 	if r, err := all.Reserve(ctx, "k", 1, time.Second); r == nil || r.OK() || !errors.Is(err, store.ErrUnavailable) {
-		t.Errorf("Reserve = %v, %v; want a reservation that is not OK and ErrUnavailable", r, err)
+		t.Errorf("Reserve = %v, %v; want a reservation that is not OK and store.ErrUnavailable", r, err)
 	}
 	if err := all.Wait(ctx, "k"); !errors.Is(err, store.ErrUnavailable) {
-		t.Errorf("Wait = %v; want ErrUnavailable", err)
+		t.Errorf("Wait = %v; want store.ErrUnavailable", err)
 	}
 	if ok, err := all.TryAcquire(ctx, "k", 1, time.Second); ok || !errors.Is(err, store.ErrUnavailable) {
-		t.Errorf("TryAcquire = %v, %v; want false, ErrUnavailable", ok, err)
+		t.Errorf("TryAcquire = %v, %v; want false, store.ErrUnavailable", ok, err)
 	}
 	if got := allowN(t, healthy, "k", 1).Remaining; got != 4 {
 		t.Errorf("healthy rule: %d left, want 4 (every grant refunded)", got)

@@ -244,7 +244,7 @@ func refundBounded(t *testing.T, opts ...limiter.Option) {
 	select {
 	case err := <-done:
 		if !errors.Is(err, store.ErrUnavailable) {
-			t.Fatalf("err = %v, want ErrUnavailable", err)
+			t.Fatalf("err = %v, want store.ErrUnavailable", err)
 		}
 	case <-time.After(30 * time.Second): // generous: the bound is a second at most
 		t.Fatal("a hung refund held the call")

@@ -77,8 +77,8 @@ func TestAllConfig(t *testing.T) {
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s: %v", tc.name, err)
-		case tc.want != "" && (!errors.Is(err, limiter.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want)):
-			t.Errorf("%s: err = %v, want ErrInvalidConfig mentioning %q", tc.name, err, tc.want)
+		case tc.want != "" && (!errors.Is(err, algo.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: err = %v, want algo.ErrInvalidConfig mentioning %q", tc.name, err, tc.want)
 		}
 	}
 
@@ -92,11 +92,11 @@ func TestAllConfig(t *testing.T) {
 	if c.Algorithm() != nil {
 		t.Errorf("Algorithm() of a composite = %v, want nil", c.Algorithm())
 	}
-	if err := c.SetAlgorithm(tb); !errors.Is(err, limiter.ErrInvalidConfig) {
-		t.Errorf("SetAlgorithm on a composite: %v, want ErrInvalidConfig", err)
+	if err := c.SetAlgorithm(tb); !errors.Is(err, algo.ErrInvalidConfig) {
+		t.Errorf("SetAlgorithm on a composite: %v, want algo.ErrInvalidConfig", err)
 	}
 	ctx := context.Background()
-	if _, err := c.AllowN(ctx, "k", 0); !errors.Is(err, limiter.ErrInvalidRequest) {
+	if _, err := c.AllowN(ctx, "k", 0); !errors.Is(err, algo.ErrInvalidRequest) {
 		t.Errorf("AllowN(0): %v", err)
 	}
 	if _, err := c.Allow(ctx, ""); !errors.Is(err, store.ErrInvalidKey) {

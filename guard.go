@@ -166,5 +166,5 @@ func withTimeout(ctx context.Context, timeout time.Duration) (context.Context, c
 
 // unsupported is the error of an admin call on a store without store.Admin.
 func unsupported(op string, s store.Store) error {
-	return fmt.Errorf("%w: limiter: %s needs a store implementing store.Admin; %T does not", ErrUnsupported, op, s)
+	return fmt.Errorf("%w: limiter: %s needs a store implementing store.Admin; %T does not", store.ErrUnsupported, op, s)
 }

@@ -19,30 +19,30 @@ func TestBadInput(t *testing.T) {
 	ctx := context.Background()
 	l, _ := newTest(t, algo.TokenBucket{Rate: 1, Burst: 1})
 	for _, n := range []int64{0, -1} {
-		if d, err := l.AllowN(ctx, "k", n); d.Allowed || !errors.Is(err, limiter.ErrInvalidRequest) {
-			t.Errorf("AllowN(n=%d) = %+v, %v; want ErrInvalidRequest", n, d, err)
+		if d, err := l.AllowN(ctx, "k", n); d.Allowed || !errors.Is(err, algo.ErrInvalidRequest) {
+			t.Errorf("AllowN(n=%d) = %+v, %v; want algo.ErrInvalidRequest", n, d, err)
 		}
-		if r, err := l.Reserve(ctx, "k", n, time.Second); r != nil || !errors.Is(err, limiter.ErrInvalidRequest) {
-			t.Errorf("Reserve(n=%d) = %v, %v; want nil, ErrInvalidRequest", n, r, err)
+		if r, err := l.Reserve(ctx, "k", n, time.Second); r != nil || !errors.Is(err, algo.ErrInvalidRequest) {
+			t.Errorf("Reserve(n=%d) = %v, %v; want nil, algo.ErrInvalidRequest", n, r, err)
 		}
-		if err := l.WaitN(ctx, "k", n); !errors.Is(err, limiter.ErrInvalidRequest) {
-			t.Errorf("WaitN(n=%d) = %v; want ErrInvalidRequest", n, err)
+		if err := l.WaitN(ctx, "k", n); !errors.Is(err, algo.ErrInvalidRequest) {
+			t.Errorf("WaitN(n=%d) = %v; want algo.ErrInvalidRequest", n, err)
 		}
-		if ok, err := l.TryAcquire(ctx, "k", n, time.Second); ok || !errors.Is(err, limiter.ErrInvalidRequest) {
-			t.Errorf("TryAcquire(n=%d) = %v, %v; want ErrInvalidRequest", n, ok, err)
+		if ok, err := l.TryAcquire(ctx, "k", n, time.Second); ok || !errors.Is(err, algo.ErrInvalidRequest) {
+			t.Errorf("TryAcquire(n=%d) = %v, %v; want algo.ErrInvalidRequest", n, ok, err)
 		}
 	}
 	if d, err := l.Allow(ctx, ""); d.Allowed || !errors.Is(err, store.ErrInvalidKey) {
-		t.Errorf("Allow(\"\") = %+v, %v; want ErrInvalidKey", d, err)
+		t.Errorf("Allow(\"\") = %+v, %v; want store.ErrInvalidKey", d, err)
 	}
 	if r, err := l.Reserve(ctx, "", 1, time.Second); r != nil || !errors.Is(err, store.ErrInvalidKey) {
-		t.Errorf("Reserve(\"\") = %v, %v; want ErrInvalidKey", r, err)
+		t.Errorf("Reserve(\"\") = %v, %v; want store.ErrInvalidKey", r, err)
 	}
 	if err := l.Wait(ctx, ""); !errors.Is(err, store.ErrInvalidKey) {
-		t.Errorf("Wait(\"\") = %v; want ErrInvalidKey", err)
+		t.Errorf("Wait(\"\") = %v; want store.ErrInvalidKey", err)
 	}
 	if ok, err := l.TryAcquire(ctx, "", 1, 0); ok || !errors.Is(err, store.ErrInvalidKey) {
-		t.Errorf("TryAcquire(\"\") = %v, %v; want ErrInvalidKey", ok, err)
+		t.Errorf("TryAcquire(\"\") = %v, %v; want store.ErrInvalidKey", ok, err)
 	}
 }
 
@@ -80,11 +80,11 @@ func TestNewInvalidConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		l, err := limiter.New(tt.s, tt.a, tt.opts...)
-		if l != nil || !errors.Is(err, limiter.ErrInvalidConfig) || !strings.Contains(err.Error(), tt.field) {
-			t.Errorf("%s: New = %v, %v; want an ErrInvalidConfig naming %q", tt.name, l, err, tt.field)
+		if l != nil || !errors.Is(err, algo.ErrInvalidConfig) || !strings.Contains(err.Error(), tt.field) {
+			t.Errorf("%s: New = %v, %v; want an algo.ErrInvalidConfig naming %q", tt.name, l, err, tt.field)
 		}
 	}
-	if !errors.Is(limiter.ErrInvalidConfig, algo.ErrInvalidConfig) || !errors.Is(limiter.ErrInvalidRequest, algo.ErrInvalidRequest) {
+	if !errors.Is(algo.ErrInvalidConfig, algo.ErrInvalidConfig) || !errors.Is(algo.ErrInvalidRequest, algo.ErrInvalidRequest) {
 		t.Error("limiter and algo error values differ")
 	}
 }

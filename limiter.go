@@ -19,7 +19,7 @@ type Decision = algo.Decision
 // Limiter applies one algorithm to keyed state in a store: each key has its own limit.
 // Make one with New, or combine several with All. It is safe for concurrent use and holds
 // no lock while it calls the store or sleeps. A zero or nil Limiter answers every call with
-// an error wrapping ErrInvalidConfig.
+// an error wrapping algo.ErrInvalidConfig.
 type Limiter struct {
 	rule               // the decider of one rule (rule.go); zero for a composite
 	set   *ruleSet     // the decider of a composite made by All (ruleset.go); nil for one rule
@@ -37,11 +37,11 @@ type algoBox struct {
 }
 
 // New returns a Limiter applying a to keys in s. It returns an error wrapping
-// ErrInvalidConfig, naming the input, for a nil s, a nil or invalid a, or an invalid
+// algo.ErrInvalidConfig, naming the input, for a nil s, a nil or invalid a, or an invalid
 // option. Closing s stays the caller's business.
 func New(s store.Store, a algo.Algorithm, opts ...Option) (*Limiter, error) {
 	if nilcheck.Nil(s) { // a typed nil (*local.Store)(nil) too: it would panic on first use
-		return nil, fmt.Errorf("%w: store is nil", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: store is nil", algo.ErrInvalidConfig)
 	}
 	if err := checkAlgorithm(a); err != nil {
 		return nil, err
@@ -81,13 +81,13 @@ func New(s store.Store, a algo.Algorithm, opts ...Option) (*Limiter, error) {
 
 func checkAlgorithm(a algo.Algorithm) error {
 	if a == nil {
-		return fmt.Errorf("%w: algorithm is nil", ErrInvalidConfig)
+		return fmt.Errorf("%w: algorithm is nil", algo.ErrInvalidConfig)
 	}
 	return a.Validate()
 }
 
 // SetAlgorithm replaces the algorithm atomically, for example to change a rate at run
-// time; it returns ErrInvalidConfig, changing nothing, for a nil or invalid a or a
+// time; it returns algo.ErrInvalidConfig, changing nothing, for a nil or invalid a or a
 // composite. Keys keep their state when a's Slot is the old one's (never admitting more
 // than golang.org/x/time/rate's SetLimit and SetBurst would), else start fresh
 // (docs/algorithms.md, "Config changes").
@@ -96,7 +96,7 @@ func (l *Limiter) SetAlgorithm(a algo.Algorithm) error {
 		return errUnmade
 	}
 	if l.set != nil {
-		return fmt.Errorf("%w: SetAlgorithm on a composite made by All: set it on one of its rules", ErrInvalidConfig)
+		return fmt.Errorf("%w: SetAlgorithm on a composite made by All: set it on one of its rules", algo.ErrInvalidConfig)
 	}
 	if err := checkAlgorithm(a); err != nil {
 		return err
@@ -136,7 +136,7 @@ func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
 
 // AllowN reports whether n permits for key are available now, and takes them if so; it
 // never waits. A denial has RetryAfter (algo.Never if n exceeds what the algorithm ever
-// grants). It returns ErrInvalidRequest for n ≤ 0, store.ErrInvalidKey for an empty key,
+// grants). It returns algo.ErrInvalidRequest for n ≤ 0, store.ErrInvalidKey for an empty key,
 // and when the store is unavailable the failure policy's Decision with the store error
 // (under FailOpen an allowed Decision with a non-nil error).
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Decision, error) {
@@ -207,7 +207,7 @@ func (l *Limiter) decide(ctx context.Context, key string, q request, o *outcome)
 
 // Reserve asks for n permits of key usable within maxWait (algo.Forever: no bound;
 // negative: 0) and, when granted, commits them so later requests queue behind; Delay says
-// when to use them. Nothing is taken when it is not OK. It returns ErrInvalidRequest for
+// when to use them. Nothing is taken when it is not OK. It returns algo.ErrInvalidRequest for
 // n ≤ 0 with a nil Reservation; when the store is unavailable, the failure policy's
 // Reservation with the store error.
 func (l *Limiter) Reserve(ctx context.Context, key string, n int64, maxWait time.Duration) (*Reservation, error) {
@@ -254,7 +254,7 @@ func (l *Limiter) Wait(ctx context.Context, key string) error {
 //
 // The blocking calls (WaitN, TryAcquire) follow one rule: they succeed (nil, true) only
 // with the permits granted and usable now; every other return holds nothing (what was
-// reserved is given back). The error says why: ErrInvalidRequest (n ≤ 0), ErrExceedsLimit
+// reserved is given back). The error says why: algo.ErrInvalidRequest (n ≤ 0), ErrExceedsLimit
 // (never grantable), ErrWouldExceedDeadline, ctx.Err() (ctx ended), or the store failure
 // under FailClosed. Under FailOpen they succeed at once, the failure going to the error
 // handler only; under Fallback(l2) they wait for what l2 grants. TryAcquire's (false, nil)
@@ -347,8 +347,8 @@ func (l *Limiter) TryAcquire(ctx context.Context, key string, n int64, timeout t
 // moving no expiry; its Remaining is what the key has now, before that Allow. A composite
 // peeks its rules in Allow's order and combines them as Allow does (not at one instant).
 // Peek and Reset are for operators: no failure policy, breaker or error handler; a store
-// failure is returned (wrapping ErrUnavailable), and a store without store.Admin gives
-// ErrUnsupported. WithTimeout bounds each call.
+// failure is returned (wrapping store.ErrUnavailable), and a store without store.Admin gives
+// store.ErrUnsupported. WithTimeout bounds each call.
 func (l *Limiter) Peek(ctx context.Context, key string) (Decision, error) {
 	if l.unmade() {
 		return Decision{}, errUnmade

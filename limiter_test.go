@@ -198,8 +198,8 @@ func TestReserveDenied(t *testing.T) {
 	if r.OK() || r.Delay() != algo.Never || retry <= 0 || retry == algo.Never {
 		t.Fatalf("Reserve: OK=%v Delay=%v %+v, want denied, Delay Never, a finite RetryAfter", r.OK(), r.Delay(), r.Decision())
 	}
-	if err := r.Wait(ctx); !errors.Is(err, limiter.ErrInvalidRequest) {
-		t.Fatalf("Wait on a denied reservation = %v, want ErrInvalidRequest", err)
+	if err := r.Wait(ctx); !errors.Is(err, algo.ErrInvalidRequest) {
+		t.Fatalf("Wait on a denied reservation = %v, want algo.ErrInvalidRequest", err)
 	}
 	if err := r.Cancel(ctx); err != nil {
 		t.Fatal(err)
@@ -259,12 +259,12 @@ func TestSetAlgorithm(t *testing.T) {
 		t.Fatalf("GCRA on a key only a token bucket had used: %+v, want allowed", d)
 	}
 	// Invalid: refused, the algorithm is unchanged.
-	if err := l.SetAlgorithm(algo.GCRA{Rate: -1, Burst: 2}); !errors.Is(err, limiter.ErrInvalidConfig) ||
+	if err := l.SetAlgorithm(algo.GCRA{Rate: -1, Burst: 2}); !errors.Is(err, algo.ErrInvalidConfig) ||
 		!strings.Contains(err.Error(), "GCRA.Rate") {
-		t.Fatalf("SetAlgorithm(invalid) = %v, want ErrInvalidConfig naming GCRA.Rate", err)
+		t.Fatalf("SetAlgorithm(invalid) = %v, want algo.ErrInvalidConfig naming GCRA.Rate", err)
 	}
-	if err := l.SetAlgorithm(nil); !errors.Is(err, limiter.ErrInvalidConfig) {
-		t.Fatalf("SetAlgorithm(nil) = %v, want ErrInvalidConfig", err)
+	if err := l.SetAlgorithm(nil); !errors.Is(err, algo.ErrInvalidConfig) {
+		t.Fatalf("SetAlgorithm(nil) = %v, want algo.ErrInvalidConfig", err)
 	}
 	if got, want := l.Algorithm(), (algo.GCRA{Rate: 1, Burst: 2}); got != want {
 		t.Fatalf("Algorithm() after failed SetAlgorithm = %v, want %v", got, want)

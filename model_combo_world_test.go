@@ -61,7 +61,7 @@ type comboRes struct {
 type comboObs struct{ full, granted string }
 
 // refused reports an error of a config that does not validate.
-func refused(err error) bool { return errors.Is(err, limiter.ErrInvalidConfig) }
+func refused(err error) bool { return errors.Is(err, algo.ErrInvalidConfig) }
 
 // newComboWorld builds the world of variant v (nil: the reference, one local store per
 // rule) for plan p.
@@ -187,7 +187,7 @@ func (w *comboWorld) useAt(d algo.Decision) int64 {
 // errOK reports whether err is an answer the world may give: an outage its variant
 // injects, answered by the failure policy (FailClosed: nothing granted).
 func (w *comboWorld) errOK(err error) bool {
-	return w.fault != nil && errors.Is(err, limiter.ErrUnavailable)
+	return w.fault != nil && errors.Is(err, store.ErrUnavailable)
 }
 
 func errText(err error) string {
@@ -317,7 +317,7 @@ func (w *comboWorld) do(step int, o comboOp) (comboObs, error) {
 			// it, and must stay its own (healthy keys keep their answers).
 			for range 3 + int(o.b%5) {
 				d, err := lim.Allow(ctx, w.bad)
-				if d.Allowed || err == nil || !errors.Is(err, limiter.ErrUnavailable) {
+				if d.Allowed || err == nil || !errors.Is(err, store.ErrUnavailable) {
 					return obs, fmt.Errorf("Allow on the key holding the wrong type: %s, %v", fmtDecision(d), err)
 				}
 			}

@@ -318,7 +318,7 @@ func TestObserverLatencyZeroWithoutStoreCall(t *testing.T) {
 	_, err1 := l.Allow(context.Background(), "k")
 	_, err2 := l.Allow(context.Background(), "")
 	_, err3 := l.Allow(done, "k")
-	if !errors.Is(err1, limiter.ErrCircuitOpen) || !errors.Is(err2, limiter.ErrInvalidKey) || !errors.Is(err3, context.Canceled) {
+	if !errors.Is(err1, limiter.ErrCircuitOpen) || !errors.Is(err2, store.ErrInvalidKey) || !errors.Is(err3, context.Canceled) {
 		t.Fatalf("errors = %v, %v, %v; want ErrCircuitOpen, ErrInvalidKey, context.Canceled", err1, err2, err3)
 	}
 	if st.applies.Load() != before {

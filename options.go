@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
 )
 
@@ -29,16 +30,16 @@ func defaultOptions() options {
 	return options{clock: clockx.Real(), policy: FailClosed}
 }
 
-// validate reports, wrapping ErrInvalidConfig, the option that cannot be used.
+// validate reports, wrapping algo.ErrInvalidConfig, the option that cannot be used.
 func (o *options) validate() error {
 	if o.nilClock {
-		return fmt.Errorf("%w: WithClock: clock is nil", ErrInvalidConfig)
+		return fmt.Errorf("%w: WithClock: clock is nil", algo.ErrInvalidConfig)
 	}
 	if o.policy.kind == failFallback && o.policy.fallback == nil {
-		return fmt.Errorf("%w: WithFailurePolicy: Fallback limiter is nil", ErrInvalidConfig)
+		return fmt.Errorf("%w: WithFailurePolicy: Fallback limiter is nil", algo.ErrInvalidConfig)
 	}
 	if o.timeout < 0 {
-		return fmt.Errorf("%w: WithTimeout: timeout must be ≥ 0, got %v", ErrInvalidConfig, o.timeout)
+		return fmt.Errorf("%w: WithTimeout: timeout must be ≥ 0, got %v", algo.ErrInvalidConfig, o.timeout)
 	}
 	return o.breaker.validate()
 }

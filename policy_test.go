@@ -111,16 +111,16 @@ func TestFailClosed(t *testing.T) {
 	l, st, h, clk := newFlaky(t) // FailClosed is the default
 	st.down.Store(true)
 	if d, err := l.Allow(ctx, "k"); d != (limiter.Decision{}) || !errors.Is(err, store.ErrUnavailable) {
-		t.Errorf("Allow = %+v, %v; want a zero (denied) Decision and ErrUnavailable", d, err)
+		t.Errorf("Allow = %+v, %v; want a zero (denied) Decision and store.ErrUnavailable", d, err)
 	}
 	if r, err := l.Reserve(ctx, "k", 1, time.Second); r == nil || r.OK() || !errors.Is(err, store.ErrUnavailable) {
-		t.Errorf("Reserve = %v, %v; want a reservation that is not OK and ErrUnavailable", r, err)
+		t.Errorf("Reserve = %v, %v; want a reservation that is not OK and store.ErrUnavailable", r, err)
 	}
 	if err := l.Wait(ctx, "k"); !errors.Is(err, store.ErrUnavailable) {
-		t.Errorf("Wait = %v; want ErrUnavailable", err)
+		t.Errorf("Wait = %v; want store.ErrUnavailable", err)
 	}
 	if ok, err := l.TryAcquire(ctx, "k", 1, time.Second); ok || !errors.Is(err, store.ErrUnavailable) {
-		t.Errorf("TryAcquire = %v, %v; want false, ErrUnavailable", ok, err)
+		t.Errorf("TryAcquire = %v, %v; want false, store.ErrUnavailable", ok, err)
 	}
 	if got, want := h.count(), 4; got != want {
 		t.Errorf("error handler called %d times, want %d", got, want)
@@ -141,12 +141,12 @@ func TestFailOpen(t *testing.T) {
 	st.down.Store(true)
 	for i := 0; i < 5; i++ { // more than the burst: nothing limits while the store is down
 		if d, err := l.Allow(ctx, "k"); !d.Allowed || !errors.Is(err, store.ErrUnavailable) {
-			t.Fatalf("Allow = %+v, %v; want allowed with ErrUnavailable", d, err)
+			t.Fatalf("Allow = %+v, %v; want allowed with store.ErrUnavailable", d, err)
 		}
 	}
 	r, err := l.Reserve(ctx, "k", 2, time.Second)
 	if r == nil || !r.OK() || r.Delay() != 0 || !errors.Is(err, store.ErrUnavailable) {
-		t.Fatalf("Reserve = %v, %v; want OK with no delay and ErrUnavailable", r, err)
+		t.Fatalf("Reserve = %v, %v; want OK with no delay and store.ErrUnavailable", r, err)
 	}
 	if err := r.Wait(ctx); err != nil {
 		t.Fatal(err)
@@ -188,7 +188,7 @@ func TestFallback(t *testing.T) {
 	for i, want := range []bool{true, false} {
 		d, err := l2.Allow(ctx, "k")
 		if d.Allowed != want || d.Limit != 1 || !errors.Is(err, store.ErrUnavailable) || !strings.Contains(err.Error(), "fallback") {
-			t.Fatalf("Allow %d = %+v, %v; want Allowed %v from the fallback (Limit 1) and ErrUnavailable", i, d, err, want)
+			t.Fatalf("Allow %d = %+v, %v; want Allowed %v from the fallback (Limit 1) and store.ErrUnavailable", i, d, err, want)
 		}
 	}
 	// Wait is handed to the fallback: it sleeps the fallback's 2 s and succeeds.
@@ -225,11 +225,11 @@ func TestPolicyIgnoresInputErrors(t *testing.T) {
 	ctx := context.Background()
 	l, st, h, clk := newFlaky(t, limiter.WithFailurePolicy(limiter.FailOpen), tripAtOnce)
 	st.down.Store(true)
-	if d, err := l.AllowN(ctx, "k", 0); d.Allowed || !errors.Is(err, limiter.ErrInvalidRequest) {
-		t.Errorf("AllowN(0) = %+v, %v; want denied with ErrInvalidRequest", d, err)
+	if d, err := l.AllowN(ctx, "k", 0); d.Allowed || !errors.Is(err, algo.ErrInvalidRequest) {
+		t.Errorf("AllowN(0) = %+v, %v; want denied with algo.ErrInvalidRequest", d, err)
 	}
 	if d, err := l.Allow(ctx, ""); d.Allowed || !errors.Is(err, store.ErrInvalidKey) {
-		t.Errorf("Allow(\"\") = %+v, %v; want denied with ErrInvalidKey", d, err)
+		t.Errorf("Allow(\"\") = %+v, %v; want denied with store.ErrInvalidKey", d, err)
 	}
 	// Other store errors are not unavailability either.
 	st.other.Store(&errBoom)
@@ -255,7 +255,7 @@ func TestPolicyIgnoresInputErrors(t *testing.T) {
 	}
 	clk.Add(time.Nanosecond)
 	if _, err := l.Allow(ctx, ""); !errors.Is(err, store.ErrInvalidKey) {
-		t.Errorf("Allow(\"\") with the breaker open = %v; want ErrInvalidKey", err)
+		t.Errorf("Allow(\"\") with the breaker open = %v; want store.ErrInvalidKey", err)
 	}
 	if _, err := l.Allow(ctx, "k"); !errors.Is(err, limiter.ErrCircuitOpen) {
 		t.Errorf("Allow after one failure = %v; want ErrCircuitOpen", err)
@@ -268,7 +268,7 @@ func TestTimeout(t *testing.T) {
 	st.block.Store(true)
 	d, err := l.Allow(context.Background(), "k")
 	if !d.Allowed || !errors.Is(err, store.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Allow on a hung store = %+v, %v; want allowed with ErrUnavailable and DeadlineExceeded", d, err)
+		t.Fatalf("Allow on a hung store = %+v, %v; want allowed with store.ErrUnavailable and DeadlineExceeded", d, err)
 	}
 	if got := h.count(); got != 1 {
 		t.Fatalf("error handler called %d times, want 1", got)

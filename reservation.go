@@ -44,13 +44,13 @@ func (r *Reservation) Delay() time.Duration {
 
 // Wait sleeps on the limiter's clock until the permits may be used. It returns ctx.Err()
 // if ctx ends first, keeping the permits (Cancel gives them back), and at once, when not
-// OK, ErrExceedsLimit (never grantable) or ErrInvalidRequest.
+// OK, ErrExceedsLimit (never grantable) or algo.ErrInvalidRequest.
 func (r *Reservation) Wait(ctx context.Context) error {
 	if !r.d.Allowed {
 		if r.d.RetryAfter == algo.Never {
 			return exceeds(r.key, r.n, r.d.Limit)
 		}
-		return fmt.Errorf("%w: key %q: waiting on a reservation that was not granted", ErrInvalidRequest, r.key)
+		return fmt.Errorf("%w: key %q: waiting on a reservation that was not granted", algo.ErrInvalidRequest, r.key)
 	}
 	return r.clock.Sleep(ctx, r.Delay())
 }

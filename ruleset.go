@@ -20,23 +20,23 @@ import (
 // composite sleeps on its first rule's clock. Its Decision carries the binding rule's Limit
 // and Remaining, the largest ResetAfter and Wait, and when denied the largest RetryAfter.
 // Two rules of one composite never share a state (see docs/composite.md). It returns an
-// error wrapping ErrInvalidConfig when rules is empty or holds nil.
+// error wrapping algo.ErrInvalidConfig when rules is empty or holds nil.
 func All(rules ...*Limiter) (*Limiter, error) {
 	var flat []*Limiter
 	for i, r := range rules {
 		switch {
 		case r == nil:
-			return nil, fmt.Errorf("%w: All: rule %d is nil", ErrInvalidConfig, i+1)
+			return nil, fmt.Errorf("%w: All: rule %d is nil", algo.ErrInvalidConfig, i+1)
 		case r.set != nil:
 			flat = append(flat, r.set.rules...)
 		case r.store == nil:
-			return nil, fmt.Errorf("%w: All: rule %d is not a Limiter made by New", ErrInvalidConfig, i+1)
+			return nil, fmt.Errorf("%w: All: rule %d is not a Limiter made by New", algo.ErrInvalidConfig, i+1)
 		default:
 			flat = append(flat, r)
 		}
 	}
 	if len(flat) == 0 {
-		return nil, fmt.Errorf("%w: All: no rules", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: All: no rules", algo.ErrInvalidConfig)
 	}
 	c := &ruleSet{rules: flat, storeID: make([]int, len(flat)), spaced: make([]atomic.Pointer[spacedBox], len(flat))}
 	for i, r := range flat {

@@ -11,7 +11,7 @@ import (
 )
 
 // TestZeroLimiter checks that a Limiter not made by New (the zero value, or nil) answers
-// every method with an error wrapping ErrInvalidConfig, or a nil result, and never panics.
+// every method with an error wrapping algo.ErrInvalidConfig, or a nil result, and never panics.
 func TestZeroLimiter(t *testing.T) {
 	t.Parallel()
 	var zero limiter.Limiter
@@ -21,8 +21,8 @@ func TestZeroLimiter(t *testing.T) {
 			ctx := context.Background()
 			check := func(method string, err error) {
 				t.Helper()
-				if !errors.Is(err, limiter.ErrInvalidConfig) {
-					t.Errorf("%s: error = %v, want one wrapping ErrInvalidConfig", method, err)
+				if !errors.Is(err, algo.ErrInvalidConfig) {
+					t.Errorf("%s: error = %v, want one wrapping algo.ErrInvalidConfig", method, err)
 				}
 			}
 			func() {

@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/ratekit/limiter/algo"
 )
 
 // Defaults of AIMD, used when a field is left 0.
 const (
-	DefaultAIMDIncrease = 1.0
-	DefaultAIMDBackoff  = 0.9
+	defaultAIMDIncrease = 1.0
+	defaultAIMDBackoff  = 0.9
 )
 
 // AIMD moves the limit the way TCP moves its congestion window: additive increase,
@@ -30,9 +32,9 @@ const (
 //
 // The zero value is usable: every zero field takes the default written on it.
 type AIMD struct {
-	// Initial is the limit before any sample; default DefaultInitial (20), within [Min, Max].
+	// Initial is the limit before any sample; default 20, within [Min, Max].
 	Initial int
-	// Min and Max bound the limit; defaults DefaultMin (1) and DefaultMax (1000).
+	// Min and Max bound the limit; defaults 1 and 1000.
 	Min, Max int
 	// Increase is added to the limit per round trip without a drop; default 1.
 	Increase float64
@@ -43,8 +45,8 @@ type AIMD struct {
 	Timeout time.Duration
 }
 
-// Validate reports fields out of range.
-func (a AIMD) Validate() error {
+// validate reports fields out of range.
+func (a AIMD) validate() error {
 	_, err := a.resolve()
 	return err
 }
@@ -56,24 +58,24 @@ func (a AIMD) resolve() (aimdConfig, error) {
 	}
 	c := aimdConfig{bounds: b, increase: a.Increase, backoff: a.Backoff, timeout: a.Timeout}
 	if c.increase == 0 {
-		c.increase = DefaultAIMDIncrease
+		c.increase = defaultAIMDIncrease
 	}
 	if c.backoff == 0 {
-		c.backoff = DefaultAIMDBackoff
+		c.backoff = defaultAIMDBackoff
 	}
 	switch {
 	case !(c.increase > 0) || math.IsInf(c.increase, 0):
-		return aimdConfig{}, fmt.Errorf("%w: AIMD: Increase must be a positive number, got %v", ErrInvalidConfig, a.Increase)
+		return aimdConfig{}, fmt.Errorf("%w: AIMD: Increase must be a positive number, got %v", algo.ErrInvalidConfig, a.Increase)
 	case !(c.backoff > 0 && c.backoff < 1):
-		return aimdConfig{}, fmt.Errorf("%w: AIMD: Backoff must be in (0, 1), got %v", ErrInvalidConfig, a.Backoff)
+		return aimdConfig{}, fmt.Errorf("%w: AIMD: Backoff must be in (0, 1), got %v", algo.ErrInvalidConfig, a.Backoff)
 	case c.timeout < 0:
-		return aimdConfig{}, fmt.Errorf("%w: AIMD: Timeout must be ≥ 0, got %v", ErrInvalidConfig, a.Timeout)
+		return aimdConfig{}, fmt.Errorf("%w: AIMD: Timeout must be ≥ 0, got %v", algo.ErrInvalidConfig, a.Timeout)
 	}
 	return c, nil
 }
 
-// NewEstimator returns the AIMD state at the initial limit.
-func (a AIMD) NewEstimator() Estimator {
+// newEstimator returns the AIMD state at the initial limit.
+func (a AIMD) newEstimator() estimator {
 	c, err := a.resolve()
 	if err != nil {
 		panic(err) // New validated it; a direct caller broke the contract
@@ -112,13 +114,13 @@ type aimdEstimator struct {
 
 func (e *aimdEstimator) Limit() int { return int(e.limit) }
 
-func (e *aimdEstimator) Update(s Sample) int {
+func (e *aimdEstimator) Update(s sample) int {
 	if s.Start.Before(e.since) {
 		return e.Limit()
 	}
 	if s.Dropped || (e.c.timeout > 0 && s.Latency > e.c.timeout) {
 		e.limit = e.c.clamp(math.Floor(e.limit * e.c.backoff))
-		e.since = s.End()
+		e.since = s.end()
 		e.dropped = true
 		return e.Limit()
 	}

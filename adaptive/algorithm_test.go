@@ -5,28 +5,30 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/ratekit/limiter/algo"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // at returns a sample of a request admitted ms milliseconds after t0 that took lat ms.
-func at(ms, lat int, inFlight int, dropped bool) Sample {
-	return Sample{Start: t0.Add(time.Duration(ms) * time.Millisecond), Latency: time.Duration(lat) * time.Millisecond,
+func at(ms, lat int, inFlight int, dropped bool) sample {
+	return sample{Start: t0.Add(time.Duration(ms) * time.Millisecond), Latency: time.Duration(lat) * time.Millisecond,
 		InFlight: inFlight, Dropped: dropped}
 }
 
 // step is one row of an estimator table: a sample and the limit it must give.
 type step struct {
-	s    Sample
+	s    sample
 	want int
 }
 
 func runSteps(t *testing.T, a Algorithm, steps []step) {
 	t.Helper()
-	if err := a.Validate(); err != nil {
+	if err := a.validate(); err != nil {
 		t.Fatal(err)
 	}
-	e := a.NewEstimator()
+	e := a.newEstimator()
 	for i, st := range steps {
 		if got := e.Update(st.s); got != st.want {
 			t.Fatalf("step %d (%+v): limit %d, want %d", i, st.s, got, st.want)
@@ -72,9 +74,9 @@ func TestAIMDTable(t *testing.T) {
 
 func TestAIMDDefaults(t *testing.T) {
 	t.Parallel()
-	e := AIMD{}.NewEstimator()
-	if got := e.Limit(); got != DefaultInitial {
-		t.Fatalf("initial limit %d, want %d", got, DefaultInitial)
+	e := AIMD{}.newEstimator()
+	if got := e.Limit(); got != defaultInitial {
+		t.Fatalf("initial limit %d, want %d", got, defaultInitial)
 	}
 	if got := e.Update(at(0, 1, 20, true)); got != 18 {
 		t.Fatalf("after a drop %d, want 18 (×0.9)", got)
@@ -107,7 +109,7 @@ func TestGradientTable(t *testing.T) {
 		{at(1900, 50, 4, false), 16},
 	})
 	// Bounds: growth stops at Max, shrinking at Min.
-	e := g.NewEstimator()
+	e := g.newEstimator()
 	for i := range 20 {
 		e.Update(at(i*100, 100, 40, false))
 	}
@@ -128,7 +130,7 @@ func TestGradientLongLatencyAges(t *testing.T) {
 	// TestGradientSlowerServiceFollowed) is judged right again after a few LongWindows: the
 	// long-term latency rises to the new normal.
 	g := Gradient{Initial: 50, LongWindow: time.Second}
-	e := g.NewEstimator()
+	e := g.newEstimator()
 	ms := 0
 	for range 10 {
 		e.Update(at(ms, 100, 50, false))
@@ -150,7 +152,7 @@ func TestGradientLongLatencyAges(t *testing.T) {
 // within a few rounds and the limit grows back, without waiting for LongWindow (10 min).
 func TestGradientSlowerServiceFollowed(t *testing.T) {
 	t.Parallel()
-	e := Gradient{Initial: 50}.NewEstimator()
+	e := Gradient{Initial: 50}.newEstimator()
 	ms := 0
 	for range 10 {
 		e.Update(at(ms, 100, e.Limit(), false))
@@ -183,15 +185,15 @@ func TestValidate(t *testing.T) {
 		"fixed 0":                  Fixed{},
 	}
 	for name, a := range bad {
-		if err := a.Validate(); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("%s: Validate() = %v, want ErrInvalidConfig", name, err)
+		if err := a.validate(); !errors.Is(err, algo.ErrInvalidConfig) {
+			t.Errorf("%s: Validate() = %v, want algo.ErrInvalidConfig", name, err)
 		}
-		if _, err := New(a); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("%s: New = %v, want ErrInvalidConfig", name, err)
+		if _, err := New(a); !errors.Is(err, algo.ErrInvalidConfig) {
+			t.Errorf("%s: New = %v, want algo.ErrInvalidConfig", name, err)
 		}
 	}
 	// Min above the default Max raises Max; Initial follows Min.
-	if got := (AIMD{Min: 2000}).NewEstimator().Limit(); got != 2000 {
+	if got := (AIMD{Min: 2000}).newEstimator().Limit(); got != 2000 {
 		t.Errorf("AIMD{Min: 2000} starts at %d, want 2000", got)
 	}
 }
@@ -216,11 +218,11 @@ func TestLimitStaysWithinBounds(t *testing.T) {
 				b, _ := resolveBounds("", c.Initial, c.Min, c.Max)
 				lo, hi = b.min, b.max
 			}
-			e := a.NewEstimator()
+			e := a.newEstimator()
 			now := t0
 			for i := range 2000 {
 				now = now.Add(time.Duration(rng.IntN(50)) * time.Millisecond)
-				s := Sample{Start: now.Add(-time.Duration(rng.IntN(100)) * time.Millisecond),
+				s := sample{Start: now.Add(-time.Duration(rng.IntN(100)) * time.Millisecond),
 					Latency:  time.Duration(rng.ExpFloat64() * float64(20*time.Millisecond)),
 					InFlight: rng.IntN(2 * hi), Dropped: rng.IntN(20) == 0}
 				if rng.IntN(50) == 0 {

@@ -6,18 +6,23 @@
 //
 //	l, err := adaptive.New(adaptive.Gradient{})
 //	...
-//	tok, err := l.Acquire(ctx)
+//	tok, ok, err := l.TryAcquire(ctx)
 //	if err != nil {
-//		return err // shed: ErrLimitReached or ErrOverloaded, answer 503
+//		return err // ctx is done
+//	}
+//	if !ok {
+//		return errShed // shed: answer 503
 //	}
 //	resp, err := callTheService(ctx)
 //	tok.Done(adaptive.Success) // or Timeout, Overload, Ignore
 //
 // httplimit.Concurrency wraps a Limiter as net/http middleware.
 //
+// New's errors wrap algo.ErrInvalidConfig and name the bad field.
+//
 // # Algorithms
 //
-// An [Algorithm] is a config; its [Estimator] is a deterministic function of the samples
+// An [Algorithm] is a config; its estimator is a deterministic function of the samples
 // (one per finished request: when it started, its latency, how many were in flight, and
 // whether it was dropped), so it is tested with tables of samples, and time comes only
 // from them.
@@ -48,5 +53,5 @@
 // # Time
 //
 // Latencies are measured on the limiter's clock ([WithClock]); with a clockx.Fake a test
-// or simulation decides every latency exactly. Acquire never waits.
+// or simulation decides every latency exactly. TryAcquire never waits.
 package adaptive

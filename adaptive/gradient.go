@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/ratekit/limiter/algo"
 )
 
 // Defaults of Gradient, used when a field is left 0.
 const (
-	DefaultGradientTolerance  = 1.1
-	DefaultGradientSmoothing  = 0.2
-	DefaultGradientLongWindow = 10 * time.Minute
+	defaultGradientTolerance  = 1.1
+	defaultGradientSmoothing  = 0.2
+	defaultGradientLongWindow = 10 * time.Minute
 	// minGradient bounds one round's decrease: an outlier round cannot more than halve
 	// the limit's target.
 	minGradient = 0.5
@@ -60,9 +62,9 @@ const (
 //
 // The zero value is usable: every zero field takes the default written on it.
 type Gradient struct {
-	// Initial is the limit before any sample; default DefaultInitial (20), within [Min, Max].
+	// Initial is the limit before any sample; default 20, within [Min, Max].
 	Initial int
-	// Min and Max bound the limit; defaults DefaultMin (1) and DefaultMax (1000).
+	// Min and Max bound the limit; defaults 1 and 1000.
 	Min, Max int
 	// Tolerance is how much the short-term latency may exceed the long-term one before
 	// the limit shrinks, ≥ 1; default 1.1. Noisy services need more.
@@ -75,8 +77,8 @@ type Gradient struct {
 	LongWindow time.Duration
 }
 
-// Validate reports fields out of range.
-func (g Gradient) Validate() error {
+// validate reports fields out of range.
+func (g Gradient) validate() error {
 	_, err := g.resolve()
 	return err
 }
@@ -88,27 +90,27 @@ func (g Gradient) resolve() (gradientConfig, error) {
 	}
 	c := gradientConfig{bounds: b, tolerance: g.Tolerance, smoothing: g.Smoothing, long: g.LongWindow}
 	if c.tolerance == 0 {
-		c.tolerance = DefaultGradientTolerance
+		c.tolerance = defaultGradientTolerance
 	}
 	if c.smoothing == 0 {
-		c.smoothing = DefaultGradientSmoothing
+		c.smoothing = defaultGradientSmoothing
 	}
 	if c.long == 0 {
-		c.long = DefaultGradientLongWindow
+		c.long = defaultGradientLongWindow
 	}
 	switch {
 	case !(c.tolerance >= 1) || math.IsInf(c.tolerance, 0):
-		return gradientConfig{}, fmt.Errorf("%w: Gradient: Tolerance must be a number ≥ 1, got %v", ErrInvalidConfig, g.Tolerance)
+		return gradientConfig{}, fmt.Errorf("%w: Gradient: Tolerance must be a number ≥ 1, got %v", algo.ErrInvalidConfig, g.Tolerance)
 	case !(c.smoothing > 0 && c.smoothing <= 1):
-		return gradientConfig{}, fmt.Errorf("%w: Gradient: Smoothing must be in (0, 1], got %v", ErrInvalidConfig, g.Smoothing)
+		return gradientConfig{}, fmt.Errorf("%w: Gradient: Smoothing must be in (0, 1], got %v", algo.ErrInvalidConfig, g.Smoothing)
 	case c.long < 0:
-		return gradientConfig{}, fmt.Errorf("%w: Gradient: LongWindow must be ≥ 0, got %v", ErrInvalidConfig, g.LongWindow)
+		return gradientConfig{}, fmt.Errorf("%w: Gradient: LongWindow must be ≥ 0, got %v", algo.ErrInvalidConfig, g.LongWindow)
 	}
 	return c, nil
 }
 
-// NewEstimator returns the Gradient state at the initial limit.
-func (g Gradient) NewEstimator() Estimator {
+// newEstimator returns the Gradient state at the initial limit.
+func (g Gradient) newEstimator() estimator {
 	c, err := g.resolve()
 	if err != nil {
 		panic(err) // New validated it; a direct caller broke the contract
@@ -177,7 +179,7 @@ func (e *gradientEstimator) queueing(short float64) bool {
 	return false
 }
 
-func (e *gradientEstimator) Update(s Sample) int {
+func (e *gradientEstimator) Update(s sample) int {
 	e.sum += float64(max(s.Latency, 0))
 	e.n++
 	e.inFlight = max(e.inFlight, s.InFlight)
@@ -185,7 +187,7 @@ func (e *gradientEstimator) Update(s Sample) int {
 	if s.Start.Before(e.roundStart) {
 		return e.Limit()
 	}
-	end := s.End()
+	end := s.end()
 	short := max(e.sum/float64(e.n), 1) // ns; 1 keeps the ratio finite
 	switch {
 	case e.longRTT == 0 || short < e.longRTT:

@@ -2,23 +2,14 @@ package adaptive
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
-)
-
-// Errors returned by Acquire when it sheds a request. Both mean "not now": answer 503 (or
-// queue the work elsewhere) and let the client retry later.
-var (
-	// ErrLimitReached: as many requests are in flight as the limit allows.
-	ErrLimitReached = errors.New("adaptive: concurrency limit reached")
-	// ErrOverloaded: the load shedder found the process overloaded (see WithLoadShedding).
-	ErrOverloaded = errors.New("adaptive: process overloaded")
 )
 
 // Outcome is how a request ended, as told to Token.Done.
@@ -52,7 +43,7 @@ func (o Outcome) String() string {
 	return fmt.Sprintf("Outcome(%d)", int(o))
 }
 
-// Limiter is a concurrency limiter whose limit moves with what it observes. Acquire
+// Limiter is a concurrency limiter whose limit moves with what it observes. TryAcquire
 // admits a request while fewer than the limit are in flight; the request's Token.Done
 // reports how it ended and how long it took (on the limiter's clock), and the Algorithm
 // moves the limit from these samples. A Limiter is safe for concurrent use.
@@ -62,7 +53,7 @@ type Limiter struct {
 	threshold float64
 
 	mu       sync.Mutex
-	est      Estimator
+	est      estimator
 	limit    int
 	inFlight int
 	capacity capacityWindow // of the load shedder
@@ -71,12 +62,12 @@ type Limiter struct {
 }
 
 // New returns a Limiter whose limit a moves, starting at a's initial limit. It returns an
-// error wrapping ErrInvalidConfig when a or an option is invalid.
+// error wrapping algo.ErrInvalidConfig, naming the field, when a or an option is invalid.
 func New(a Algorithm, opts ...Option) (*Limiter, error) {
 	if a == nil {
-		return nil, fmt.Errorf("%w: Algorithm is nil", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: adaptive.New: the Algorithm is nil", algo.ErrInvalidConfig)
 	}
-	if err := a.Validate(); err != nil {
+	if err := a.validate(); err != nil {
 		return nil, err
 	}
 	l := &Limiter{clock: clockx.Real()}
@@ -86,9 +77,9 @@ func New(a Algorithm, opts ...Option) (*Limiter, error) {
 		}
 	}
 	if l.load != nil && !(l.threshold > 0) {
-		return nil, fmt.Errorf("%w: WithLoadShedding: threshold must be > 0, got %v", ErrInvalidConfig, l.threshold)
+		return nil, fmt.Errorf("%w: adaptive.WithLoadShedding: threshold must be > 0, got %v", algo.ErrInvalidConfig, l.threshold)
 	}
-	l.est = a.NewEstimator()
+	l.est = a.newEstimator()
 	l.limit = max(l.est.Limit(), 1)
 	return l, nil
 }
@@ -113,13 +104,14 @@ func WithClock(c clockx.Clock) Option {
 }
 
 // WithLoadShedding adds a load shedder in the spirit of Sentinel's BBR system protection:
-// while src reports a load at or above threshold, a request is also shed (ErrOverloaded)
+// while src reports a load at or above threshold, a request is also shed
 // when the requests in flight already reach the capacity the limiter estimates from its
 // own samples: the most successes completed in one second over the last ten seconds,
 // times the lowest latency seen in them (Little's law: the concurrency the service
 // sustains without queueing). Before a full second of samples nothing is shed. src is
-// read on every Acquire, so it should be cheap (SystemLoad caches its reading). By
-// default there is no shedder; a nil src removes it.
+// read on every TryAcquire, so it should be cheap (SystemLoad caches its reading). By
+// default there is no shedder; a nil src removes it. A threshold that is not > 0 (with a
+// src) makes New return an error wrapping algo.ErrInvalidConfig.
 func WithLoadShedding(src LoadSource, threshold float64) Option {
 	return optionFunc(func(l *Limiter) {
 		l.load, l.threshold = src, threshold
@@ -140,13 +132,30 @@ func (l *Limiter) InFlight() int {
 	return l.inFlight
 }
 
-// Acquire admits a request or sheds it at once: it returns a Token when fewer than the
-// limit are in flight (and the load shedder, if any, lets it through), ErrLimitReached or
-// ErrOverloaded otherwise, and ctx.Err() if ctx is already done. It never waits. Every
-// Token must be given back with Token.Done.
-func (l *Limiter) Acquire(ctx context.Context) (*Token, error) {
+// TryAcquire admits a request or sheds it at once; it never waits, like
+// semaphore.Semaphore.TryAcquire. It returns a Token and true when fewer than the limit
+// are in flight (and the load shedder, if any, lets the request through); nil and false,
+// with a nil error, when the request is shed: a shed request is a result, not an error
+// (answer 503, or queue the work elsewhere, and let the client retry later). A ctx already
+// done returns (nil, false, ctx.Err()) and takes nothing. Every Token must be given back
+// with Token.Done.
+func (l *Limiter) TryAcquire(ctx context.Context) (*Token, bool, error) {
+	tok, _, err := l.acquire(ctx)
+	return tok, tok != nil, err
+}
+
+// shed is why acquire refused a request (tests tell the two gates apart).
+type shed int
+
+const (
+	admitted     shed = iota
+	limitReached      // as many in flight as the limit allows
+	overloaded        // the load shedder found the process overloaded
+)
+
+func (l *Limiter) acquire(ctx context.Context) (*Token, shed, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, admitted, err
 	}
 	shedding := false
 	if l.load != nil {
@@ -157,20 +166,20 @@ func (l *Limiter) Acquire(ctx context.Context) (*Token, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.inFlight >= l.limit {
-		return nil, ErrLimitReached
+		return nil, limitReached, nil
 	}
 	if shedding && l.inFlight >= 1 && l.inFlight >= l.capacity.estimate(now) {
-		return nil, ErrOverloaded
+		return nil, overloaded, nil
 	}
 	l.inFlight++
 	if l.onAdmit != nil {
 		l.onAdmit(l.inFlight, l.limit)
 	}
-	return &Token{l: l, start: now, inFlight: l.inFlight}, nil
+	return &Token{l: l, start: now, inFlight: l.inFlight}, admitted, nil
 }
 
 // Token is one admitted request. Call Done exactly once when it ends; later calls do
-// nothing. Done on a nil Token does nothing, so a Token from a failed Acquire may be
+// nothing. Done on a nil Token does nothing, so a Token from a refused TryAcquire may be
 // released unconditionally.
 type Token struct {
 	l        *Limiter
@@ -180,7 +189,7 @@ type Token struct {
 }
 
 // Done releases the request's place and reports its outcome; its latency is the time
-// since Acquire on the limiter's clock. Outcomes other than Ignore move the limit.
+// since TryAcquire on the limiter's clock. Outcomes other than Ignore move the limit.
 func (t *Token) Done(o Outcome) {
 	if t == nil || t.done.Swap(true) {
 		return
@@ -193,16 +202,13 @@ func (t *Token) Done(o Outcome) {
 	if o == Ignore {
 		return
 	}
-	s := Sample{Start: t.start, Latency: max(now.Sub(t.start), 0), InFlight: t.inFlight,
+	s := sample{Start: t.start, Latency: max(now.Sub(t.start), 0), InFlight: t.inFlight,
 		Dropped: o == Timeout || o == Overload}
 	l.limit = max(l.est.Update(s), 1)
 	if l.load != nil && !s.Dropped {
 		l.capacity.record(now, s.Latency)
 	}
 }
-
-// Start returns when the request was admitted, on the limiter's clock.
-func (t *Token) Start() time.Time { return t.start }
 
 // capacityWindow estimates the concurrency a service sustains without queueing, from the
 // successes of the last capacityBuckets seconds: the most per second times the lowest

@@ -10,19 +10,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
 )
 
 // recorder is an Algorithm that keeps a fixed limit and records its samples.
 type recorder struct {
 	limit   int
-	samples *[]Sample
+	samples *[]sample
 }
 
-func (r recorder) Validate() error         { return nil }
-func (r recorder) NewEstimator() Estimator { return r }
+func (r recorder) validate() error         { return nil }
+func (r recorder) newEstimator() estimator { return r }
 func (r recorder) Limit() int              { return r.limit }
-func (r recorder) Update(s Sample) int {
+func (r recorder) Update(s sample) int {
 	*r.samples = append(*r.samples, s)
 	return r.limit
 }
@@ -30,23 +31,23 @@ func (r recorder) Update(s Sample) int {
 func TestAcquireDone(t *testing.T) {
 	t.Parallel()
 	clk := clockx.NewFake(t0)
-	var samples []Sample
+	var samples []sample
 	l, err := New(recorder{limit: 2, samples: &samples}, WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	a, err := l.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
+	a, ok, err := l.TryAcquire(ctx)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
 	}
 	clk.Add(10 * time.Millisecond)
-	b, err := l.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
+	b, ok, err := l.TryAcquire(ctx)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
 	}
-	if _, err := l.Acquire(ctx); !errors.Is(err, ErrLimitReached) {
-		t.Fatalf("third Acquire with limit 2: %v, want ErrLimitReached", err)
+	if tok, why, err := l.acquire(ctx); tok != nil || why != limitReached || err != nil {
+		t.Fatalf("third TryAcquire with limit 2: %v, %v, %v; want a shed (limit reached) and no error", tok, why, err)
 	}
 	if got := l.InFlight(); got != 2 {
 		t.Fatalf("InFlight() = %d, want 2", got)
@@ -60,19 +61,19 @@ func TestAcquireDone(t *testing.T) {
 	if got := l.InFlight(); got != 0 {
 		t.Fatalf("InFlight() after Done = %d, want 0", got)
 	}
-	want := []Sample{{Start: t0, Latency: 40 * time.Millisecond, InFlight: 1, Dropped: true}}
+	want := []sample{{Start: t0, Latency: 40 * time.Millisecond, InFlight: 1, Dropped: true}}
 	if len(samples) != 1 || samples[0] != want[0] {
 		t.Fatalf("samples %+v, want %+v", samples, want)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := l.Acquire(cctx); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Acquire with a cancelled context: %v", err)
+	if tok, ok, err := l.TryAcquire(cctx); tok != nil || ok || !errors.Is(err, context.Canceled) {
+		t.Fatalf("TryAcquire with a cancelled context: %v, %v, %v", tok, ok, err)
 	}
-	if _, err := New(nil); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := New(nil); !errors.Is(err, algo.ErrInvalidConfig) {
 		t.Fatalf("New(nil) = %v", err)
 	}
-	if _, err := New(Fixed{Limit: 1}, WithLoadShedding(LoadFunc(func() float64 { return 1 }), 0)); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := New(Fixed{Limit: 1}, WithLoadShedding(LoadFunc(func() float64 { return 1 }), 0)); !errors.Is(err, algo.ErrInvalidConfig) {
 		t.Fatalf("threshold 0: %v", err)
 	}
 }
@@ -80,9 +81,9 @@ func TestAcquireDone(t *testing.T) {
 func TestLatencyNeverNegative(t *testing.T) {
 	t.Parallel()
 	clk := clockx.NewFake(t0)
-	var samples []Sample
+	var samples []sample
 	l, _ := New(recorder{limit: 1, samples: &samples}, WithClock(clk))
-	tok, _ := l.Acquire(context.Background())
+	tok, _, _ := l.TryAcquire(context.Background())
 	clk.Add(-time.Second)
 	tok.Done(Success)
 	if samples[0].Latency != 0 {
@@ -90,7 +91,7 @@ func TestLatencyNeverNegative(t *testing.T) {
 	}
 }
 
-// Property: never more in flight than the limit, with goroutines racing on Acquire and
+// Property: never more in flight than the limit, with goroutines racing on TryAcquire and
 // Done while the limit moves. Run it with -race.
 func TestNeverMoreInFlightThanLimit(t *testing.T) {
 	t.Parallel()
@@ -116,7 +117,7 @@ func TestNeverMoreInFlightThanLimit(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(g), 1))
 				var mine []*Token
 				for range 3000 {
-					if tok, err := l.Acquire(context.Background()); err == nil {
+					if tok, ok, _ := l.TryAcquire(context.Background()); ok {
 						admitted.Add(1)
 						if n := held.Add(1); a == (Fixed{Limit: 7}) && n > 7 {
 							violations.Add(1)
@@ -164,9 +165,9 @@ func TestLoadShedding(t *testing.T) {
 	for range 50 {
 		var toks []*Token
 		for range 4 {
-			tok, err := l.Acquire(ctx)
-			if err != nil {
-				t.Fatal(err)
+			tok, ok, err := l.TryAcquire(ctx)
+			if err != nil || !ok {
+				t.Fatal(ok, err)
 			}
 			toks = append(toks, tok)
 		}
@@ -178,22 +179,25 @@ func TestLoadShedding(t *testing.T) {
 	if got := l.capacity.estimate(clk.Now()); got != 4 {
 		t.Fatalf("estimated capacity %d, want 4 (200/s × 20 ms)", got)
 	}
-	acquire := func() error {
-		_, err := l.Acquire(ctx)
-		return err
+	acquire := func() shed {
+		tok, why, err := l.acquire(ctx)
+		if err != nil || (tok == nil) != (why != admitted) {
+			t.Fatalf("acquire = %v, %v, %v", tok, why, err)
+		}
+		return why
 	}
 	load.Store(0.9)
 	for i := range 4 {
-		if err := acquire(); err != nil {
-			t.Fatalf("high load, %d in flight of a capacity of 4: %v", i, err)
+		if why := acquire(); why != admitted {
+			t.Fatalf("high load, %d in flight of a capacity of 4: shed (%d)", i, why)
 		}
 	}
-	if err := acquire(); !errors.Is(err, ErrOverloaded) {
-		t.Fatalf("high load, 4 in flight: %v, want ErrOverloaded", err)
+	if why := acquire(); why != overloaded {
+		t.Fatalf("high load, 4 in flight: %d, want shed as overloaded", why)
 	}
 	load.Store(0.5)
-	if err := acquire(); err != nil {
-		t.Fatalf("low load: %v", err)
+	if why := acquire(); why != admitted {
+		t.Fatalf("low load: shed (%d)", why)
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 )
 
 // LoadSource reports how loaded the process's machine is: 0 is idle, 1 is saturated.
-// WithLoadShedding reads it on every Acquire, so it must be cheap and safe for concurrent
+// WithLoadShedding reads it on every TryAcquire, so it must be cheap and safe for concurrent
 // use. Tests inject a LoadFunc to make the shedder deterministic.
 type LoadSource interface {
 	Load() float64
@@ -31,14 +31,14 @@ func (f LoadFunc) Load() float64 { return f() }
 // report is that of the last full period.
 const loadEvery = time.Second
 
-// DefaultSchedulerBudget is the scheduling latency SystemLoad's fallback counts as full
+// defaultSchedulerBudget is the scheduling latency SystemLoad's fallback counts as full
 // load.
-const DefaultSchedulerBudget = 10 * time.Millisecond
+const defaultSchedulerBudget = 10 * time.Millisecond
 
 // SystemLoad returns the CPU use of the machine on Linux: the busy share of the CPU time
 // counted in /proc/stat (user, nice, system, irq, softirq, steal against those plus idle
 // and iowait) over the last second. Where /proc/stat cannot be read (other systems) it
-// falls back to SchedulerLoad(DefaultSchedulerBudget). The first reading, before a full
+// falls back to SchedulerLoad(10 * time.Millisecond). The first reading, before a full
 // second has passed, is 0.
 func SystemLoad() LoadSource {
 	if runtime.GOOS == "linux" {
@@ -46,16 +46,16 @@ func SystemLoad() LoadSource {
 			return newSampledLoad(clockx.Real(), loadEvery, readProcStat)
 		}
 	}
-	return SchedulerLoad(DefaultSchedulerBudget)
+	return SchedulerLoad(defaultSchedulerBudget)
 }
 
 // SchedulerLoad returns the 99th percentile of the time goroutines waited to run once
 // runnable (runtime/metrics /sched/latencies:seconds) over the last second, divided by
 // budget: 1 when it reaches budget. A process whose goroutines queue for the CPU is short
-// of it, whatever the machine. A budget ≤ 0 means DefaultSchedulerBudget.
+// of it, whatever the machine. A budget ≤ 0 means 10 ms.
 func SchedulerLoad(budget time.Duration) LoadSource {
 	if budget <= 0 {
-		budget = DefaultSchedulerBudget
+		budget = defaultSchedulerBudget
 	}
 	s := &schedLatency{budget: budget, sample: []metrics.Sample{{Name: "/sched/latencies:seconds"}}}
 	return newSampledLoad(clockx.Real(), loadEvery, s.read)

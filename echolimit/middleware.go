@@ -11,7 +11,7 @@ import (
 
 // Middleware returns Echo middleware that limits requests with l, one limit per key that
 // key computes, as httplimit.Middleware(l, key, opts...) does for net/http; it returns
-// the same errors, wrapping limiter.ErrInvalidConfig, for the same arguments. The
+// the same errors, wrapping algo.ErrInvalidConfig, for the same arguments. The
 // returned middleware is safe for concurrent use.
 func Middleware(l *limiter.Limiter, key httplimit.KeyFunc, opts ...httplimit.Option) (echo.MiddlewareFunc, error) {
 	mw, err := httplimit.Middleware(l, key, opts...)

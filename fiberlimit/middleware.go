@@ -14,7 +14,7 @@ import (
 
 // Middleware returns Fiber middleware that limits requests with l, one limit per key that
 // key computes, as httplimit.Middleware(l, key, opts...) does for net/http; it returns
-// the same errors, wrapping limiter.ErrInvalidConfig, for the same arguments. A request
+// the same errors, wrapping algo.ErrInvalidConfig, for the same arguments. A request
 // whose URI does not parse as a URL gets fiber.ErrBadRequest. The returned handler is
 // safe for concurrent use.
 func Middleware(l *limiter.Limiter, key httplimit.KeyFunc, opts ...httplimit.Option) (fiber.Handler, error) {

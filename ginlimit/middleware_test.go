@@ -187,7 +187,7 @@ func TestWait(t *testing.T) {
 
 func TestInvalidConfig(t *testing.T) {
 	t.Parallel()
-	if _, err := ginlimit.Middleware(nil, mustByIP(t)); !errors.Is(err, limiter.ErrInvalidConfig) {
+	if _, err := ginlimit.Middleware(nil, mustByIP(t)); !errors.Is(err, algo.ErrInvalidConfig) {
 		t.Errorf("nil limiter: %v, want ErrInvalidConfig", err)
 	}
 }

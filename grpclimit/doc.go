@@ -6,8 +6,10 @@
 //	...
 //	l, err := limiter.New(st, algo.TokenBucket{Rate: 100, Burst: 200})
 //	...
+//	key, err := grpclimit.ByMetadata("x-api-key")
+//	...
 //	lim, err := grpclimit.New(l,
-//		grpclimit.WithKey(grpclimit.ByMetadata("x-api-key")),
+//		grpclimit.WithKey(key),
 //		grpclimit.WithSkipMethods("/grpc.health.v1.Health/Check", "/grpc.health.v1.Health/Watch"))
 //	...
 //	srv := grpc.NewServer(
@@ -24,6 +26,12 @@
 // or any function of your own given to WithKey, for example one that reads the user an
 // authenticating interceptor put in the context (chain that one first).
 //
+// Key functions have the shape of httplimit's, with the call in place of the request:
+// they return (key, error), and their errors are httplimit's (httplimit.ErrMissingKey
+// blames the client, httplimit.ErrInvalidAddress the server). ByPeer is httplimit.ByIP's
+// twin, ByMetadata httplimit.ByHeader's; a constructor that takes an argument it checks
+// returns (KeyFunc, error), the error wrapping algo.ErrInvalidConfig.
+//
 // # What the client sees
 //
 //	call                                   status             handler     details
@@ -36,7 +44,7 @@
 //	store down, Fallback allows            handler's          called
 //	store down, Fallback denies            ResourceExhausted  not called  RetryInfo
 //	store down, FailClosed                 Unavailable        not called  (error handler)
-//	KeyFunc error wrapping ErrMissingKey   InvalidArgument    not called  (error handler)
+//	KeyFunc error: httplimit.ErrMissingKey InvalidArgument    not called  (error handler)
 //	other KeyFunc error, negative cost,    Internal           not called  (error handler)
 //	  a limiter that is not configured
 //	context ended before the decision      Canceled or        not called  (error handler)

@@ -36,7 +36,11 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	lim, err := grpclimit.New(l, grpclimit.WithKey(grpclimit.ByMetadata("x-api-key")))
+	key, err := grpclimit.ByMetadata("x-api-key")
+	if err != nil {
+		panic(err)
+	}
+	lim, err := grpclimit.New(l, grpclimit.WithKey(key))
 	if err != nil {
 		panic(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/grpclimit"
+	"github.com/ratekit/limiter/store"
 )
 
 // downLimiter returns a limiter whose store is down, with policy p.
@@ -41,8 +42,8 @@ func TestStoreDown(t *testing.T) {
 		s := startServer(t, newInterceptors(t, l, recordErrors(&handled)), true)
 		c := s.dial(t, "192.0.2.1:1000")
 		want(t, "check", check(t, c), outcome{codes.Unavailable, -1})
-		if !errors.Is(handled, limiter.ErrUnavailable) {
-			t.Errorf("error handler got %v, want one wrapping limiter.ErrUnavailable", handled)
+		if !errors.Is(handled, store.ErrUnavailable) {
+			t.Errorf("error handler got %v, want one wrapping store.ErrUnavailable", handled)
 		}
 		want(t, "watch", watch(t, c), outcome{codes.Unavailable, -1})
 		if got, w := st.calls.Load(), int64(2); got != w {
@@ -102,8 +103,8 @@ func TestStoreClosed(t *testing.T) {
 		_ = st.Close()
 		want(t, "check after close", check(t, c), outcome{codes.Unavailable, -1})
 		want(t, "watch after close", watch(t, c), outcome{codes.Unavailable, -1})
-		if !errors.Is(handled, limiter.ErrClosed) {
-			t.Errorf("error handler got %v, want one wrapping limiter.ErrClosed", handled)
+		if !errors.Is(handled, store.ErrClosed) {
+			t.Errorf("error handler got %v, want one wrapping store.ErrClosed", handled)
 		}
 		if got, w := s.served(), int64(1); got != w {
 			t.Errorf("handler served %d calls, want %d", got, w)

@@ -71,6 +71,16 @@ func newInterceptors(tb testing.TB, l *limiter.Limiter, opts ...grpclimit.Option
 	return lim
 }
 
+// byMetadata is grpclimit.ByMetadata for a valid name.
+func byMetadata(tb testing.TB, name string) grpclimit.KeyFunc {
+	tb.Helper()
+	key, err := grpclimit.ByMetadata(name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return key
+}
+
 // server is a gRPC server with the health service behind the interceptors under test,
 // listening on an in-memory connection.
 type server struct {

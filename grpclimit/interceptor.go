@@ -15,6 +15,7 @@ import (
 
 	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/httplimit"
 	"github.com/ratekit/limiter/internal/rlheader"
 	"github.com/ratekit/limiter/store"
 )
@@ -39,16 +40,20 @@ type Interceptors struct {
 // a Fallback limiter denies gets ResourceExhausted with RetryInfo; under FailClosed, and
 // when the store is closed, the error handler answers (codes.Unavailable by default).
 //
-// A nil l is an error wrapping limiter.ErrInvalidConfig. Nil options are ignored.
+// A nil l, or an option with a value it cannot use, is an error wrapping
+// algo.ErrInvalidConfig. Nil options are ignored.
 func New(l *limiter.Limiter, opts ...Option) (*Interceptors, error) {
 	if l == nil {
-		return nil, fmt.Errorf("%w: grpclimit.New: limiter is nil", limiter.ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: grpclimit.New: limiter is nil", algo.ErrInvalidConfig)
 	}
 	o := defaultOptions()
 	for _, opt := range opts {
 		if opt != nil {
 			opt.apply(&o)
 		}
+	}
+	if o.err != nil {
+		return nil, o.err
 	}
 	return &Interceptors{l: l, o: o, p: rlheader.New(l, "", false)}, nil
 }
@@ -100,7 +105,7 @@ func (i *Interceptors) admit(ctx context.Context, method string) (md metadata.MD
 	}
 	k, err := i.o.key(ctx, method)
 	if err == nil && k == "" {
-		err = fmt.Errorf("%w: KeyFunc returned an empty key", ErrMissingKey)
+		err = fmt.Errorf("%w: KeyFunc returned an empty key", httplimit.ErrMissingKey)
 	}
 	if err != nil {
 		return nil, i.o.onError(ctx, method, err)
@@ -113,7 +118,7 @@ func (i *Interceptors) admit(ctx context.Context, method string) (md metadata.MD
 	case n == 0:
 		return nil, nil
 	case n < 0:
-		return nil, i.o.onError(ctx, method, fmt.Errorf("%w: grpclimit: WithCost returned %d for %s", limiter.ErrInvalidRequest, n, method))
+		return nil, i.o.onError(ctx, method, fmt.Errorf("%w: grpclimit: WithCost returned %d for %s", algo.ErrInvalidRequest, n, method))
 	}
 	// The algorithm is read before the decision, as httplimit does.
 	a := i.l.Algorithm()
@@ -145,7 +150,7 @@ func (i *Interceptors) admit(ctx context.Context, method string) (md metadata.MD
 }
 
 // errUnmade is the error of every call through an Interceptors not made by New.
-var errUnmade = fmt.Errorf("%w: grpclimit: Interceptors not made by New", limiter.ErrInvalidConfig)
+var errUnmade = fmt.Errorf("%w: grpclimit: Interceptors not made by New", algo.ErrInvalidConfig)
 
 // deniedMessage is the status message of every denial.
 const deniedMessage = "grpclimit: rate limit exceeded"

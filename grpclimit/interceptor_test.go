@@ -12,6 +12,8 @@ import (
 	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/grpclimit"
+	"github.com/ratekit/limiter/httplimit"
+	"github.com/ratekit/limiter/store"
 )
 
 // TestUnaryAllowDeny checks that calls within the limit are served, the next one gets
@@ -100,8 +102,8 @@ func TestCost(t *testing.T) {
 		want(t, "check costing 0", check(t, c), ok)
 	}
 	want(t, "watch costing -1", watch(t, c), outcome{codes.Internal, -1})
-	if !errors.Is(handled, limiter.ErrInvalidRequest) {
-		t.Errorf("error handler got %v, want one wrapping limiter.ErrInvalidRequest", handled)
+	if !errors.Is(handled, algo.ErrInvalidRequest) {
+		t.Errorf("error handler got %v, want one wrapping algo.ErrInvalidRequest", handled)
 	}
 	if got, w := s.served(), int64(3); got != w {
 		t.Errorf("handler served %d calls, want %d", got, w)
@@ -116,7 +118,7 @@ func TestSkipMethods(t *testing.T) {
 	lim := newInterceptors(t, l,
 		grpclimit.WithSkipMethods(checkMethod),
 		grpclimit.WithSkipMethods(), // adds nothing
-		grpclimit.WithKey(grpclimit.ByMetadata("x-api-key")))
+		grpclimit.WithKey(byMetadata(t, "x-api-key")))
 	s := startServer(t, lim, true)
 	c := s.dial(t, "192.0.2.1:1000")
 	for i := 0; i < 3; i++ {
@@ -132,11 +134,20 @@ func TestSkipMethods(t *testing.T) {
 // ignored.
 func TestNew(t *testing.T) {
 	t.Parallel()
-	if lim, err := grpclimit.New(nil); !errors.Is(err, limiter.ErrInvalidConfig) || lim != nil {
-		t.Errorf("New(nil) = %v, %v; want nil and an error wrapping limiter.ErrInvalidConfig", lim, err)
+	if lim, err := grpclimit.New(nil); !errors.Is(err, algo.ErrInvalidConfig) || lim != nil {
+		t.Errorf("New(nil) = %v, %v; want nil and an error wrapping algo.ErrInvalidConfig", lim, err)
 	}
 	l, _, _ := newLimiter(t, algo.FixedWindow{Limit: 1, Window: time.Minute})
-	lim := newInterceptors(t, l, nil, grpclimit.WithKey(nil), grpclimit.WithCost(nil), grpclimit.WithErrorHandler(nil))
+	for name, opt := range map[string]grpclimit.Option{
+		"WithKey(nil)":          grpclimit.WithKey(nil),
+		"WithCost(nil)":         grpclimit.WithCost(nil),
+		"WithErrorHandler(nil)": grpclimit.WithErrorHandler(nil),
+	} {
+		if lim, err := grpclimit.New(l, opt); !errors.Is(err, algo.ErrInvalidConfig) || lim != nil {
+			t.Errorf("New(l, %s) = %v, %v; want nil and an error wrapping algo.ErrInvalidConfig", name, lim, err)
+		}
+	}
+	lim := newInterceptors(t, l, nil)
 	s := startServer(t, lim, true)
 	c := s.dial(t, "192.0.2.1:1000")
 	want(t, "call 1 (defaults: ByPeer, cost 1)", check(t, c), ok)
@@ -144,7 +155,7 @@ func TestNew(t *testing.T) {
 }
 
 // TestUnmadeLimiter checks that a limiter not made by limiter.New, whose calls report
-// limiter.ErrInvalidConfig, is answered with Internal.
+// algo.ErrInvalidConfig, is answered with Internal.
 func TestUnmadeLimiter(t *testing.T) {
 	t.Parallel()
 	var handled error
@@ -157,8 +168,8 @@ func TestUnmadeLimiter(t *testing.T) {
 	c := s.dial(t, "192.0.2.1:1000")
 	want(t, "check", check(t, c), outcome{codes.Internal, -1})
 	want(t, "watch", watch(t, c), outcome{codes.Internal, -1})
-	if !errors.Is(handled, limiter.ErrInvalidConfig) {
-		t.Errorf("error handler got %v, want one wrapping limiter.ErrInvalidConfig", handled)
+	if !errors.Is(handled, algo.ErrInvalidConfig) {
+		t.Errorf("error handler got %v, want one wrapping algo.ErrInvalidConfig", handled)
 	}
 	if s.served() != 0 {
 		t.Error("handler called with an unusable limiter")
@@ -171,7 +182,7 @@ func TestErrorHandler(t *testing.T) {
 	t.Parallel()
 	l, _, _ := newLimiter(t, algo.FixedWindow{Limit: 1, Window: time.Minute})
 	lim := newInterceptors(t, l,
-		grpclimit.WithKey(grpclimit.ByMetadata("tenant")),
+		grpclimit.WithKey(byMetadata(t, "tenant")),
 		grpclimit.WithErrorHandler(func(_ context.Context, m string, err error) error {
 			if m == checkMethod {
 				return nil // serve anonymous health checks
@@ -197,14 +208,14 @@ func TestDefaultErrorHandler(t *testing.T) {
 		err  error
 		code codes.Code
 	}{
-		{grpclimit.ErrMissingKey, codes.InvalidArgument},
-		{grpclimit.ErrInvalidAddress, codes.Internal},
-		{limiter.ErrUnavailable, codes.Unavailable},
-		{limiter.ErrClosed, codes.Unavailable},
+		{httplimit.ErrMissingKey, codes.InvalidArgument},
+		{httplimit.ErrInvalidAddress, codes.Internal},
+		{store.ErrUnavailable, codes.Unavailable},
+		{store.ErrClosed, codes.Unavailable},
 		{context.Canceled, codes.Canceled},
 		{context.DeadlineExceeded, codes.DeadlineExceeded},
-		{limiter.ErrInvalidConfig, codes.Internal},
-		{limiter.ErrInvalidRequest, codes.Internal},
+		{algo.ErrInvalidConfig, codes.Internal},
+		{algo.ErrInvalidRequest, codes.Internal},
 		{errors.New("secret-key-42"), codes.Internal},
 	} {
 		st := status.Convert(grpclimit.DefaultErrorHandler(t.Context(), checkMethod, tc.err))

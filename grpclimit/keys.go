@@ -2,7 +2,6 @@ package grpclimit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -10,6 +9,9 @@ import (
 
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
+
+	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/httplimit"
 )
 
 // KeyFunc returns the key a call is limited under: a client IP address, an API key, a
@@ -18,43 +20,31 @@ import (
 // metadata.FromIncomingContext) and fullMethod its full method name, such as
 // "/grpc.health.v1.Health/Check".
 //
-// An error means the key cannot be computed; the interceptor then answers through its
-// error handler (see WithErrorHandler) without consulting the limiter. An error wrapping
-// ErrMissingKey blames the client (codes.InvalidArgument by default); any other error
-// blames the server (codes.Internal). An empty key with a nil error is treated as an
-// error wrapping ErrMissingKey.
+// It has the shape of httplimit.KeyFunc, with the call in place of the request, and the
+// same errors: an error means the key cannot be computed, and the interceptor then answers
+// through its error handler (see WithErrorHandler) without consulting the limiter. An error
+// wrapping httplimit.ErrMissingKey blames the client (codes.InvalidArgument by default);
+// any other error, httplimit.ErrInvalidAddress among them, blames the server
+// (codes.Internal). An empty key with a nil error is treated as an error wrapping
+// httplimit.ErrMissingKey.
 type KeyFunc func(ctx context.Context, fullMethod string) (string, error)
-
-// Errors returned by the KeyFuncs of this package. Test for them with errors.Is.
-var (
-	// ErrMissingKey reports a call that does not carry the key the KeyFunc looks for,
-	// such as a missing metadata entry. It is the client's fault: the default error
-	// handler answers codes.InvalidArgument. Custom KeyFuncs may wrap it to get the same
-	// answer.
-	ErrMissingKey = errors.New("grpclimit: call has no key")
-
-	// ErrInvalidAddress reports a peer whose address is not an IP address (a Unix
-	// socket, an in-memory connection) or has no peer at all in its context. It is the
-	// server's fault, since the KeyFunc does not fit the transport: the default error
-	// handler answers codes.Internal.
-	ErrInvalidAddress = errors.New("grpclimit: peer has no IP address")
-)
 
 // ByPeer returns a KeyFunc that keys a call by the IP address of the connection it came
 // on (peer.FromContext), normalised so that one client has one key: the port and any
 // zone are dropped, IPv4-mapped IPv6 addresses become IPv4 ("::ffff:192.0.2.1" is
 // "192.0.2.1"), and IPv6 addresses take their canonical compressed form (RFC 5952). It is
-// the interceptors' default key.
+// the interceptors' default key, and httplimit.ByIP's twin. It takes no argument, so it
+// cannot fail to build and returns no error.
 //
 // A peer address that is not an IP address (a Unix socket, for example) is an error
-// wrapping ErrInvalidAddress: every such client would share one key, which is rarely
-// meant. Behind a proxy, every call comes from the proxy's address: key by something the
+// wrapping httplimit.ErrInvalidAddress: every such client would share one key, which is
+// rarely meant. Behind a proxy, every call comes from the proxy's address: key by something the
 // proxy forwards (ByMetadata) or write a KeyFunc that reads it.
 func ByPeer() KeyFunc {
 	return func(ctx context.Context, _ string) (string, error) {
 		p, ok := peer.FromContext(ctx)
 		if !ok || p.Addr == nil {
-			return "", fmt.Errorf("%w: no peer in the call's context", ErrInvalidAddress)
+			return "", fmt.Errorf("%w: no peer in the call's context", httplimit.ErrInvalidAddress)
 		}
 		a, err := peerIP(p.Addr)
 		if err != nil {
@@ -84,22 +74,29 @@ func peerIP(addr net.Addr) (netip.Addr, error) {
 	}
 	ip, err := netip.ParseAddr(host)
 	if err != nil {
-		return netip.Addr{}, fmt.Errorf("%w: %s address %q", ErrInvalidAddress, addr.Network(), s)
+		return netip.Addr{}, fmt.Errorf("%w: %s address %q", httplimit.ErrInvalidAddress, addr.Network(), s)
 	}
 	return ip.WithZone("").Unmap(), nil
 }
 
 // ByMetadata returns a KeyFunc that keys a call by the value of its incoming metadata
 // entry name (for example "x-api-key"; gRPC metadata names are lower-case, and name is
-// lower-cased to match), with surrounding spaces trimmed. When the call carries several
-// values the first one is used. A missing or empty entry is an error wrapping
-// ErrMissingKey (codes.InvalidArgument by default).
+// lower-cased to match), with surrounding spaces trimmed: httplimit.ByHeader's twin. When
+// the call carries several values the first one is used. A missing or empty entry is an
+// error wrapping httplimit.ErrMissingKey (codes.InvalidArgument by default).
 //
 // The value is taken as the client sends it: key by metadata only when something
 // upstream (an authenticating proxy, an earlier interceptor) has checked it, or when a
 // client that invents values only hurts itself, since each new value starts with a full
 // limit.
-func ByMetadata(name string) KeyFunc {
+//
+// A name that is not a valid metadata name (empty, or with characters other than
+// letters, digits, '-', '_' and '.') makes ByMetadata return an error wrapping
+// algo.ErrInvalidConfig, and no KeyFunc: no call could ever carry it.
+func ByMetadata(name string) (KeyFunc, error) {
+	if !validMetadataName(name) {
+		return nil, fmt.Errorf("%w: grpclimit.ByMetadata(%q): not a metadata name", algo.ErrInvalidConfig, name)
+	}
 	name = strings.ToLower(name)
 	return func(ctx context.Context, _ string) (string, error) {
 		md, _ := metadata.FromIncomingContext(ctx)
@@ -108,6 +105,21 @@ func ByMetadata(name string) KeyFunc {
 				return v, nil
 			}
 		}
-		return "", fmt.Errorf("%w: metadata %q is missing or empty", ErrMissingKey, name)
+		return "", fmt.Errorf("%w: metadata %q is missing or empty", httplimit.ErrMissingKey, name)
+	}, nil
+}
+
+// validMetadataName reports whether name is a gRPC metadata name (of any case: names are
+// lower-cased): 0-9 a-z A-Z - _ . only.
+func validMetadataName(name string) bool {
+	if name == "" {
+		return false
 	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
 }

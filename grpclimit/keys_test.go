@@ -13,6 +13,7 @@ import (
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/grpclimit"
+	"github.com/ratekit/limiter/httplimit"
 )
 
 // TestByPeerOverGRPC checks that clients on different addresses have their own limits
@@ -40,7 +41,7 @@ func TestByPeerNotIP(t *testing.T) {
 	s := startServer(t, newInterceptors(t, l, recordErrors(&handled)), false)
 	c := s.dial(t, "bufnet")
 	want(t, "check", check(t, c), outcome{codes.Internal, -1})
-	if !errors.Is(handled, grpclimit.ErrInvalidAddress) {
+	if !errors.Is(handled, httplimit.ErrInvalidAddress) {
 		t.Errorf("error handler got %v, want one wrapping ErrInvalidAddress", handled)
 	}
 	if s.served() != 0 {
@@ -73,7 +74,7 @@ func TestByPeer(t *testing.T) {
 		peer.NewContext(t.Context(), &peer.Peer{}),
 		peer.NewContext(t.Context(), &peer.Peer{Addr: &net.UnixAddr{Name: "/run/app.sock", Net: "unix"}}),
 	} {
-		if got, err := key(ctx, checkMethod); !errors.Is(err, grpclimit.ErrInvalidAddress) {
+		if got, err := key(ctx, checkMethod); !errors.Is(err, httplimit.ErrInvalidAddress) {
 			t.Errorf("ByPeer = %q, %v; want an error wrapping ErrInvalidAddress", got, err)
 		}
 	}
@@ -87,7 +88,12 @@ func (a stringAddr) String() string  { return string(a) }
 
 func TestByMetadata(t *testing.T) {
 	t.Parallel()
-	key := grpclimit.ByMetadata("X-API-Key")
+	for _, name := range []string{"", "x api key", "x:key", "ключ"} {
+		if key, err := grpclimit.ByMetadata(name); key != nil || !errors.Is(err, algo.ErrInvalidConfig) {
+			t.Errorf("ByMetadata(%q) = %v, %v; want no KeyFunc and an error wrapping ErrInvalidConfig", name, key != nil, err)
+		}
+	}
+	key := byMetadata(t, "X-API-Key")
 	in := func(kv ...string) context.Context {
 		return metadata.NewIncomingContext(t.Context(), metadata.Pairs(kv...))
 	}
@@ -103,7 +109,7 @@ func TestByMetadata(t *testing.T) {
 		}
 	}
 	for _, ctx := range []context.Context{t.Context(), in("other", "k"), in("x-api-key", "  ")} {
-		if got, err := key(ctx, checkMethod); !errors.Is(err, grpclimit.ErrMissingKey) {
+		if got, err := key(ctx, checkMethod); !errors.Is(err, httplimit.ErrMissingKey) {
 			t.Errorf("ByMetadata = %q, %v; want an error wrapping ErrMissingKey", got, err)
 		}
 	}
@@ -114,7 +120,7 @@ func TestByMetadata(t *testing.T) {
 func TestByMetadataOverGRPC(t *testing.T) {
 	t.Parallel()
 	l, _, _ := newLimiter(t, algo.FixedWindow{Limit: 1, Window: time.Minute})
-	s := startServer(t, newInterceptors(t, l, grpclimit.WithKey(grpclimit.ByMetadata("x-api-key"))), true)
+	s := startServer(t, newInterceptors(t, l, grpclimit.WithKey(byMetadata(t, "x-api-key"))), true)
 	a := s.dial(t, "192.0.2.1:1000")
 	b := s.dial(t, "192.0.2.2:1000")
 

@@ -3,14 +3,19 @@ package grpclimit
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/httplimit"
 	"github.com/ratekit/limiter/store"
 )
 
-// Option configures New. A nil Option is ignored.
+// Option configures New. A nil Option is ignored; an Option given a value it cannot use
+// (a nil function) makes New return an error wrapping algo.ErrInvalidConfig that names
+// it.
 type Option interface {
 	apply(*options)
 }
@@ -21,7 +26,15 @@ type options struct {
 	cost    func(ctx context.Context, fullMethod string) int64
 	onError func(ctx context.Context, fullMethod string, err error) error
 
-	noMetadata bool // WithoutMetadata
+	noMetadata bool  // WithoutMetadata
+	err        error // the first invalid option
+}
+
+// invalid records the first invalid option.
+func (o *options) invalid(what string) {
+	if o.err == nil {
+		o.err = fmt.Errorf("%w: grpclimit.New: %s", algo.ErrInvalidConfig, what)
+	}
 }
 
 func defaultOptions() options {
@@ -34,12 +47,15 @@ func (f optionFunc) apply(o *options) { f(o) }
 
 // WithKey sets the KeyFunc that computes a call's key: ByPeer, ByMetadata or one of your
 // own, for example one that reads the authenticated user an earlier interceptor put in
-// the context. The default is ByPeer(); a nil key keeps it.
+// the context. The default is ByPeer(); a nil key is an error (leave the option out for
+// the default), so that the KeyFunc of a failed ByMetadata cannot silently become ByPeer.
 func WithKey(key KeyFunc) Option {
 	return optionFunc(func(o *options) {
-		if key != nil {
-			o.key = key
+		if key == nil {
+			o.invalid("WithKey(nil): the KeyFunc is nil")
+			return
 		}
+		o.key = key
 	})
 }
 
@@ -62,19 +78,22 @@ func WithSkipMethods(fullMethods ...string) Option {
 
 // WithCost sets how many permits a call takes, for example more for an expensive method.
 // f gets the call's context and full method name. The default is 1 per call (and per
-// stream: a stream is limited once, when it opens, not per message); a nil f keeps it.
+// stream: a stream is limited once, when it opens, not per message); a nil f is an error
+// (leave the option out for the default).
 //
 // A cost of 0 exempts the call: it is served without consulting the limiter. A negative
 // cost is a bug in f: the call goes to the error handler with an error wrapping
-// limiter.ErrInvalidRequest (codes.Internal by default). A cost larger than the limit can
+// algo.ErrInvalidRequest (codes.Internal by default). A cost larger than the limit can
 // ever grant is denied with codes.ResourceExhausted and no RetryInfo, since waiting would
 // not help. The key is computed before the cost, so a call whose key fails is answered by
 // the error handler whatever its cost.
 func WithCost(f func(ctx context.Context, fullMethod string) int64) Option {
 	return optionFunc(func(o *options) {
-		if f != nil {
-			o.cost = f
+		if f == nil {
+			o.invalid("WithCost(nil): the cost function is nil")
+			return
 		}
+		o.cost = f
 	})
 }
 
@@ -83,16 +102,19 @@ func WithCost(f func(ctx context.Context, fullMethod string) int64) Option {
 // the limiter's failure policy is FailClosed, the store is closed, the call's context
 // ended, or the limiter returned another error. It returns the error the client gets,
 // normally a status error (status.Error); a nil return serves the call after all. The
-// default is DefaultErrorHandler; a nil f keeps it.
+// default is DefaultErrorHandler; a nil f is an error (leave the option out for the
+// default).
 //
 // Store failures that the failure policy answers with an allowed decision (FailOpen,
 // Fallback) never reach this function: the call is served. Count them with the limiter's
 // own limiter.WithErrorHandler.
 func WithErrorHandler(f func(ctx context.Context, fullMethod string, err error) error) Option {
 	return optionFunc(func(o *options) {
-		if f != nil {
-			o.onError = f
+		if f == nil {
+			o.invalid("WithErrorHandler(nil): the function is nil")
+			return
 		}
+		o.onError = f
 	})
 }
 
@@ -100,7 +122,7 @@ func WithErrorHandler(f func(ctx context.Context, fullMethod string, err error) 
 // sets another. It answers with a status whose message is fixed, never the error's text
 // (which may name keys, addresses or backends):
 //
-//   - codes.InvalidArgument when err wraps ErrMissingKey (the client sent no key, such as
+//   - codes.InvalidArgument when err wraps httplimit.ErrMissingKey (the client sent no key, such as
 //     missing metadata for ByMetadata);
 //   - codes.Unavailable when err wraps store.ErrUnavailable (the store is down and the
 //     failure policy is FailClosed) or store.ErrClosed (the store was closed, as during a
@@ -108,11 +130,11 @@ func WithErrorHandler(f func(ctx context.Context, fullMethod string, err error) 
 //   - codes.Canceled or codes.DeadlineExceeded when the call's context ended;
 //   - codes.Internal otherwise: a KeyFunc that cannot compute a key from a call the client
 //     could not have got wrong (ByPeer on a Unix socket), a negative cost, a limiter that
-//     reports limiter.ErrInvalidConfig (a zero limiter.Limiter). These are the server's
+//     reports algo.ErrInvalidConfig (a zero limiter.Limiter). These are the server's
 //     bugs, which no retry and no change of system state will fix.
 func DefaultErrorHandler(ctx context.Context, fullMethod string, err error) error {
 	switch {
-	case errors.Is(err, ErrMissingKey):
+	case errors.Is(err, httplimit.ErrMissingKey):
 		return status.Error(codes.InvalidArgument, "grpclimit: call has no rate-limit key")
 	case errors.Is(err, store.ErrUnavailable), errors.Is(err, store.ErrClosed):
 		return status.Error(codes.Unavailable, "grpclimit: rate limiter unavailable")

@@ -3,86 +3,52 @@ package httplimit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/ratekit/limiter/adaptive"
+	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/internal/rlheader"
 )
 
-// DefaultConcurrencyRetryAfter is the Retry-After a shed request gets unless
+// defaultConcurrencyRetryAfter is the Retry-After a shed request gets unless
 // ConcurrencyRetryAfter sets another.
-const DefaultConcurrencyRetryAfter = time.Second
-
-// ConcurrencyOption configures Concurrency.
-type ConcurrencyOption interface {
-	applyConcurrency(*concurrencyOptions)
-}
-
-type concurrencyOptions struct {
-	policy     string // quoted sf-string; "" for no RateLimit headers
-	retryAfter string // seconds
-	shed       http.Handler
-	outcome    func(*http.Request, int) adaptive.Outcome
-}
-
-type concurrencyOptionFunc func(*concurrencyOptions)
-
-func (f concurrencyOptionFunc) applyConcurrency(o *concurrencyOptions) { f(o) }
-
-// ConcurrencyRetryAfter sets the Retry-After of a shed request, rounded up to whole
-// seconds, at least 1; default DefaultConcurrencyRetryAfter (1 s). An adaptive limit
-// frees places as fast as requests finish, so a short hint suits it.
-func ConcurrencyRetryAfter(d time.Duration) ConcurrencyOption {
-	return concurrencyOptionFunc(func(o *concurrencyOptions) { o.retryAfter = retryAfterValue(d) })
-}
+const defaultConcurrencyRetryAfter = time.Second
 
 // concurrencyPolicyName is the policy name of the RateLimit headers Concurrency sends
-// unless ConcurrencyHeaders sets another.
+// unless WithPolicyName sets another.
 const concurrencyPolicyName = "concurrency"
 
-// ConcurrencyHeaders sets the policy name of the RateLimit-Policy and RateLimit headers
-// that Concurrency sends, default "concurrency"; characters outside
-// printable ASCII are dropped, and an empty name sends no RateLimit headers at all. The
-// policy is the limit on requests in flight, in the draft's "concurrent-requests" unit,
-// without a window:
-//
-//	RateLimit-Policy: "concurrency";q=40;qu="concurrent-requests"
-//	RateLimit: "concurrency";r=12
-//
-// q is the limiter's limit when the request arrives, r the places still free once it is
-// admitted (0 on a shed request). An adaptive limit moves, so both are snapshots.
-func ConcurrencyHeaders(name string) ConcurrencyOption {
-	return concurrencyOptionFunc(func(o *concurrencyOptions) {
-		o.policy = ""
-		if name = rlheader.CleanName(name); name != "" {
-			o.policy = rlheader.QuoteName(name)
+// ConcurrencyRetryAfter sets the Retry-After of a request Concurrency sheds, rounded up to
+// whole seconds, at least 1; default 1 s. An adaptive limit frees places as fast as
+// requests finish, so a short hint suits it. A d ≤ 0 is an error, and so is the option
+// given to Middleware.
+func ConcurrencyRetryAfter(d time.Duration) Option {
+	return optionFunc(func(o *options) {
+		o.concurrencyOnly("ConcurrencyRetryAfter")
+		if d <= 0 {
+			o.invalid("ConcurrencyRetryAfter(%v): the hint must be > 0", d)
+			return
 		}
+		o.retryAfter = retryAfterValue(d)
 	})
 }
 
-// ConcurrencyShedHandler sets the handler that answers a shed request. It is called with
-// Retry-After already set and must write the status itself, normally 503. The default
-// writes 503 Service Unavailable with a plain-text body. A nil h keeps it.
-func ConcurrencyShedHandler(h http.Handler) ConcurrencyOption {
-	return concurrencyOptionFunc(func(o *concurrencyOptions) {
-		if h != nil {
-			o.shed = h
+// ConcurrencyOutcome sets how Concurrency reports a served request to the limiter, from
+// the request (its context tells a deadline from a departed client) and the status the
+// handler wrote (200 when it wrote none). The default is DefaultConcurrencyOutcome; a nil
+// f is an error, and so is the option given to Middleware.
+func ConcurrencyOutcome(f func(r *http.Request, status int) adaptive.Outcome) Option {
+	return optionFunc(func(o *options) {
+		o.concurrencyOnly("ConcurrencyOutcome")
+		if f == nil {
+			o.invalid("ConcurrencyOutcome(nil): the function is nil")
+			return
 		}
-	})
-}
-
-// ConcurrencyOutcome sets how a served request is reported to the limiter, from the
-// request (its context tells a deadline from a departed client) and the status the
-// handler wrote (200 when it wrote none). The default is DefaultConcurrencyOutcome; a
-// nil f keeps it.
-func ConcurrencyOutcome(f func(r *http.Request, status int) adaptive.Outcome) ConcurrencyOption {
-	return concurrencyOptionFunc(func(o *concurrencyOptions) {
-		if f != nil {
-			o.outcome = f
-		}
+		o.outcome = f
 	})
 }
 
@@ -110,36 +76,76 @@ func DefaultConcurrencyOutcome(r *http.Request, status int) adaptive.Outcome {
 // Concurrency returns net/http middleware that admits requests through the adaptive
 // concurrency limiter l: a request is served while fewer than l's limit are in flight,
 // and its outcome and latency then move the limit (see package adaptive). A request that
-// l sheds (adaptive.ErrLimitReached, adaptive.ErrOverloaded) gets 503 Service Unavailable
-// with Retry-After; one whose context is already done gets 503 without it. Admitted and
-// shed requests carry the RateLimit headers of the limit in "concurrent-requests" (see
-// ConcurrencyHeaders).
+// l sheds gets 503 Service Unavailable with Retry-After; one whose context is already done
+// gets 503 without it. Admitted and shed requests carry the RateLimit headers of the limit
+// in "concurrent-requests":
+//
+//	RateLimit-Policy: "concurrency";q=40;qu="concurrent-requests"
+//	RateLimit: "concurrency";r=12
+//
+// q is the limiter's limit when the request arrives, r the places still free once it is
+// admitted (0 on a shed request). An adaptive limit moves, so both are snapshots.
+//
+// Options: WithPolicyName names the policy (default "concurrency"), WithoutHeaders drops
+// the RateLimit headers, WithDeniedHandler answers a shed request (called with
+// Retry-After set; it writes the status itself, normally 503), ConcurrencyRetryAfter and
+// ConcurrencyOutcome are Concurrency's own. Nil options are skipped. A nil l, an option
+// with a value it cannot use, or one of Middleware's own options (WithCost, WithWait,
+// WithErrorHandler, WithQuotaUnit, WithPartitionKey, WithProblemDetails) makes Concurrency
+// return an error wrapping algo.ErrInvalidConfig that names it, and no middleware.
 //
 // The handler's writer has http.Flusher, http.Hijacker and io.ReaderFrom exactly when the
 // server's writer has them, and Unwrap for http.ResponseController.
 //
 // A panicking handler still releases its place (reported as adaptive.Ignore), and so
-// does a hijacked connection, without asking the outcome function. A nil l
-// or next handler answers every request with 500. The returned handler is safe for
-// concurrent use.
-func Concurrency(l *adaptive.Limiter, opts ...ConcurrencyOption) func(http.Handler) http.Handler {
-	o := concurrencyOptions{
-		policy:     rlheader.QuoteName(concurrencyPolicyName),
-		retryAfter: retryAfterValue(DefaultConcurrencyRetryAfter),
-		shed:       http.HandlerFunc(serviceUnavailable),
-		outcome:    DefaultConcurrencyOutcome,
+// does a hijacked connection, without asking the outcome function. A nil next handler,
+// which only shows when the middleware wraps it, answers every request with 500. The
+// returned handler is safe for concurrent use.
+func Concurrency(l *adaptive.Limiter, opts ...Option) (func(http.Handler) http.Handler, error) {
+	if l == nil {
+		return nil, fmt.Errorf("%w: httplimit.Concurrency: the limiter is nil", algo.ErrInvalidConfig)
 	}
+	o := defaultOptions("Concurrency")
 	for _, opt := range opts {
 		if opt != nil {
-			opt.applyConcurrency(&o)
+			opt.apply(&o)
 		}
+	}
+	if o.err == nil && o.middlewareOpt != "" {
+		o.invalid("%s applies to Middleware, not to Concurrency", o.middlewareOpt)
+	}
+	if o.err != nil {
+		return nil, o.err
+	}
+	c := concurrencyOptions{
+		retryAfter: o.retryAfter,
+		shed:       http.HandlerFunc(serviceUnavailable),
+		outcome:    o.outcome,
+	}
+	if o.deniedSet {
+		c.shed = o.denied
+	}
+	if !o.noHeader {
+		name := concurrencyPolicyName
+		if o.policySet {
+			name = o.policy
+		}
+		c.policy = rlheader.QuoteName(name)
 	}
 	return func(next http.Handler) http.Handler {
-		if l == nil || next == nil {
+		if next == nil {
 			return http.HandlerFunc(internalError)
 		}
-		return &concurrencyHandler{l: l, next: next, o: o}
-	}
+		return &concurrencyHandler{l: l, next: next, o: c}
+	}, nil
+}
+
+// concurrencyOptions are the options of Concurrency, resolved.
+type concurrencyOptions struct {
+	policy     string // quoted sf-string; "" for no RateLimit headers
+	retryAfter string // seconds
+	shed       http.Handler
+	outcome    func(*http.Request, int) adaptive.Outcome
 }
 
 type concurrencyHandler struct {
@@ -150,15 +156,15 @@ type concurrencyHandler struct {
 
 func (h *concurrencyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	limit := h.l.Limit()
-	tok, err := h.l.Acquire(r.Context())
-	if err != nil {
-		if errors.Is(err, adaptive.ErrLimitReached) || errors.Is(err, adaptive.ErrOverloaded) {
-			w.Header().Set("Retry-After", h.o.retryAfter)
-			h.setHeaders(w, limit, 0)
-			h.o.shed.ServeHTTP(w, r)
-			return
-		}
+	tok, ok, err := h.l.TryAcquire(r.Context())
+	switch {
+	case err != nil:
 		serviceUnavailable(w, r) // the request's context is done
+		return
+	case !ok:
+		w.Header().Set("Retry-After", h.o.retryAfter)
+		h.setHeaders(w, limit, 0)
+		h.o.shed.ServeHTTP(w, r)
 		return
 	}
 	h.setHeaders(w, limit, int64(limit-h.l.InFlight()))

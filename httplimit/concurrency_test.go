@@ -2,6 +2,7 @@ package httplimit_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ratekit/limiter/adaptive"
+	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/httplimit"
 )
@@ -23,6 +25,16 @@ func newAdaptive(t *testing.T, a adaptive.Algorithm) (*adaptive.Limiter, *clockx
 	return l, clk
 }
 
+// mustConcurrency is httplimit.Concurrency for arguments that are valid.
+func mustConcurrency(t testing.TB, l *adaptive.Limiter, opts ...httplimit.Option) func(http.Handler) http.Handler {
+	t.Helper()
+	mw, err := httplimit.Concurrency(l, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mw
+}
+
 func serve(h http.Handler, r *http.Request) *httptest.ResponseRecorder {
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, r)
@@ -33,7 +45,7 @@ func TestConcurrencyShedsBeyondTheLimit(t *testing.T) {
 	t.Parallel()
 	l, _ := newAdaptive(t, adaptive.Fixed{Limit: 1})
 	entered, release := make(chan struct{}), make(chan struct{})
-	h := httplimit.Concurrency(l, httplimit.ConcurrencyRetryAfter(1500*time.Millisecond))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := mustConcurrency(t, l, httplimit.ConcurrencyRetryAfter(1500*time.Millisecond))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/slow" {
 			close(entered)
 			<-release
@@ -60,7 +72,7 @@ func TestConcurrencyReportsOutcomes(t *testing.T) {
 	t.Parallel()
 	l, clk := newAdaptive(t, adaptive.AIMD{Initial: 10, Timeout: 100 * time.Millisecond})
 	status := http.StatusOK
-	h := httplimit.Concurrency(l)(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	h := mustConcurrency(t, l)(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		clk.Add(10 * time.Millisecond) // the handler's latency
 		w.WriteHeader(status)
 	}))
@@ -76,7 +88,7 @@ func TestConcurrencyReportsOutcomes(t *testing.T) {
 	}
 	// A client that goes away while served is not a sample.
 	ctx, cancel := context.WithCancel(context.Background())
-	hc := httplimit.Concurrency(l)(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	hc := mustConcurrency(t, l)(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		cancel()
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
@@ -93,7 +105,7 @@ func TestConcurrencyReportsOutcomes(t *testing.T) {
 func TestConcurrencyPanicReleases(t *testing.T) {
 	t.Parallel()
 	l, _ := newAdaptive(t, adaptive.Fixed{Limit: 1})
-	h := httplimit.Concurrency(l)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }))
+	h := mustConcurrency(t, l)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }))
 	func() {
 		defer func() { _ = recover() }()
 		serve(h, httptest.NewRequest(http.MethodGet, "/", nil))
@@ -105,14 +117,68 @@ func TestConcurrencyPanicReleases(t *testing.T) {
 
 func TestConcurrencyNil(t *testing.T) {
 	t.Parallel()
+	if mw, err := httplimit.Concurrency(nil); mw != nil || !errors.Is(err, algo.ErrInvalidConfig) {
+		t.Errorf("Concurrency(nil) = %v, %v; want no middleware and an error wrapping ErrInvalidConfig", mw != nil, err)
+	}
 	l, _ := newAdaptive(t, adaptive.Fixed{Limit: 1})
-	for name, h := range map[string]http.Handler{
-		"nil limiter": httplimit.Concurrency(nil)(hello),
-		"nil next":    httplimit.Concurrency(l)(nil),
-	} {
-		if rec := serve(h, httptest.NewRequest(http.MethodGet, "/", nil)); rec.Code != http.StatusInternalServerError {
-			t.Errorf("%s: %d, want 500", name, rec.Code)
+	// A nil next handler only shows when the middleware wraps it: 500, never a panic.
+	if rec := serve(mustConcurrency(t, l)(nil), httptest.NewRequest(http.MethodGet, "/", nil)); rec.Code != http.StatusInternalServerError {
+		t.Errorf("nil next: %d, want 500", rec.Code)
+	}
+}
+
+// Options with a value they cannot use, and options of the other middleware, are errors
+// wrapping ErrInvalidConfig, at construction.
+func TestConcurrencyOptionErrors(t *testing.T) {
+	t.Parallel()
+	l, _ := newAdaptive(t, adaptive.Fixed{Limit: 1})
+	lim, _ := newLimiter(t, algo.FixedWindow{Limit: 1, Window: time.Second}, epoch)
+	key, _ := httplimit.ByHeader("X-Key")
+	bad := map[string]func() error{
+		"ConcurrencyRetryAfter(0)": func() error { _, err := httplimit.Concurrency(l, httplimit.ConcurrencyRetryAfter(0)); return err },
+		"ConcurrencyOutcome(nil)":  func() error { _, err := httplimit.Concurrency(l, httplimit.ConcurrencyOutcome(nil)); return err },
+		"WithDeniedHandler(nil)":   func() error { _, err := httplimit.Concurrency(l, httplimit.WithDeniedHandler(nil)); return err },
+		"WithCost to Concurrency": func() error {
+			_, err := httplimit.Concurrency(l, httplimit.WithCost(func(*http.Request) int64 { return 1 }))
+			return err
+		},
+		"WithWait to Concurrency":           func() error { _, err := httplimit.Concurrency(l, httplimit.WithWait(time.Second)); return err },
+		"WithProblemDetails to Concurrency": func() error { _, err := httplimit.Concurrency(l, httplimit.WithProblemDetails()); return err },
+		"ConcurrencyRetryAfter to Middleware": func() error {
+			_, err := httplimit.Middleware(lim, key, httplimit.ConcurrencyRetryAfter(time.Second))
+			return err
+		},
+		"ConcurrencyOutcome to Middleware": func() error {
+			_, err := httplimit.Middleware(lim, key, httplimit.ConcurrencyOutcome(httplimit.DefaultConcurrencyOutcome))
+			return err
+		},
+	}
+	for name, f := range bad {
+		if err := f(); !errors.Is(err, algo.ErrInvalidConfig) {
+			t.Errorf("%s: %v, want an error wrapping ErrInvalidConfig", name, err)
 		}
+	}
+}
+
+// The options Concurrency shares with Middleware: the policy's name, no headers, the
+// handler of a shed request.
+func TestConcurrencySharedOptions(t *testing.T) {
+	t.Parallel()
+	l, _ := newAdaptive(t, adaptive.Fixed{Limit: 1})
+	teapot := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) })
+	tok, ok, err := l.TryAcquire(context.Background()) // the one place is taken: every request is shed
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	defer tok.Done(adaptive.Ignore)
+	rec := serve(mustConcurrency(t, l, httplimit.WithDeniedHandler(teapot), httplimit.WithPolicyName("inflight"))(hello),
+		httptest.NewRequest(http.MethodGet, "/", nil))
+	if rec.Code != http.StatusTeapot || rec.Header().Get("Retry-After") != "1" || rec.Header().Get("RateLimit") != `"inflight";r=0` {
+		t.Errorf("shed with WithDeniedHandler, WithPolicyName: %d %v", rec.Code, rec.Header())
+	}
+	rec = serve(mustConcurrency(t, l, httplimit.WithoutHeaders())(hello), httptest.NewRequest(http.MethodGet, "/", nil))
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("RateLimit") != "" || rec.Header().Get("RateLimit-Policy") != "" {
+		t.Errorf("shed with WithoutHeaders: %d %v", rec.Code, rec.Header())
 	}
 }
 
@@ -149,7 +215,11 @@ func ExampleConcurrency() {
 	}
 	release := make(chan struct{})
 	busy := make(chan struct{})
-	h := httplimit.Concurrency(l)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mw, err := httplimit.Concurrency(l)
+	if err != nil {
+		panic(err)
+	}
+	h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/slow" {
 			close(busy)
 			<-release

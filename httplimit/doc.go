@@ -17,9 +17,9 @@
 // client's address, optionally behind [TrustedProxies]), [ByHeader] (an API key, a tenant
 // ID) or any function of your own.
 //
-// Middleware, ByIP and ByHeader return an error wrapping limiter.ErrInvalidConfig for an
-// argument or option they cannot use, so a mistake shows at start-up, not as a 500 on
-// every request.
+// Middleware, Concurrency, ByIP and ByHeader return an error wrapping
+// algo.ErrInvalidConfig for an argument or option they cannot use, so a mistake shows at
+// start-up, not as a 500 on every request.
 //
 // An allowed request reaches the next handler with the RateLimit headers; a denied one gets
 // 429 with Retry-After in whole seconds, rounded up, at least 1 (left out when no wait
@@ -35,7 +35,8 @@
 // after the rule ("fw-100-60s"). [WithQuotaUnit] sends the unit a cost counts ("qu",
 // "content-bytes" for a cost in bytes), [WithPartitionKey] a partition key ("pk") that is
 // an HMAC of the key, never the key, and [WithProblemDetails] answers 429 with an
-// application/problem+json document listing the violated policies. [Concurrency] sends
+// application/problem+json document listing the violated policies. [Concurrency], an
+// adaptive limit on requests in flight, takes the same Options where they apply and sends
 // its limit in "concurrent-requests".
 //
 // Frameworks: any net/http router takes the middleware as it is (chi: r.Use(mw)); gin,

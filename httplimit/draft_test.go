@@ -198,7 +198,7 @@ func TestQuotaUnitContentBytes(t *testing.T) {
 		t.Errorf("unit requests: %q, want no qu", got)
 	}
 	for _, bad := range []string{"", "Bytes", `a"b`, strings.Repeat("a", 65)} {
-		if _, err := httplimit.Middleware(l, mustByIP(t), httplimit.WithQuotaUnit(bad)); !errors.Is(err, limiter.ErrInvalidConfig) {
+		if _, err := httplimit.Middleware(l, mustByIP(t), httplimit.WithQuotaUnit(bad)); !errors.Is(err, algo.ErrInvalidConfig) {
 			t.Errorf("WithQuotaUnit(%q): %v, want ErrInvalidConfig", bad, err)
 		}
 	}
@@ -225,7 +225,7 @@ func TestPartitionKey(t *testing.T) {
 	if other := get(h, "192.0.2.2:1").Header().Get("RateLimit"); strings.HasSuffix(other, pk) {
 		t.Errorf("another key has the same pk: %q", other)
 	}
-	if _, err := httplimit.Middleware(l, mustByIP(t), httplimit.WithPartitionKey([]byte("short"))); !errors.Is(err, limiter.ErrInvalidConfig) {
+	if _, err := httplimit.Middleware(l, mustByIP(t), httplimit.WithPartitionKey([]byte("short"))); !errors.Is(err, algo.ErrInvalidConfig) {
 		t.Errorf("short secret: %v, want ErrInvalidConfig", err)
 	}
 }
@@ -234,7 +234,7 @@ func TestConcurrencyHeaders(t *testing.T) {
 	t.Parallel()
 	l, _ := newAdaptive(t, adaptive.Fixed{Limit: 2})
 	entered, release := make(chan struct{}), make(chan struct{})
-	h := httplimit.Concurrency(l)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := mustConcurrency(t, l)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/slow" {
 			entered <- struct{}{}
 			<-release
@@ -258,13 +258,13 @@ func TestConcurrencyHeaders(t *testing.T) {
 	if shed.Code != http.StatusServiceUnavailable || shed.Header().Get("RateLimit") != `"concurrency";r=0` || shed.Header().Get("RateLimit-Policy") != policy {
 		t.Errorf("shed: %d %q %q", shed.Code, shed.Header().Get("RateLimit-Policy"), shed.Header().Get("RateLimit"))
 	}
-	off := serve(httplimit.Concurrency(l, httplimit.ConcurrencyHeaders(""))(http.NotFoundHandler()), httptest.NewRequest(http.MethodGet, "/", nil))
+	off := serve(mustConcurrency(t, l, httplimit.WithoutHeaders())(http.NotFoundHandler()), httptest.NewRequest(http.MethodGet, "/", nil))
 	if off.Header().Get("RateLimit") != "" || off.Header().Get("RateLimit-Policy") != "" {
-		t.Errorf("ConcurrencyHeaders(\"\"): %v", off.Header())
+		t.Errorf("WithoutHeaders(): %v", off.Header())
 	}
-	named := serve(httplimit.Concurrency(l, httplimit.ConcurrencyHeaders("inflight"))(http.NotFoundHandler()), httptest.NewRequest(http.MethodGet, "/", nil))
+	named := serve(mustConcurrency(t, l, httplimit.WithPolicyName("inflight"))(http.NotFoundHandler()), httptest.NewRequest(http.MethodGet, "/", nil))
 	if got := named.Header().Get("RateLimit"); got != `"inflight";r=1` {
-		t.Errorf("ConcurrencyHeaders(\"inflight\"): %q", got)
+		t.Errorf("WithPolicyName(\"inflight\"): %q", got)
 	}
 }
 

@@ -106,8 +106,12 @@ func ExampleConcurrency_headers() {
 		fmt.Println(err)
 		return
 	}
-	h := httplimit.Concurrency(l)(hello)
-	printLines(h, httptest.NewRequest(http.MethodGet, "/", nil))
+	mw, err := httplimit.Concurrency(l)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	printLines(mw(hello), httptest.NewRequest(http.MethodGet, "/", nil))
 	// Output:
 	// 200
 	// RateLimit-Policy: "concurrency";q=40;qu="concurrent-requests"

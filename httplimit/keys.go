@@ -20,23 +20,27 @@ import (
 // An empty key with a nil error is treated as an error wrapping ErrMissingKey.
 type KeyFunc func(*http.Request) (string, error)
 
-// Errors returned by the KeyFuncs of this package. Test for them with errors.Is.
+// Errors returned by the key functions of this package and of grpclimit (whose KeyFunc
+// has this one's shape, with the call in place of the request): they are defined here
+// only. Test for them with errors.Is.
 var (
-	// ErrMissingKey reports a request that does not carry the key the KeyFunc looks for,
-	// such as a missing header. It is the client's fault: the default error handler answers
-	// 400 Bad Request. Custom KeyFuncs may wrap it to get the same answer.
+	// ErrMissingKey reports a request (or gRPC call) that does not carry the key the
+	// KeyFunc looks for, such as a missing header or metadata entry. It is the client's
+	// fault: the default error handler answers 400 Bad Request (gRPC: InvalidArgument).
+	// Custom KeyFuncs may wrap it to get the same answer.
 	ErrMissingKey = errors.New("httplimit: request has no key")
 
-	// ErrInvalidAddress reports a client address that does not parse as an IP address:
-	// a RemoteAddr rewritten by a faulty middleware, or a trusted proxy that forwards
-	// garbage in X-Forwarded-For. It is the server's (or its proxies') fault: the default
-	// error handler answers 500 Internal Server Error. ByIP's error for a TrustedProxies
-	// argument that is not an address or CIDR prefix wraps it too.
+	// ErrInvalidAddress reports a client address that is not an IP address: a RemoteAddr
+	// rewritten by a faulty middleware, a trusted proxy that forwards garbage in
+	// X-Forwarded-For, a gRPC peer on a Unix socket or with no address. It is the
+	// server's (or its proxies') fault: the default error handler answers 500 Internal
+	// Server Error (gRPC: Internal). ByIP's error for a TrustedProxies argument that is
+	// not an address or CIDR prefix wraps it too.
 	ErrInvalidAddress = errors.New("httplimit: invalid client address")
 )
 
 // IPOption configures ByIP. A nil IPOption is ignored; an IPOption given a value it cannot
-// use makes ByIP return an error wrapping limiter.ErrInvalidConfig.
+// use makes ByIP return an error wrapping algo.ErrInvalidConfig.
 type IPOption interface {
 	applyIP(*ipOptions)
 }
@@ -60,7 +64,7 @@ func (f ipOptionFunc) applyIP(o *ipOptions) { f(o) }
 // header cannot choose the key.
 //
 // An argument that does not parse makes ByIP return an error wrapping both
-// limiter.ErrInvalidConfig and ErrInvalidAddress, so the mistake shows at construction
+// algo.ErrInvalidConfig and ErrInvalidAddress, so the mistake shows at construction
 // instead of silently trusting nobody.
 func TrustedProxies(cidrs ...string) IPOption {
 	return ipOptionFunc(func(o *ipOptions) {
@@ -128,7 +132,7 @@ func parsePrefix(s string) (netip.Prefix, error) {
 //
 // A request whose address does not parse is an error of the KeyFunc wrapping
 // ErrInvalidAddress. Nil options are skipped; an option with a value it cannot use (see
-// each option) makes ByIP return an error wrapping limiter.ErrInvalidConfig that names
+// each option) makes ByIP return an error wrapping algo.ErrInvalidConfig that names
 // it, and no KeyFunc.
 func ByIP(opts ...IPOption) (KeyFunc, error) {
 	o := ipOptions{v6Bits: 128}
@@ -229,7 +233,7 @@ func parseAddr(s string) (netip.Addr, error) {
 //
 // A name that is not a valid header field name (empty, or with characters outside the
 // RFC 9110 token set, such as spaces or ':') makes ByHeader return an error wrapping
-// limiter.ErrInvalidConfig, and no KeyFunc: no request could ever carry it.
+// algo.ErrInvalidConfig, and no KeyFunc: no request could ever carry it.
 func ByHeader(name string) (KeyFunc, error) {
 	if !validHeaderName(name) {
 		return nil, fmt.Errorf("%w: httplimit.ByHeader(%q): not a header field name", algo.ErrInvalidConfig, name)

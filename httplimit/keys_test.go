@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ratekit/limiter"
+	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/httplimit"
 )
 
@@ -100,7 +100,7 @@ func TestTrustedProxiesInvalid(t *testing.T) {
 	t.Parallel()
 	for _, arg := range []string{"10.0.0.0/33", "nope", "10.0.0.0/", "::ffff:10.0.0.0/90"} {
 		key, err := httplimit.ByIP(httplimit.TrustedProxies("10.0.0.0/8", arg))
-		if key != nil || !errors.Is(err, httplimit.ErrInvalidAddress) || !errors.Is(err, limiter.ErrInvalidConfig) ||
+		if key != nil || !errors.Is(err, httplimit.ErrInvalidAddress) || !errors.Is(err, algo.ErrInvalidConfig) ||
 			!strings.Contains(err.Error(), "httplimit.ByIP") || !strings.Contains(err.Error(), arg) {
 			t.Errorf("TrustedProxies(%q): ByIP error %v, want one wrapping ErrInvalidConfig and ErrInvalidAddress naming ByIP and the argument", arg, err)
 		}
@@ -123,7 +123,7 @@ func TestIPv6Prefix(t *testing.T) {
 	for _, bits := range []int{0, -1, 129} {
 		key, err := httplimit.ByIP(httplimit.IPv6Prefix(bits))
 		want := fmt.Sprintf("IPv6Prefix(%d)", bits)
-		if key != nil || !errors.Is(err, limiter.ErrInvalidConfig) || !strings.Contains(err.Error(), want) {
+		if key != nil || !errors.Is(err, algo.ErrInvalidConfig) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: ByIP error %v, want one wrapping ErrInvalidConfig naming the option", want, err)
 		}
 	}
@@ -203,7 +203,7 @@ func TestByHeaderInvalidName(t *testing.T) {
 	t.Parallel()
 	for _, name := range []string{"", " ", "X API Key", "X-Key:", "X-Kéy", "X-Key\n"} {
 		key, err := httplimit.ByHeader(name)
-		if key != nil || !errors.Is(err, limiter.ErrInvalidConfig) || !strings.Contains(err.Error(), "httplimit.ByHeader") {
+		if key != nil || !errors.Is(err, algo.ErrInvalidConfig) || !strings.Contains(err.Error(), "httplimit.ByHeader") {
 			t.Errorf("ByHeader(%q): error %v, want one wrapping ErrInvalidConfig naming ByHeader", name, err)
 		}
 	}

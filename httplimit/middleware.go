@@ -31,23 +31,26 @@ import (
 // default).
 //
 // Nil options are skipped. A nil l or key, or an option with a value it cannot use (see
-// each option), makes Middleware return an error wrapping limiter.ErrInvalidConfig that
+// each option), makes Middleware return an error wrapping algo.ErrInvalidConfig that
 // names it, and no middleware. A nil next handler, which only shows when the middleware
 // wraps it, does not panic: every request goes to the error handler with an error
-// wrapping limiter.ErrInvalidConfig (500 by default). The returned handler is safe for
+// wrapping algo.ErrInvalidConfig (500 by default). The returned handler is safe for
 // concurrent use.
 func Middleware(l *limiter.Limiter, key KeyFunc, opts ...Option) (func(http.Handler) http.Handler, error) {
 	switch {
 	case l == nil:
-		return nil, fmt.Errorf("%w: httplimit.Middleware: the limiter is nil", limiter.ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: httplimit.Middleware: the limiter is nil", algo.ErrInvalidConfig)
 	case key == nil:
-		return nil, fmt.Errorf("%w: httplimit.Middleware: the KeyFunc is nil", limiter.ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: httplimit.Middleware: the KeyFunc is nil", algo.ErrInvalidConfig)
 	}
-	o := defaultOptions()
+	o := defaultOptions("Middleware")
 	for _, opt := range opts {
 		if opt != nil {
 			opt.apply(&o)
 		}
+	}
+	if o.err == nil && o.concurrencyOpt != "" {
+		o.invalid("%s applies to Concurrency, not to Middleware", o.concurrencyOpt)
 	}
 	if o.err != nil {
 		return nil, o.err
@@ -56,7 +59,7 @@ func Middleware(l *limiter.Limiter, key KeyFunc, opts ...Option) (func(http.Hand
 	return func(next http.Handler) http.Handler {
 		var err error
 		if next == nil {
-			err = fmt.Errorf("%w: httplimit.Middleware: the next handler is nil", limiter.ErrInvalidConfig)
+			err = fmt.Errorf("%w: httplimit.Middleware: the next handler is nil", algo.ErrInvalidConfig)
 		}
 		return &handler{l: l, key: key, next: next, o: o, cfgErr: err, policies: policies}
 	}, nil
@@ -100,7 +103,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.next.ServeHTTP(w, r)
 		return
 	case n < 0:
-		h.o.onError(w, r, fmt.Errorf("%w: httplimit: WithCost returned %d", limiter.ErrInvalidRequest, n))
+		h.o.onError(w, r, fmt.Errorf("%w: httplimit: WithCost returned %d", algo.ErrInvalidRequest, n))
 		return
 	}
 	if h.o.wait > 0 {

@@ -256,7 +256,7 @@ func TestKeyErrors(t *testing.T) {
 }
 
 // TestMiddlewareRejects checks that every argument Middleware cannot use is an error at
-// construction, wrapping limiter.ErrInvalidConfig and naming Middleware and the cause.
+// construction, wrapping algo.ErrInvalidConfig and naming Middleware and the cause.
 func TestMiddlewareRejects(t *testing.T) {
 	t.Parallel()
 	l, _ := newLimiter(t, algo.FixedWindow{Limit: 1, Window: time.Minute}, epoch)
@@ -275,8 +275,8 @@ func TestMiddlewareRejects(t *testing.T) {
 		{l, key, httplimit.WithWait(-time.Second), "WithWait(-1s)"},
 	} {
 		mw, err := httplimit.Middleware(tc.l, tc.key, tc.opt)
-		if mw != nil || !errors.Is(err, limiter.ErrInvalidConfig) {
-			t.Errorf("%s: Middleware error %v, want one wrapping limiter.ErrInvalidConfig", tc.want, err)
+		if mw != nil || !errors.Is(err, algo.ErrInvalidConfig) {
+			t.Errorf("%s: Middleware error %v, want one wrapping algo.ErrInvalidConfig", tc.want, err)
 			continue
 		}
 		if msg := err.Error(); !strings.Contains(msg, "httplimit.Middleware") || !strings.Contains(msg, tc.want) {
@@ -299,8 +299,8 @@ func TestNilNextHandler(t *testing.T) {
 		w.WriteHeader(http.StatusInternalServerError)
 	}))(nil)
 	get(h, "192.0.2.1:1")
-	if !errors.Is(got, limiter.ErrInvalidConfig) || !strings.Contains(got.Error(), "next handler is nil") {
-		t.Errorf("error %v, want one wrapping limiter.ErrInvalidConfig naming the next handler", got)
+	if !errors.Is(got, algo.ErrInvalidConfig) || !strings.Contains(got.Error(), "next handler is nil") {
+		t.Errorf("error %v, want one wrapping algo.ErrInvalidConfig naming the next handler", got)
 	}
 }
 

@@ -7,17 +7,20 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/ratekit/limiter/adaptive"
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/internal/rlheader"
 	"github.com/ratekit/limiter/store"
 )
 
-// DefaultPolicyName is the policy name the RateLimit-Policy and RateLimit headers carry
-// unless WithPolicyName sets another.
-const DefaultPolicyName = rlheader.DefaultName
+// defaultPolicyName is the policy name the RateLimit-Policy and RateLimit headers of
+// Middleware carry unless WithPolicyName sets another.
+const defaultPolicyName = rlheader.DefaultName
 
-// Option configures Middleware. A nil Option is ignored; an Option given a value it cannot
-// use makes Middleware return an error wrapping limiter.ErrInvalidConfig.
+// Option configures Middleware or Concurrency; each option's doc says which it applies
+// to, and an option given to the other one is an error. A nil Option is ignored; an Option
+// given a value it cannot use makes Middleware (or Concurrency) return an error wrapping
+// algo.ErrInvalidConfig.
 type Option interface {
 	apply(*options)
 }
@@ -26,6 +29,7 @@ type options struct {
 	cost      func(*http.Request) int64
 	wait      time.Duration
 	denied    http.Handler
+	deniedSet bool // WithDeniedHandler gave one
 	onError   func(http.ResponseWriter, *http.Request, error)
 	policy    string // printable ASCII (rlheader.CleanName)
 	policySet bool   // WithPolicyName gave a name
@@ -33,14 +37,25 @@ type options struct {
 	pkSecret  []byte // WithPartitionKey; nil: no pk
 	problem   bool   // WithProblemDetails
 	noHeader  bool
-	err       error // the first invalid option
+	err       error  // the first invalid option
+	ctor      string // "Middleware" or "Concurrency", for the error
+
+	// Concurrency's own.
+	retryAfter string // seconds
+	outcome    func(*http.Request, int) adaptive.Outcome
+
+	// The first option given that applies only to Middleware, or only to Concurrency.
+	middlewareOpt, concurrencyOpt string
 }
 
-func defaultOptions() options {
+func defaultOptions(ctor string) options {
 	return options{
-		denied:  http.HandlerFunc(tooManyRequests),
-		onError: DefaultErrorHandler,
-		policy:  DefaultPolicyName,
+		ctor:       ctor,
+		denied:     http.HandlerFunc(tooManyRequests),
+		onError:    DefaultErrorHandler,
+		policy:     defaultPolicyName,
+		retryAfter: retryAfterValue(defaultConcurrencyRetryAfter),
+		outcome:    DefaultConcurrencyOutcome,
 	}
 }
 
@@ -51,7 +66,20 @@ func (f optionFunc) apply(o *options) { f(o) }
 // invalid records the first invalid option, naming it and its value.
 func (o *options) invalid(format string, args ...any) {
 	if o.err == nil {
-		o.err = fmt.Errorf("%w: httplimit.Middleware: "+format, append([]any{algo.ErrInvalidConfig}, args...)...)
+		o.err = fmt.Errorf("%w: httplimit.%s: "+format, append([]any{algo.ErrInvalidConfig, o.ctor}, args...)...)
+	}
+}
+
+// middlewareOnly and concurrencyOnly record an option that applies to one of the two.
+func (o *options) middlewareOnly(name string) {
+	if o.middlewareOpt == "" {
+		o.middlewareOpt = name
+	}
+}
+
+func (o *options) concurrencyOnly(name string) {
+	if o.concurrencyOpt == "" {
+		o.concurrencyOpt = name
 	}
 }
 
@@ -61,11 +89,12 @@ func (o *options) invalid(format string, args ...any) {
 //
 // A cost of 0 exempts the request: it is served without consulting the limiter and
 // without RateLimit headers (health checks, say). A negative cost is a bug in f: the
-// request goes to the error handler with an error wrapping limiter.ErrInvalidRequest
+// request goes to the error handler with an error wrapping algo.ErrInvalidRequest
 // (500 by default). A cost larger than the limit can ever grant is denied with 429 and
 // no Retry-After, since waiting would not help.
 func WithCost(f func(*http.Request) int64) Option {
 	return optionFunc(func(o *options) {
+		o.middlewareOnly("WithCost")
 		if f == nil {
 			o.invalid("WithCost(nil): the cost function is nil")
 			return
@@ -88,6 +117,7 @@ func WithCost(f func(*http.Request) int64) Option {
 // (well under the clients' timeouts).
 func WithWait(maxWait time.Duration) Option {
 	return optionFunc(func(o *options) {
+		o.middlewareOnly("WithWait")
 		if maxWait < 0 {
 			o.invalid("WithWait(%v): the bound must be ≥ 0 (0: no waiting)", maxWait)
 			return
@@ -96,11 +126,12 @@ func WithWait(maxWait time.Duration) Option {
 	})
 }
 
-// WithDeniedHandler sets the handler that writes the response to a rate-limited request.
-// It is called with Retry-After and the RateLimit headers already set on the
-// ResponseWriter and must write the status itself, normally 429 Too Many Requests (for
-// example with a JSON problem document). The default writes 429 with the plain-text body
-// "Too Many Requests". A nil h is an error (leave the option out for the default). It
+// WithDeniedHandler sets the handler that writes the response to a rate-limited request
+// (Middleware) or a shed one (Concurrency). It is called with Retry-After and the
+// RateLimit headers already set on the ResponseWriter and must write the status itself,
+// normally 429 Too Many Requests for Middleware (for example with a JSON problem document)
+// and 503 Service Unavailable for Concurrency. The default writes that status with its
+// plain-text text ("Too Many Requests", "Service Unavailable"). A nil h is an error (leave the option out for the default). It
 // replaces WithProblemDetails given before it; the last of the two wins.
 func WithDeniedHandler(h http.Handler) Option {
 	return optionFunc(func(o *options) {
@@ -108,7 +139,7 @@ func WithDeniedHandler(h http.Handler) Option {
 			o.invalid("WithDeniedHandler(nil): the handler is nil")
 			return
 		}
-		o.denied, o.problem = h, false
+		o.denied, o.deniedSet, o.problem = h, true, false
 	})
 }
 
@@ -123,6 +154,7 @@ func WithDeniedHandler(h http.Handler) Option {
 // limiter's own limiter.WithErrorHandler.
 func WithErrorHandler(f func(w http.ResponseWriter, r *http.Request, err error)) Option {
 	return optionFunc(func(o *options) {
+		o.middlewareOnly("WithErrorHandler")
 		if f == nil {
 			o.invalid("WithErrorHandler(nil): the function is nil")
 			return
@@ -136,7 +168,7 @@ func WithErrorHandler(f func(w http.ResponseWriter, r *http.Request, err error))
 // items to those headers rather than replacing them, so when several middlewares limit
 // the same requests (per IP, then per API key) each contributes an item: give them
 // distinct names. Characters outside printable ASCII are dropped; an empty name keeps the
-// default, DefaultPolicyName ("default").
+// default: "default" for Middleware, "concurrency" for Concurrency.
 //
 // A composite limiter (limiter.All) sends one item per rule, named after the rule (see
 // Middleware); the name given here then prefixes each: "api-fw-100-60s".
@@ -148,8 +180,9 @@ func WithPolicyName(name string) Option {
 	})
 }
 
-// WithoutHeaders stops the middleware from writing the RateLimit-Policy and RateLimit
-// headers, for services that prefer not to disclose their limits. Retry-After is still
+// WithoutHeaders stops the middleware (Middleware or Concurrency) from writing the
+// RateLimit-Policy and RateLimit headers, for services that prefer not to disclose their
+// limits. Retry-After is still
 // sent with every 429 that has a finite retry time, since it is what well-behaved clients
 // and proxies act on. The default is to write the headers.
 func WithoutHeaders() Option {
@@ -196,6 +229,7 @@ func DefaultErrorHandler(w http.ResponseWriter, _ *http.Request, err error) {
 // is an error.
 func WithQuotaUnit(unit string) Option {
 	return optionFunc(func(o *options) {
+		o.middlewareOnly("WithQuotaUnit")
 		if !validUnit(unit) {
 			o.invalid("WithQuotaUnit(%q): use 1 to 64 lower-case letters, digits or '-'", unit)
 			return
@@ -229,6 +263,7 @@ func validUnit(u string) bool {
 // default is no pk; a secret shorter than 16 bytes is an error.
 func WithPartitionKey(secret []byte) Option {
 	return optionFunc(func(o *options) {
+		o.middlewareOnly("WithPartitionKey")
 		if len(secret) < 16 {
 			o.invalid("WithPartitionKey: the secret has %d bytes, want at least 16", len(secret))
 			return
@@ -251,5 +286,8 @@ func WithPartitionKey(secret []byte) Option {
 // Fallback) denied. The default is the plain-text body; WithDeniedHandler given after it
 // replaces it.
 func WithProblemDetails() Option {
-	return optionFunc(func(o *options) { o.problem = true })
+	return optionFunc(func(o *options) {
+		o.middlewareOnly("WithProblemDetails")
+		o.problem = true
+	})
 }

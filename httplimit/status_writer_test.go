@@ -77,7 +77,7 @@ func TestConcurrencyWriterInterfaces(t *testing.T) {
 	} {
 		l, _ := newAdaptive(t, adaptive.Fixed{Limit: 1})
 		status := 0
-		h := httplimit.Concurrency(l, httplimit.ConcurrencyOutcome(func(_ *http.Request, s int) adaptive.Outcome {
+		h := mustConcurrency(t, l, httplimit.ConcurrencyOutcome(func(_ *http.Request, s int) adaptive.Outcome {
 			status = s
 			return adaptive.Success
 		}))(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -108,7 +108,7 @@ func TestConcurrencyWriterInterfaces(t *testing.T) {
 func TestConcurrencyHijack(t *testing.T) {
 	t.Parallel()
 	l, _ := newAdaptive(t, adaptive.Fixed{Limit: 1})
-	srv := httptest.NewServer(httplimit.Concurrency(l)(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	srv := httptest.NewServer(mustConcurrency(t, l)(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		hj, ok := w.(http.Hijacker)
 		if !ok {
 			http.Error(w, "no Hijacker", http.StatusInternalServerError)

@@ -12,6 +12,7 @@ import (
 	"github.com/ratekit/limiter/httplimit"
 	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/local"
+	"github.com/ratekit/limiter/store"
 )
 
 // TestStoreClosed checks that a request arriving after the store was closed (a shutdown)
@@ -36,8 +37,8 @@ func TestStoreClosed(t *testing.T) {
 					httplimit.DefaultErrorHandler(w, r, err)
 				}))(next)
 			checkResponse(t, "closed store", get(h, "192.0.2.1:1"), response{503, "", "", ""})
-			if !errors.Is(got, limiter.ErrClosed) {
-				t.Errorf("error handler got %v, want one wrapping limiter.ErrClosed", got)
+			if !errors.Is(got, store.ErrClosed) {
+				t.Errorf("error handler got %v, want one wrapping store.ErrClosed", got)
 			}
 			if next.calls() != 0 {
 				t.Error("handler called with the store closed")

@@ -2,7 +2,7 @@ package otellimit
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/ratekit/limiter"
+	"github.com/ratekit/limiter/algo"
 )
 
 // ScopeName is the instrumentation scope of the meter the Observer records with.
@@ -73,15 +74,13 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 	})
 }
 
-// ErrInvalidName is the error of New given an empty name.
-var ErrInvalidName = errors.New("otellimit: the limiter name is empty")
-
 // New returns an Observer recording the metrics of the limiter called name (the
-// limiter.name attribute), for limiter.WithObserver. It returns ErrInvalidName for an
-// empty name, and the meter's error if an instrument cannot be created.
+// limiter.name attribute), for limiter.WithObserver. It returns an error wrapping
+// algo.ErrInvalidConfig, as every constructor of the module does, for an empty name, and
+// the meter's error if an instrument cannot be created.
 func New(name string, opts ...Option) (*Observer, error) {
 	if name == "" {
-		return nil, ErrInvalidName
+		return nil, fmt.Errorf("%w: otellimit.New: the limiter name is empty", algo.ErrInvalidConfig)
 	}
 	c := config{mp: otel.GetMeterProvider()}
 	for _, o := range opts {

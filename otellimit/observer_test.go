@@ -155,8 +155,8 @@ func TestObserverMetrics(t *testing.T) {
 
 func TestNewRejectsEmptyName(t *testing.T) {
 	t.Parallel()
-	if _, err := otellimit.New(""); !errors.Is(err, otellimit.ErrInvalidName) {
-		t.Fatalf("New(\"\") = %v, want ErrInvalidName", err)
+	if o, err := otellimit.New(""); o != nil || !errors.Is(err, algo.ErrInvalidConfig) {
+		t.Fatalf("New(\"\") = %v, %v; want nil and an error wrapping algo.ErrInvalidConfig", o, err)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ratekit/limiter/adaptive"
+	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/internal/adaptivesim"
 	"github.com/ratekit/limiter/internal/sim"
 )
@@ -117,8 +118,8 @@ func simAdaptiveCommand(args []string, stdout io.Writer) error {
 		cfg := adaptivesim.Config{Algorithm: r.a, Capacity: f.capacity, Latency: f.latency, Load: f.load,
 			Duration: f.duration, Interval: f.interval, DropAt: f.dropAt, DropTo: f.dropTo, SlowAt: f.slowAt, SlowTo: f.slowTo}
 		rows, err := adaptivesim.Run(cfg)
-		if errors.Is(err, adaptivesim.ErrConfig) || errors.Is(err, adaptive.ErrInvalidConfig) {
-			return usagef("sim: %s", strings.TrimPrefix(err.Error(), "adaptivesim: "))
+		if errors.Is(err, adaptivesim.ErrConfig) || errors.Is(err, algo.ErrInvalidConfig) {
+			return usagef("sim: %s", strings.TrimPrefix(strings.TrimPrefix(err.Error(), "adaptivesim: "), "limiter: "))
 		}
 		if err != nil {
 			return fmt.Errorf("sim: %w", err)

@@ -229,8 +229,8 @@ func Run(cfg Config) ([]Interval, error) {
 			row.Offered++
 			i := int(next / step)
 			limitSum[min(i, len(rows)-1)] += float64(lim.Limit())
-			tok, err := lim.Acquire(ctx)
-			if err != nil {
+			tok, ok, _ := lim.TryAcquire(ctx) // ctx is never done
+			if !ok {
 				row.Shed++
 				continue
 			}

@@ -63,9 +63,9 @@ func (r rate) window() time.Duration {
 // "5/10s", "1000/hour", "20/s". Units are s|sec|second, m|min|minute, h|hr|hour, d|day and
 // w|week, with an optional plural s. Spaces around the parts are allowed.
 //
-// The core module is getting a quota parser of its own (algo.ParseQuota, on another
-// branch); this one stays private to ratekitd until then so that the service does not
-// wait for it, and should give way to it once it lands.
+// It is not algo.ParseQuota: a response names its limit in Envoy's units
+// (current_limit{requests_per_unit, unit}), so a window must be a whole number of one of
+// them ("100/500ms" has none), and a count of 0 (deny everything) is valid here.
 func parseRate(s string) (rate, error) {
 	countPart, unitPart, ok := strings.Cut(s, "/")
 	if !ok {

@@ -17,7 +17,6 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/store"
@@ -244,7 +243,7 @@ func (s *Service) answered(ctx context.Context, c *check, err error) bool {
 	case ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
 		c.err = status.FromContextError(ctx.Err()).Err()
 		return false
-	case errors.Is(err, limiter.ErrUnavailable) || errors.Is(err, limiter.ErrClosed):
+	case errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrClosed):
 		// At most one line a second: an outage fails every call, and /metrics counts them
 		// all (ratekitd_decisions_total by outcome).
 		if sec := time.Now().Unix(); s.lastWarn.Swap(sec) != sec {

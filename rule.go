@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/internal/fastpath"
 	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/store"
 )
@@ -17,6 +18,7 @@ import (
 // steps.
 type rule struct {
 	store   store.Store
+	fast    fastpath.Applier // the store, when it offers Allow's fast path
 	alg     atomic.Pointer[algoBox]
 	policy  FailurePolicy
 	timeout time.Duration

@@ -145,10 +145,16 @@ func (c TokenBucket) advance(s *TokenBucketState, now int64) (float64, int64) {
 }
 
 // Apply takes req.N tokens if they are there now, or (with MaxWait) will be within MaxWait.
-//
-// It writes its named result field by field (Decision.set) and returns it in registers,
-// which the local store's hot path reads straight back: no 56-byte copy through memory.
-func (c TokenBucket) Apply(st State, now int64, req Request) (d Decision) {
+func (c TokenBucket) Apply(st State, now int64, req Request) Decision {
+	var d Decision
+	c.ApplyTo(st, now, req, &d)
+	return d
+}
+
+// ApplyTo is Apply writing its Decision to *d, every field of it. Stores call it on their
+// hot path: a 56-byte Decision returned by value is copied through memory at each call
+// boundary, and a copy of one just returned in registers stalls on the stores it reads.
+func (c TokenBucket) ApplyTo(st State, now int64, req Request, d *Decision) {
 	s := st.(*TokenBucketState)
 	tokens, at := c.advance(s, now)
 	// lag is how far a backwards clock is behind the state: ResetAfter counts from the
@@ -160,7 +166,8 @@ func (c TokenBucket) Apply(st State, now int64, req Request) (d Decision) {
 		r = c.refill(s)
 	}
 	if req.N > c.Burst || req.N <= 0 {
-		return never(c.Burst, floorCount(tokens), lag+c.untilFullAt(tokens, r))
+		*d = never(c.Burst, floorCount(tokens), lag+c.untilFullAt(tokens, r))
+		return
 	}
 	left := tokens - float64(req.N)
 	var wait int64
@@ -183,7 +190,7 @@ func (c TokenBucket) Apply(st State, now int64, req Request) (d Decision) {
 		// Nothing is written on a denial, exactly like x/time/rate.
 		d.set(false, c.Burst, floorCount(tokens), retryAfter(lag+wait, maxWait),
 			toDuration(lag+c.untilFullAt(tokens, r)), 0, 0)
-		return d
+		return
 	}
 	act := at + wait
 	// A refund of this grant may roll act back by its n/Rate only if the grant before it
@@ -196,7 +203,6 @@ func (c TokenBucket) Apply(st State, now int64, req Request) (d Decision) {
 	s.tokens, s.last, s.act = left, at, act
 	s.stamp(c.Rate, rb)
 	d.set(true, c.Burst, floorCount(left), 0, toDuration(lag+c.untilFull(left)), toDuration(delay), at+wait)
-	return d
 }
 
 // Refund gives back what x/time/rate's Reservation.CancelAt gives back for a grant of n

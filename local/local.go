@@ -118,24 +118,33 @@ func (s *Store) locate(key string) (uint64, *shard) {
 }
 
 // Apply answers req for key under a at the store's now. See store.Store.
-//
-// The limiter's Allow calls it through store.Store on its fast path: it writes its named
-// result in place, to return it in registers with no copy through memory.
-func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (d algo.Decision, err error) {
+func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
+	var d algo.Decision
+	var err error
+	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter, d.Wait, d.At, err = s.ApplyFields(ctx, key, a, req)
+	return d, err
+}
+
+// ApplyFields is Apply returning the Decision's fields one by one, in registers, all zero
+// on an error: the limiter's Allow calls it on its fast path (found through
+// internal/fastpath, so the limiter does not import this package), and stores each field
+// where it wants it, where a 56-byte Decision returned by value is copied with 16-byte
+// loads that stall on the 8-byte stores just made to it.
+func (s *Store) ApplyFields(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (allowed bool, limit, remaining int64, retryAfter, resetAfter, wait time.Duration, at int64, err error) {
 	// The checks, the clock and the lookup are written out for a token bucket on a live
 	// context: a few comparisons, with no call that the compiler does not inline.
 	tb, isTB := a.(algo.TokenBucket)
 	if !isTB || key == "" || req.N <= 0 || tb.Validate() != nil {
 		if err := storecheck.Apply(key, a, req); err != nil {
-			return d, err
+			return false, 0, 0, 0, 0, 0, 0, err
 		}
 	}
 	if s.closed.Load() {
-		return d, store.ErrClosed
+		return false, 0, 0, 0, 0, 0, 0, store.ErrClosed
 	}
 	if ctx != nil && ctx.Done() != nil {
 		if err := storecheck.Context(ctx); err != nil {
-			return d, err
+			return false, 0, 0, 0, 0, 0, 0, err
 		}
 	}
 	slot := tbSlot
@@ -160,7 +169,8 @@ func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req alg
 		var soon int64
 		if e, soon = s.insert(sh, h, key, slot, a, now); e == nil {
 			sh.mu.Unlock()
-			return fullDenial(a.Apply(a.NewState(), now, req), now, soon), nil
+			d := fullDenial(a.Apply(a.NewState(), now, req), now, soon)
+			return d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter, d.Wait, d.At, nil
 		}
 	}
 	// same: e's last write was under a, so revive keeps its state and wrote has nothing to
@@ -169,8 +179,9 @@ func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req alg
 	if e.fresh <= now && !same {
 		revive(e, a, now)
 	}
+	var d algo.Decision
 	if isTB {
-		d = tb.Apply(e.state, now, req)
+		tb.ApplyTo(e.state, now, req, &d) // in place, with no struct copy
 	} else {
 		d = a.Apply(e.state, now, req)
 	}
@@ -181,7 +192,7 @@ func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req alg
 		}
 	}
 	sh.mu.Unlock()
-	return d, nil
+	return d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter, d.Wait, d.At, nil
 }
 
 // tbSlot is the token bucket's Slot, which Apply does not ask it for.

@@ -14,6 +14,7 @@ import (
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/internal/redistest"
+	"github.com/ratekit/limiter/internal/stillclock"
 	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/store"
@@ -235,7 +236,7 @@ func checkCancelQueue(t *testing.T, ctx context.Context, l *limiter.Limiter, clk
 
 // TestWaitCancelledNotLatest is TestCancelNotLatest reached without calling Cancel: B is a
 // WaitN whose context ends while it sleeps, after C has queued behind it. D must still act
-// after C. The clock (a mock, whose sleeps block) never moves.
+// after C. The clock (a still clock, whose sleeps block) never moves.
 func TestWaitCancelledNotLatest(t *testing.T) {
 	t.Parallel()
 	for _, a := range []algo.Algorithm{
@@ -245,8 +246,7 @@ func TestWaitCancelledNotLatest(t *testing.T) {
 	} {
 		t.Run(a.Name(), func(t *testing.T) {
 			t.Parallel()
-			clk := clockx.NewMock()
-			clk.Set(start)
+			clk := stillclock.New(start)
 			st := &appliedStore{Store: teststore.Local(t, local.WithClock(clk), local.WithSweepInterval(0)),
 				applied: make(chan limiter.Decision, 100)}
 			t.Cleanup(func() { _ = st.Close() })

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ratekit/limiter/algo"
-	"github.com/ratekit/limiter/internal/deadline"
+	"github.com/ratekit/limiter/internal/waiterr"
 )
 
 // The errors of the Limiter's own, below, live here; the others it returns live, once,
@@ -20,13 +20,13 @@ var (
 	// once (for example n > Burst), or whose wait would reach algo.MaxMicros (about 31
 	// years). Wait, WaitN and TryAcquire return it at once instead of blocking forever;
 	// Allow and Reserve report it as a denial whose RetryAfter is algo.Never.
-	ErrExceedsLimit = errors.New("limiter: request exceeds the limit")
+	ErrExceedsLimit = waiterr.ErrExceedsLimit
 
-	// ErrWouldExceedDeadline reports that WaitN would have to wait past the context's
-	// deadline. It is returned at once, without reserving anything, as golang.org/x/time/rate
+	// ErrWouldExceedDeadline reports that WaitN (or smooth's Acquire) would have to wait
+	// past the context's deadline. It is returned at once, without reserving anything, as golang.org/x/time/rate
 	// does. It also matches context.DeadlineExceeded with errors.Is (and has Timeout() true),
 	// so code that checks for a deadline sees it as one.
-	ErrWouldExceedDeadline = deadline.New("limiter: wait would exceed the context deadline")
+	ErrWouldExceedDeadline = waiterr.ErrWouldExceedDeadline
 
 	// ErrCircuitOpen reports a call that was not sent to the store because the circuit
 	// breaker (see WithCircuitBreaker) is open. The call was answered by the failure policy;

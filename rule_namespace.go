@@ -58,9 +58,8 @@ type spacedScripted struct{ *spaced }
 
 // Compile-time checks.
 var (
-	_ algo.Algorithm    = (*spaced)(nil)
-	_ algo.Scripted     = spacedScripted{}
-	_ algo.DenialWriter = (*spaced)(nil)
+	_ algo.Algorithm = (*spaced)(nil)
+	_ algo.Scripted  = spacedScripted{}
 )
 
 // Name returns the inner algorithm's Name, so that a store runs its script.
@@ -86,13 +85,6 @@ func (s *spaced) Refund(st algo.State, now int64, n int64, at int64) { s.a.Refun
 // Unwrap returns the inner algorithm, so that what it implements (its capabilities, its
 // quota) is found through the namespace.
 func (s *spaced) Unwrap() algo.Algorithm { return s.a }
-
-// WritesOnDenial forwards to the inner algorithm's algo.DenialWriter, if any: the local
-// store asks it directly.
-func (s *spaced) WritesOnDenial() bool {
-	w, ok := s.a.(algo.DenialWriter)
-	return ok && w.WritesOnDenial()
-}
 
 // String describes the inner algorithm: errors name the rule as it was given.
 func (s *spaced) String() string {

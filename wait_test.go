@@ -9,6 +9,7 @@ import (
 	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/internal/stillclock"
 	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/store"
@@ -113,8 +114,7 @@ func TestWaitCancelledDuringSleepRefunds(t *testing.T) {
 	for _, c := range algCases() {
 		t.Run(c.a.Name(), func(t *testing.T) {
 			t.Parallel()
-			clk := clockx.NewMock()
-			clk.Set(start)
+			clk := stillclock.New(start)
 			st := &appliedStore{Store: teststore.Local(t, local.WithClock(clk), local.WithSweepInterval(0)),
 				applied: make(chan limiter.Decision, 100)}
 			t.Cleanup(func() { _ = st.Close() })
@@ -139,14 +139,14 @@ func TestWaitCancelledDuringSleepRefunds(t *testing.T) {
 				t.Fatalf("Wait cancelled while sleeping = %v, want context.Canceled", err)
 			}
 			// The refund left "waiter" as if Wait had never reserved. Compare on a fake
-			// clock from here: the mock's sleeps would block.
+			// clock from here: the still clock's sleeps would block.
 			fake := clockx.NewFake(clk.Now())
 			go func() {
 				for range st.applied {
 				}
 			}()
 			t.Cleanup(func() { close(st.applied) })
-			st2 := &forwardClock{Store: st, mock: clk, fake: fake}
+			st2 := &forwardClock{Store: st, still: clk, fake: fake}
 			l2, err := limiter.New(st2, c.a, limiter.WithClock(fake))
 			if err != nil {
 				t.Fatal(err)
@@ -156,16 +156,16 @@ func TestWaitCancelledDuringSleepRefunds(t *testing.T) {
 	}
 }
 
-// forwardClock moves a mock clock to a fake clock's time before each call, so a store on
-// the mock clock can be driven by a limiter sleeping on the fake one.
+// forwardClock moves a still clock to a fake clock's time before each call, so a store on
+// the still clock can be driven by a limiter sleeping on the fake one.
 type forwardClock struct {
 	store.Store
-	mock *clockx.Mock
-	fake *clockx.Fake
+	still *stillclock.Clock
+	fake  *clockx.Fake
 }
 
 func (s *forwardClock) Apply(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
-	s.mock.Set(s.fake.Now())
+	s.still.Set(s.fake.Now())
 	return s.Store.Apply(ctx, key, a, req)
 }
 

@@ -109,9 +109,11 @@ type State any
 // treat it as that instant).
 //
 // Beside these methods an algorithm may implement [Scripted] (a Lua twin, which the Redis
-// store requires) and [Quoter] (its limit and window, for headers and tests), and its
-// states [StateCloner] (copies, for applying several rules at once) and [ConfigCarrier].
-// Every algorithm of this package implements all that apply.
+// store requires), [Quoter] (its limit and window, for headers and tests) and [Capable]
+// (what stores may do with it), and its states [StateCloner] (copies, for applying several
+// rules at once and for Peek) and [ConfigCarrier]. This package's algorithms have all that
+// apply, their quota and capabilities through unexported methods read by [QuotaOf] and
+// [CapabilitiesOf].
 type Algorithm interface {
 	// Name is the algorithm's kebab-case name, for example "token-bucket".
 	Name() string

@@ -3,7 +3,8 @@ package algo
 // Capability is a set of things a store or a feature may do with an algorithm beyond
 // applying it: take its permits ahead in slices (package leasing), answer its denials from
 // a cache (the Redis store's denial cache), let several keys share one of its states (the
-// local store when it is full). Each is a promise about the algorithm's decisions that the
+// local store when it is full), and one thing a store must do: write the state of an
+// algorithm whose denials write. Each is a promise about the algorithm's decisions that the
 // feature relies on to keep its bound, so it is asked of the algorithm ([CapabilitiesOf])
 // rather than inferred from its type: a custom algorithm opts in by implementing
 // [Capable], and a wrapper keeps the capabilities of the algorithm it wraps.
@@ -34,30 +35,44 @@ const (
 	// state would. Guava's smooth limiters are not: a fresh key starts empty or cold,
 	// the slowest it can be.
 	OverflowSafe
+
+	// WritesOnDenial: unlike the others, a duty rather than a permission. A denial may
+	// write the state ([Penalty]'s offence starts a block), so a store that writes nothing
+	// on a denial (the local store keeps a key's expiry as it was) must write this
+	// algorithm's state on every decision instead, with the decision's ResetAfter.
+	WritesOnDenial
 )
 
-// Capable is implemented by an algorithm that states its capabilities. Every config struct
-// of this package implements it. A wrapper that decides exactly as the algorithm it wraps
-// ([Named]) does not, and is looked through by its Unwrap method; a wrapper that changes
-// the decisions ([Penalty], whose denials write state) implements it and states its own.
+// Capable is implemented by a custom algorithm that states its capabilities. (This
+// package's config structs state theirs through an unexported method that [CapabilitiesOf]
+// reads alike.) A wrapper that decides exactly as the algorithm it wraps ([Named]) does
+// not implement it, and is looked through by its Unwrap method; a wrapper that changes the
+// decisions ([Penalty], whose denials write state) states its own.
 type Capable interface {
 	// Capabilities returns what the algorithm allows; it does not depend on any state.
 	Capabilities() Capability
 }
 
 // CapabilitiesOf returns the capabilities of the first algorithm of a's chain that
-// implements [Capable], the chain being a, then what its Unwrap() Algorithm method returns,
+// states them (implements [Capable], or is one of this package's algorithms), the chain being a, then what its Unwrap() Algorithm method returns,
 // and so on (as errors.As walks an error's chain). It is 0, nothing allowed, when no
 // algorithm of the chain states any.
 func CapabilitiesOf(a Algorithm) Capability {
 	for a != nil {
-		if c, ok := a.(Capable); ok {
+		switch c := a.(type) {
+		case capable:
+			return c.capabilities()
+		case Capable:
 			return c.Capabilities()
 		}
 		a = unwrapAlgorithm(a)
 	}
 	return 0
 }
+
+// capable is Capable for this package's algorithms: their capabilities are read through
+// CapabilitiesOf, so the method need not be part of each config struct's API.
+type capable interface{ capabilities() Capability }
 
 // unwrapAlgorithm returns the algorithm a wraps (its Unwrap() Algorithm method), or nil.
 func unwrapAlgorithm(a Algorithm) Algorithm {
@@ -70,34 +85,34 @@ func unwrapAlgorithm(a Algorithm) Algorithm {
 // The capabilities of this package's algorithms, beside one another so that they read as
 // a table. Penalty's is in penalty.go.
 
-// Capabilities: leasable, denials cacheable, overflow-safe.
-func (TokenBucket) Capabilities() Capability { return Leasable | DenialCacheable | OverflowSafe }
+// capabilities: leasable, denials cacheable, overflow-safe.
+func (TokenBucket) capabilities() Capability { return Leasable | DenialCacheable | OverflowSafe }
 
-// Capabilities: leasable, denials cacheable, overflow-safe.
-func (GCRA) Capabilities() Capability { return Leasable | DenialCacheable | OverflowSafe }
+// capabilities: leasable, denials cacheable, overflow-safe.
+func (GCRA) capabilities() Capability { return Leasable | DenialCacheable | OverflowSafe }
 
-// Capabilities: leasable, denials cacheable, overflow-safe.
-func (LeakyBucket) Capabilities() Capability { return Leasable | DenialCacheable | OverflowSafe }
+// capabilities: leasable, denials cacheable, overflow-safe.
+func (LeakyBucket) capabilities() Capability { return Leasable | DenialCacheable | OverflowSafe }
 
-// Capabilities: leasable within the window of the grant, denials cacheable, overflow-safe.
-func (FixedWindow) Capabilities() Capability {
+// capabilities: leasable within the window of the grant, denials cacheable, overflow-safe.
+func (FixedWindow) capabilities() Capability {
 	return Leasable | LeaseEndsAtReset | DenialCacheable | OverflowSafe
 }
 
-// Capabilities: leasable, denials cacheable, overflow-safe.
-func (SlidingWindowLog) Capabilities() Capability {
+// capabilities: leasable, denials cacheable, overflow-safe.
+func (SlidingWindowLog) capabilities() Capability {
 	return Leasable | DenialCacheable | OverflowSafe
 }
 
-// Capabilities: leasable, denials cacheable, overflow-safe.
-func (SlidingWindowCounter) Capabilities() Capability {
+// capabilities: leasable, denials cacheable, overflow-safe.
+func (SlidingWindowCounter) capabilities() Capability {
 	return Leasable | DenialCacheable | OverflowSafe
 }
 
-// Capabilities: denials cacheable only (its point is the spacing of grants, and a fresh
+// capabilities: denials cacheable only (its point is the spacing of grants, and a fresh
 // state is its slowest).
-func (SmoothBursty) Capabilities() Capability { return DenialCacheable }
+func (SmoothBursty) capabilities() Capability { return DenialCacheable }
 
-// Capabilities: denials cacheable only (its point is the spacing of grants, and a fresh
+// capabilities: denials cacheable only (its point is the spacing of grants, and a fresh
 // state is its coldest).
-func (SmoothWarmingUp) Capabilities() Capability { return DenialCacheable }
+func (SmoothWarmingUp) capabilities() Capability { return DenialCacheable }

@@ -19,7 +19,7 @@ func (w wrapper) Unwrap() algo.Algorithm { return w.Algorithm }
 type opaque struct{ algo.Algorithm }
 
 // TestCapabilitiesLookThroughWrappers: Named and a custom wrapper with Unwrap keep the
-// capabilities of what they wrap; a Penalty states its own (none), also when wrapped; an
+// capabilities of what they wrap; a Penalty states its own (WritesOnDenial only), also when wrapped; an
 // algorithm that states nothing, and one hidden without Unwrap, have none.
 func TestCapabilitiesLookThroughWrappers(t *testing.T) {
 	t.Parallel()
@@ -38,10 +38,13 @@ func TestCapabilitiesLookThroughWrappers(t *testing.T) {
 			t.Errorf("an algorithm without Unwrap or Capabilities has %b, want none", got)
 		}
 	}
-	for _, a := range []algo.Algorithm{pen, algo.Named(pen, "p"), wrapper{pen}, nil} {
-		if got := algo.CapabilitiesOf(a); got != 0 {
-			t.Errorf("CapabilitiesOf(%v) = %b, want none: a Penalty's denials write", a, got)
+	for _, a := range []algo.Algorithm{pen, algo.Named(pen, "p"), wrapper{pen}} {
+		if got := algo.CapabilitiesOf(a); got != algo.WritesOnDenial {
+			t.Errorf("CapabilitiesOf(%v) = %b, want WritesOnDenial only: a Penalty's denials write", a, got)
 		}
+	}
+	if got := algo.CapabilitiesOf(nil); got != 0 {
+		t.Errorf("CapabilitiesOf(nil) = %b, want none", got)
 	}
 	want := map[string]algo.Capability{
 		"fixed-window":    algo.Leasable | algo.LeaseEndsAtReset | algo.DenialCacheable | algo.OverflowSafe,

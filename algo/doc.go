@@ -14,10 +14,10 @@
 //	SmoothWarmingUp{Rate, Warmup, ...}    Guava's SmoothWarmingUp: slow after idle, speeding up to Rate over Warmup
 //
 // [Semaphore] is a concurrency limit rather than a rate (at most Permits holders, each with
-// a lease); [SemaphoreState] is its Go reference, used by stores that implement
-// store.SemaphoreStore. [Named] gives a rule a state slot of its own, so two rules of one
-// algorithm can limit the same key side by side; [CloneState] copies a state, so a store can
-// apply several rules all or nothing; [QuotaOf] states a rule's [Quota] (its limit and the
+// a lease), hosted by the stores that implement store.SemaphoreStore. [Named] gives a
+// rule a state slot of its own, so two rules of one algorithm can limit the same key side by
+// side; a state that implements [StateCloner] copies itself, so a store can apply several
+// rules all or nothing; [QuotaOf] states a rule's [Quota] (its limit and the
 // span over which it earns it back); [ParseQuota] reads one from a rate string ("100/min",
 // "100 per 10s", "100-M") and [FromQuota] makes an algorithm that grants it;
 // [CapabilitiesOf] states what stores and features may do with a rule (lease its permits,

@@ -40,7 +40,7 @@ var (
 // Compile-time checks: FixedWindow has a Lua twin and a Quota, and its state copies itself.
 var (
 	_ Scripted    = FixedWindow{}
-	_ Quoter      = FixedWindow{}
+	_ quoter      = FixedWindow{}
 	_ StateCloner = (*fixedWindowState)(nil)
 )
 
@@ -82,8 +82,8 @@ func (c FixedWindow) AppendArgs(args []any) []any {
 	return append(args, c.Limit, micros(c.Window))
 }
 
-// Quota returns Limit per Window.
-func (c FixedWindow) Quota() Quota { return Quota{Limit: c.Limit, Window: c.Window} }
+// quota returns Limit per Window.
+func (c FixedWindow) quota() Quota { return Quota{Limit: c.Limit, Window: c.Window} }
 
 // Apply grants req.N in the current window if it fits, else (with MaxWait) in the next.
 func (c FixedWindow) Apply(st State, now int64, req Request) Decision {

@@ -46,7 +46,7 @@ var gcraScript = newScript(GCRA{}.Name(), gcraLua)
 // Compile-time checks: GCRA has a Lua twin and a Quota, and its state copies itself.
 var (
 	_ Scripted    = GCRA{}
-	_ Quoter      = GCRA{}
+	_ quoter      = GCRA{}
 	_ StateCloner = (*gcraState)(nil)
 )
 
@@ -97,8 +97,8 @@ func (c GCRA) AppendArgs(args []any) []any {
 	return append(args, formatFloat(c.Rate), c.Burst)
 }
 
-// Quota returns Burst per Burst/Rate seconds.
-func (c GCRA) Quota() Quota { return Quota{Limit: c.Burst, Window: spanOf(float64(c.Burst) / c.Rate)} }
+// quota returns Burst per Burst/Rate seconds.
+func (c GCRA) quota() Quota { return Quota{Limit: c.Burst, Window: spanOf(float64(c.Burst) / c.Rate)} }
 
 // interval is the emission interval in whole µs: 1e6/Rate rounded up, so that GCRA never
 // admits more than Rate.

@@ -86,8 +86,14 @@ func rateOf(a algo.Algorithm) float64 {
 	return 0
 }
 
-// clone deep-copies a state so a probe can be applied without changing the original.
-func clone(st algo.State) algo.State { return algo.CloneState(st) }
+// clone deep-copies a state so a probe can be applied without changing the original, as
+// the stores do: through algo.StateCloner (nil without it).
+func clone(st algo.State) algo.State {
+	if c, ok := st.(algo.StateCloner); ok {
+		return c.CloneState()
+	}
+	return nil
+}
 
 // floorDiv divides rounding towards minus infinity: the window index of an instant.
 func floorDiv(a, b int64) int64 {

@@ -40,7 +40,7 @@ var leakyBucketScript = newScript(LeakyBucket{}.Name(), leakyBucketLua)
 // Compile-time checks: LeakyBucket has a Lua twin and a Quota, and its state copies itself.
 var (
 	_ Scripted    = LeakyBucket{}
-	_ Quoter      = LeakyBucket{}
+	_ quoter      = LeakyBucket{}
 	_ StateCloner = (*leakyBucketState)(nil)
 )
 
@@ -80,8 +80,8 @@ func (c LeakyBucket) AppendArgs(args []any) []any {
 	return append(args, formatFloat(c.Rate), c.Capacity)
 }
 
-// Quota returns Capacity per the time Rate takes to drain it (Capacity/Rate seconds).
-func (c LeakyBucket) Quota() Quota {
+// quota returns Capacity per the time Rate takes to drain it (Capacity/Rate seconds).
+func (c LeakyBucket) quota() Quota {
 	return Quota{Limit: c.Capacity, Window: spanOf(float64(c.Capacity) / c.Rate)}
 }
 

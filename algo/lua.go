@@ -108,7 +108,7 @@ func ApplyArgs(dst []any, now int64, req Request, config []any) []any {
 // PeekArgs appends to dst the ARGV of a "peek" of req at now (µs since the Unix epoch, or
 // [ServerTime]), followed by config: the arguments of [ApplyArgs] under the mode "peek",
 // whose reply [ParseDecision] decodes. The Go twin of a peek applies req to a copy of the
-// state ([CloneState]) and keeps the original.
+// state ([StateCloner]) and keeps the original.
 func PeekArgs(dst []any, now int64, req Request, config []any) []any {
 	dst = append(dst, "peek", NowArg(now), req.N, req.maxWaitMicros())
 	return append(dst, config...)

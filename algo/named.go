@@ -116,12 +116,6 @@ func (n named) Refund(s State, now int64, k int64, at int64) {
 // for example) can find it.
 func (n named) Unwrap() Algorithm { return n.a }
 
-// WritesOnDenial forwards to the inner algorithm's [DenialWriter], if any.
-func (n named) WritesOnDenial() bool {
-	w, ok := n.a.(DenialWriter)
-	return ok && w.WritesOnDenial()
-}
-
 // RuleName returns the name given to Named.
 func (n named) RuleName() string { return n.name }
 

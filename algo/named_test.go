@@ -141,7 +141,7 @@ func TestCloneStateIsDeep(t *testing.T) {
 		for i := 0; i < 300; i++ {
 			now += int64(rng.IntN(15_000))
 			req := algo.Request{N: int64(1 + rng.IntN(2)), MaxWait: time.Duration(rng.IntN(2)) * 50 * time.Millisecond}
-			c := algo.CloneState(st)
+			c := clone(st)
 			if c == nil {
 				t.Fatalf("%s: CloneState returned nil", a.Name())
 			}
@@ -156,25 +156,6 @@ func TestCloneStateIsDeep(t *testing.T) {
 		}
 	}
 }
-
-func TestCloneStateUnknownAndCloner(t *testing.T) {
-	t.Parallel()
-	if got := algo.CloneState(nil); got != nil {
-		t.Errorf("CloneState(nil) = %v, want nil", got)
-	}
-	if got := algo.CloneState(&struct{ x int }{1}); got != nil {
-		t.Errorf("CloneState(unknown) = %v, want nil", got)
-	}
-	c := &clonable{n: 3}
-	got, ok := algo.CloneState(c).(*clonable)
-	if !ok || got == c || got.n != 3 {
-		t.Errorf("CloneState(StateCloner) = %#v, want a distinct copy", got)
-	}
-}
-
-type clonable struct{ n int }
-
-func (c *clonable) CloneState() algo.State { d := *c; return &d }
 
 // Two token buckets on one key would share the slot "tb"; naming one gives it its own.
 func ExampleNamed() {

@@ -4,7 +4,7 @@ import "math"
 
 // Peek is the Go twin of a script's "peek" (see [Script]): it returns what a.Apply(st,
 // now, req) would answer, except for Remaining, and leaves st as it was, by applying req
-// to a copy of st ([CloneState]). A nil st stands for a fresh state (a.NewState()). ok is
+// to a copy of st ([StateCloner]). A nil st stands for a fresh state (a.NewState()). ok is
 // false, with a zero Decision, when st cannot be copied (a custom state without
 // [StateCloner]); the states of this package's algorithms always can.
 //
@@ -37,5 +37,5 @@ func peekCopy(a Algorithm, st State) State {
 	if st == nil {
 		return a.NewState()
 	}
-	return CloneState(st)
+	return cloneState(st)
 }

@@ -32,7 +32,7 @@ import (
 // Rule's slot with ":penalty" appended, so it never mixes with Rule used unwrapped. On
 // Redis the penalty is decided in the same script as Rule ([Penalty.Script]) and kept in
 // one more key; locally under the same lock. A denial that starts a block writes state,
-// which is what [DenialWriter] tells a store.
+// which its capability [WritesOnDenial] tells a store.
 //
 // In a composite (several rules applied all or nothing) a denial keeps no state, so a
 // Penalty there records no offence: use it as a rule of its own.
@@ -43,21 +43,11 @@ type Penalty struct {
 	MaxBlock time.Duration // the longest block, ≥ Block; 0 = Block
 }
 
-// DenialWriter is implemented by an algorithm whose denials may write its state, as
-// [Penalty]'s do (an offence starts a block). A store that writes nothing on a denial (the
-// local store keeps a key's expiry as it was) writes the state of such an algorithm on
-// every decision instead, with the decision's ResetAfter.
-type DenialWriter interface {
-	// WritesOnDenial reports whether a denial may have changed the state.
-	WritesOnDenial() bool
-}
-
 // Compile-time checks.
 var (
-	_ Scripted     = Penalty{}
-	_ DenialWriter = Penalty{}
-	_ Capable      = Penalty{}
-	_ StateCloner  = (*penaltyState)(nil)
+	_ Scripted    = Penalty{}
+	_ capable     = Penalty{}
+	_ StateCloner = (*penaltyState)(nil)
 )
 
 // penaltyState is Rule's state and the penalty's: block > 0 while an offence is
@@ -70,7 +60,7 @@ type penaltyState struct {
 
 // CloneState returns a deep copy (nil when Rule's state cannot be copied).
 func (s *penaltyState) CloneState() State {
-	in := CloneState(s.inner)
+	in := cloneState(s.inner)
 	if in == nil && s.inner != nil {
 		return nil
 	}
@@ -160,13 +150,10 @@ func (p Penalty) NewState() State {
 	return &penaltyState{inner: p.Rule.NewState()}
 }
 
-// Capabilities returns none, whatever Rule's: a denial writes state (it may start a
-// block), so it may not be answered from a cache, and a slice taken by a lease but denied
-// would be an offence that no request committed.
-func (Penalty) Capabilities() Capability { return 0 }
-
-// WritesOnDenial returns true: a denial may start a block.
-func (Penalty) WritesOnDenial() bool { return true }
+// capabilities returns WritesOnDenial only, whatever Rule's: a denial writes state (it
+// may start a block), so it may not be answered from a cache, and a slice taken by a lease
+// but denied would be an offence that no request committed.
+func (Penalty) capabilities() Capability { return WritesOnDenial }
 
 // blockMicros, maxMicros and memory are the config in µs; memory is how long after a
 // block ends its offence is remembered (0 with Growth 1).
@@ -218,7 +205,7 @@ func (p Penalty) Apply(st State, now int64, req Request) Decision {
 	}
 	if s.block > 0 && now < s.until {
 		var limit, reset int64
-		if c := CloneState(s.inner); c != nil {
+		if c := cloneState(s.inner); c != nil {
 			probe := p.Rule.Apply(c, now, Request{N: math.MaxInt64})
 			limit, reset = probe.Limit, durMicros(probe.ResetAfter)
 		}

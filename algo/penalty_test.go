@@ -156,7 +156,7 @@ func TestPenaltySlotAndScript(t *testing.T) {
 	if p.Script() == (Penalty{Rule: GCRA{Rate: 1, Burst: 1}, Block: time.Second}).Script() {
 		t.Fatal("two rules share a script")
 	}
-	if q, ok := QuotaOf(p); !ok || q != in.Quota() {
+	if q, ok := QuotaOf(p); !ok || q != in.quota() {
 		t.Fatalf("QuotaOf: %v %v", q, ok)
 	}
 	if got := len(p.Script().Keys); got != 2 {

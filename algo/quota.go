@@ -19,26 +19,34 @@ type Quota struct {
 	Window time.Duration
 }
 
-// Quoter is implemented by an algorithm that states its [Quota]. Every config struct of
-// this package implements it; code that describes a rule (httplimit's RateLimit-Policy
-// header, the conformance suite) asks [QuotaOf] rather than knowing each algorithm, so a
-// custom Algorithm implements Quoter to be described the same way.
+// Quoter is implemented by a custom algorithm that states its [Quota]. Code that describes
+// a rule (httplimit's RateLimit-Policy header, the conformance suite) asks [QuotaOf] rather
+// than knowing each algorithm, so a custom Algorithm implements Quoter to be described as
+// this package's config structs are (they state theirs through an unexported method that
+// QuotaOf reads alike).
 type Quoter interface {
 	// Quota returns the algorithm's quota; it does not depend on any key's state.
 	Quota() Quota
 }
 
 // QuotaOf returns a's Quota, looking through wrappers such as [Named] (any algorithm with
-// an Unwrap() Algorithm method) until it finds a [Quoter]. ok is false when there is none.
+// an Unwrap() Algorithm method) until it finds one that states it (a [Quoter], or one of
+// this package's algorithms). ok is false when there is none.
 func QuotaOf(a Algorithm) (q Quota, ok bool) {
 	for a != nil {
-		if qa, ok := a.(Quoter); ok {
+		switch qa := a.(type) {
+		case quoter:
+			return qa.quota(), true
+		case Quoter:
 			return qa.Quota(), true
 		}
 		a = unwrapAlgorithm(a)
 	}
 	return Quota{}, false
 }
+
+// quoter is Quoter for this package's algorithms, read through QuotaOf.
+type quoter interface{ quota() Quota }
 
 // spanOf converts a span in seconds to a Duration rounded up to the nanosecond, so that
 // whole seconds rounded up from it are those of the span; Never beyond the largest Duration.

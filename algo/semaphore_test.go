@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/internal/semstate"
 )
 
 func TestSemaphoreValidate(t *testing.T) {
@@ -45,7 +46,7 @@ func TestSemaphoreValidate(t *testing.T) {
 	}
 }
 
-// semOp is one call on a SemaphoreState at an instant (µs after today).
+// semOp is one call on a semstate.State at an instant (µs after today).
 type semOp struct {
 	at    int64
 	op    string // acquire, release, renew, holders
@@ -70,7 +71,7 @@ func renew(at int64, token string, ok bool) semOp {
 func holders(at int64, n int64) semOp { return semOp{at: at, op: "holders", want: n} }
 
 // apply runs one op on st and returns its result.
-func (o semOp) apply(st *algo.SemaphoreState, c algo.Semaphore, now int64) any {
+func (o semOp) apply(st *semstate.State, c algo.Semaphore, now int64) any {
 	switch o.op {
 	case "acquire":
 		return st.Acquire(c, now, o.token, o.qttl)
@@ -195,7 +196,7 @@ func TestSemaphoreTransitions(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			st := algo.NewSemaphoreState()
+			st := semstate.New()
 			for i, o := range tc.ops {
 				got := o.apply(st, tc.cfg, today+o.at)
 				if got != o.want {
@@ -206,7 +207,7 @@ func TestSemaphoreTransitions(t *testing.T) {
 	}
 }
 
-// naiveSem is an independent model of SemaphoreState: plain scans, no bookkeeping.
+// naiveSem is an independent model of semstate.State: plain scans, no bookkeeping.
 type naiveSem struct {
 	holders map[string]int64
 	queue   []naiveWaiter // by ticket
@@ -279,7 +280,7 @@ func (m *naiveSem) acquire(c algo.Semaphore, now int64, token string, qttl time.
 	return r
 }
 
-// TestSemaphoreMatchesModel drives SemaphoreState and the naive model with seeded random
+// TestSemaphoreMatchesModel drives semstate.State and the naive model with seeded random
 // operations, time going forwards and backwards, and requires identical answers; it also
 // checks the bound (never more than Permits live leases) and that a state whose IdleAt has
 // passed answers like a fresh one.
@@ -292,7 +293,7 @@ func TestSemaphoreMatchesModel(t *testing.T) {
 			LeaseTTL: time.Duration(1+r.Intn(50)) * time.Millisecond,
 			Fair:     r.Intn(2) == 0,
 		}
-		st := algo.NewSemaphoreState()
+		st := semstate.New()
 		m := &naiveSem{holders: map[string]int64{}}
 		now := today
 		for i := 0; i < 3000; i++ {
@@ -349,7 +350,7 @@ func TestSemaphoreMatchesModel(t *testing.T) {
 func TestSemaphoreIdleAt(t *testing.T) {
 	t.Parallel()
 	cfg := algo.Semaphore{Permits: 1, LeaseTTL: time.Second, Fair: true}
-	st := algo.NewSemaphoreState()
+	st := semstate.New()
 	if got := st.IdleAt(); got != 0 {
 		t.Fatalf("fresh IdleAt = %d, want 0", got)
 	}

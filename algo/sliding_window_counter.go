@@ -45,7 +45,7 @@ var (
 // Compile-time checks: SlidingWindowCounter has a Lua twin and a Quota, and its state copies itself.
 var (
 	_ Scripted    = SlidingWindowCounter{}
-	_ Quoter      = SlidingWindowCounter{}
+	_ quoter      = SlidingWindowCounter{}
 	_ StateCloner = (*slidingCounterState)(nil)
 )
 
@@ -89,8 +89,8 @@ func (c SlidingWindowCounter) AppendArgs(args []any) []any {
 	return append(args, c.Limit, micros(c.Window))
 }
 
-// Quota returns Limit per Window.
-func (c SlidingWindowCounter) Quota() Quota { return Quota{Limit: c.Limit, Window: c.Window} }
+// quota returns Limit per Window.
+func (c SlidingWindowCounter) quota() Quota { return Quota{Limit: c.Limit, Window: c.Window} }
 
 // view returns the counters as seen from window cur: shifted forward when cur is later
 // than the state's window; a state in a future window (reservations) is kept as it is.

@@ -54,7 +54,7 @@ var (
 // Compile-time checks: SlidingWindowLog has a Lua twin and a Quota, and its state copies itself.
 var (
 	_ Scripted    = SlidingWindowLog{}
-	_ Quoter      = SlidingWindowLog{}
+	_ quoter      = SlidingWindowLog{}
 	_ StateCloner = (*slidingLogState)(nil)
 )
 
@@ -100,8 +100,8 @@ func (c SlidingWindowLog) AppendArgs(args []any) []any {
 	return append(args, c.Limit, micros(c.Window))
 }
 
-// Quota returns Limit per Window.
-func (c SlidingWindowLog) Quota() Quota { return Quota{Limit: c.Limit, Window: c.Window} }
+// quota returns Limit per Window.
+func (c SlidingWindowLog) quota() Quota { return Quota{Limit: c.Limit, Window: c.Window} }
 
 // live returns the index of the first entry that still counts at now and the sum of the
 // entries from there on. It leaves s alone: a denial writes nothing, because forgetting

@@ -37,7 +37,7 @@ var smoothBurstyScript = newScript(SmoothBursty{}.Name(), smoothLua+"\n"+smoothB
 // Compile-time checks: SmoothBursty has a Lua twin and a Quota.
 var (
 	_ Scripted = SmoothBursty{}
-	_ Quoter   = SmoothBursty{}
+	_ quoter   = SmoothBursty{}
 )
 
 // Name returns "smooth-bursty".
@@ -77,9 +77,9 @@ func (c SmoothBursty) AppendArgs(args []any) []any {
 	return append(args, formatFloat(n.rate), formatFloat(n.burst))
 }
 
-// Quota returns the Limit of its decisions (ceil(maxPermits), 2^53 at a +Inf rate)
+// quota returns the Limit of its decisions (ceil(maxPermits), 2^53 at a +Inf rate)
 // per MaxBurstSeconds (0 is 1): the permits a key saves up while idle for that long.
-func (c SmoothBursty) Quota() Quota {
+func (c SmoothBursty) quota() Quota {
 	n := c.config()
 	return Quota{Limit: n.params().limit(), Window: spanOf(n.burst)}
 }

@@ -38,7 +38,7 @@ var smoothWarmingUpScript = newScript(SmoothWarmingUp{}.Name(), smoothLua+"\n"+s
 // Compile-time checks: SmoothWarmingUp has a Lua twin and a Quota.
 var (
 	_ Scripted = SmoothWarmingUp{}
-	_ Quoter   = SmoothWarmingUp{}
+	_ quoter   = SmoothWarmingUp{}
 )
 
 // Name returns "smooth-warmup".
@@ -85,9 +85,9 @@ func (c SmoothWarmingUp) AppendArgs(args []any) []any {
 	return append(args, formatFloat(n.rate), n.warmup, formatFloat(n.cold))
 }
 
-// Quota returns the Limit of its decisions (ceil(maxPermits), 2^53 at a +Inf rate)
+// quota returns the Limit of its decisions (ceil(maxPermits), 2^53 at a +Inf rate)
 // with no Window: the rate at which a key earns permits depends on how warm it is.
-func (c SmoothWarmingUp) Quota() Quota {
+func (c SmoothWarmingUp) quota() Quota {
 	return Quota{Limit: c.config().params().limit()}
 }
 

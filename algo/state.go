@@ -11,11 +11,11 @@ type StateCloner interface {
 	CloneState() State
 }
 
-// CloneState returns a deep copy of st, a state implementing [StateCloner] (as the states
+// cloneState returns a deep copy of st, a state implementing [StateCloner] (as the states
 // of this package's algorithms do), or nil when st is nil or cannot copy itself. The copy
 // decides exactly like st: applying a request to it and keeping it is the same as applying
 // the request to st.
-func CloneState(st State) State {
+func cloneState(st State) State {
 	if c, ok := st.(StateCloner); ok {
 		return c.CloneState()
 	}

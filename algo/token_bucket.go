@@ -69,7 +69,7 @@ var tokenBucketScript = newScript(TokenBucket{}.Name(), tokenBucketLua)
 // Compile-time checks: TokenBucket has a Lua twin and a Quota, and its state copies itself.
 var (
 	_ Scripted    = TokenBucket{}
-	_ Quoter      = TokenBucket{}
+	_ quoter      = TokenBucket{}
 	_ StateCloner = (*TokenBucketState)(nil)
 )
 
@@ -109,8 +109,8 @@ func (c TokenBucket) AppendArgs(args []any) []any {
 	return append(args, formatFloat(c.Rate), c.Burst)
 }
 
-// Quota returns Burst per the time Rate takes to refill it (Burst/Rate seconds).
-func (c TokenBucket) Quota() Quota {
+// quota returns Burst per the time Rate takes to refill it (Burst/Rate seconds).
+func (c TokenBucket) quota() Quota {
 	return Quota{Limit: c.Burst, Window: spanOf(float64(c.Burst) / c.Rate)}
 }
 

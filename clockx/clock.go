@@ -37,7 +37,3 @@ func (realClock) Sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
-
-// Micros returns t as integer microseconds since the Unix epoch, the time unit of every
-// algorithm.
-func Micros(t time.Time) int64 { return t.UnixMicro() }

@@ -32,45 +32,6 @@ func TestFakeSleepAdvances(t *testing.T) {
 	}
 }
 
-func TestMockSleepBlocksUntilAdvanced(t *testing.T) {
-	t.Parallel()
-	m := clockx.NewMock()
-	done := make(chan error, 1)
-	ctx := context.Background()
-	go func() { done <- m.Sleep(ctx, time.Second) }()
-	// Advance in small steps until the sleeper wakes: the goroutine may not have
-	// registered its timer yet, so a single Add could happen before it.
-	for i := 0; ; i++ {
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatal(err)
-			}
-			if m.Now().Before(time.Unix(1, 0)) {
-				t.Fatalf("sleeper woke at %v, before its deadline", m.Now())
-			}
-			return
-		default:
-		}
-		if i > 100_000 {
-			t.Fatal("sleeper never woke")
-		}
-		m.Add(50 * time.Millisecond)
-	}
-}
-
-func TestMockSleepCancelled(t *testing.T) {
-	t.Parallel()
-	m := clockx.NewMock()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Sleep(ctx, time.Hour) }()
-	cancel()
-	if err := <-done; err == nil {
-		t.Fatal("Sleep returned nil after cancel")
-	}
-}
-
 func TestRealSleep(t *testing.T) {
 	t.Parallel()
 	c := clockx.Real()

@@ -10,8 +10,7 @@ import (
 // duration asked for. The zero value is not usable; create one with [NewFake].
 //
 // Fake is safe for concurrent use. Concurrent sleepers each advance the clock by their own
-// duration, so a Fake suits single-threaded simulations and sequential tests; use [Mock]
-// when several goroutines must sleep against one shared timeline.
+// duration, so a Fake suits single-threaded simulations and sequential tests.
 type Fake struct {
 	mu  sync.Mutex
 	now time.Time

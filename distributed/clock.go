@@ -68,7 +68,7 @@ func (cc *clientClock) realMicros() int64 {
 
 // start returns the client time of a call, after checking and recording the call's lag.
 func (cc *clientClock) start() (now int64, err error) {
-	now = clockx.Micros(cc.clock.Now())
+	now = cc.clock.Now().UnixMicro()
 	r := cc.realMicros()
 	cc.mu.Lock()
 	defer cc.mu.Unlock()

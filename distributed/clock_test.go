@@ -180,7 +180,7 @@ func TestClientClockLagRefused(t *testing.T) {
 	real.Add(2 * time.Second)
 	apply("11 s behind", true)
 	for _, op := range []func() error{
-		func() error { return s.Refund(ctx, "k", fw, 1, clockx.Micros(epoch)) },
+		func() error { return s.Refund(ctx, "k", fw, 1, epoch.UnixMicro()) },
 		func() error { _, err := s.Peek(ctx, "k", fw, algo.Request{N: 1}); return err },
 		func() error {
 			_, _, err := s.ApplyAll(ctx, "k", []algo.Algorithm{fw, algo.TokenBucket{Rate: 1, Burst: 1}}, algo.Request{N: 1})

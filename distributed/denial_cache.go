@@ -128,7 +128,7 @@ func newDenialCache(c DenialCache, clock clockx.Clock) *denialCache {
 // matter, and a wall clock step cannot stretch a denial).
 func (c *denialCache) now() int64 {
 	if c.clock != nil {
-		return clockx.Micros(c.clock.Now())
+		return c.clock.Now().UnixMicro()
 	}
 	return int64(time.Since(c.base) / time.Microsecond)
 }

@@ -79,7 +79,7 @@ func TestAllOnRedis(t *testing.T) {
 			}
 			continue
 		}
-		us := clockx.Micros(clk.Now())
+		us := clk.Now().UnixMicro()
 		perLong[us/1_000_000] += n
 		perShort[us/100_000] += n
 		granted += n

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/ratekit/limiter/algo"
-	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/internal/redistest"
 	"github.com/ratekit/limiter/internal/teststore"
@@ -152,7 +151,7 @@ func TestApplyAllWindowsNeverExceed(t *testing.T) {
 			t.Fatal(err)
 		}
 		if ok {
-			us := clockx.Micros(clk.Now())
+			us := clk.Now().UnixMicro()
 			long[us/10_000] += n
 			short[us/1_000] += n
 			total += n

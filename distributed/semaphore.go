@@ -23,9 +23,9 @@ const semSlot = "sem"
 var semScript = redis.NewScript(algo.Semaphore{}.Script().Source)
 
 // Acquire tries once to grant token a permit of the semaphore name, atomically in Redis at
-// the server's time (or WithClientClock's). See store.SemaphoreStore and algo.SemaphoreState for
-// the rules; the script removes expired leases and queue places from the very keys it
-// then counts, so a crashed holder or waiter frees its permit or place by itself.
+// the server's time (or WithClientClock's). See store.SemaphoreStore for the rules; the
+// script removes expired leases and queue places from the very keys it then counts, so a
+// crashed holder or waiter frees its permit or place by itself.
 func (s *Store) Acquire(ctx context.Context, name string, cfg algo.Semaphore, token string, queueTTL time.Duration) (algo.SemaphoreResult, error) {
 	if err := storecheck.Semaphore(name, cfg, token); err != nil {
 		return algo.SemaphoreResult{}, err

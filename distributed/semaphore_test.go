@@ -161,7 +161,7 @@ func TestSemaphoreServerTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lo, hi := clockx.Micros(before.Add(time.Hour)), clockx.Micros(after.Add(time.Hour))
+	lo, hi := before.Add(time.Hour).UnixMicro(), after.Add(time.Hour).UnixMicro()
 	if exp := int64(score); exp < lo || exp > hi {
 		t.Fatalf("lease expiry %d µs is not server TIME + LeaseTTL, in [%d, %d]", exp, lo, hi)
 	}

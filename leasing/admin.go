@@ -26,8 +26,8 @@ func (s *Store) Peek(ctx context.Context, key string, a algo.Algorithm, req algo
 		if l := s.lookup(ctx, leaseKey{key, a.Slot()}, false); l != nil {
 			now := s.clock.Now()
 			d, ok := l.grant(a, req, now, false)
-			if e := l.denial(req.N, clockx.Micros(now)); !ok && l.a == a && e != nil {
-				d, ok = e.Answer(clockx.Micros(now)), true
+			if e := l.denial(req.N, now.UnixMicro()); !ok && l.a == a && e != nil {
+				d, ok = e.Answer(now.UnixMicro()), true
 			}
 			l.mu.Unlock()
 			if ok {

@@ -90,7 +90,7 @@ func leaseHistory(t *testing.T, a algo.Algorithm, procs int, slice int64, seed u
 			t.Fatal(err)
 		}
 		if d.Allowed && key == "hot" {
-			used = append(used, clockx.Micros(clk.Now()))
+			used = append(used, clk.Now().UnixMicro())
 		}
 	}
 	return used

@@ -9,12 +9,12 @@ import (
 
 // Defaults of the options.
 const (
-	// DefaultTTL is how long a lease lives at most: long enough that a hot key takes a
+	// defaultTTL is how long a lease lives at most: long enough that a hot key takes a
 	// slice every few hundred requests, short enough that a process that stops using a key
 	// gives back its leftover soon.
-	DefaultTTL = 100 * time.Millisecond
-	// DefaultMaxKeys bounds the leases held at once.
-	DefaultMaxKeys = 10_000
+	defaultTTL = 100 * time.Millisecond
+	// defaultMaxKeys bounds the leases held at once.
+	defaultMaxKeys = 10_000
 )
 
 // Option configures a Store made by New. A nil Option is ignored.
@@ -32,7 +32,9 @@ func (f optionFunc) apply(o *options) { f(o) }
 
 // WithTTL bounds how long a lease lives: its leftover is given back at the first call on
 // the key after it ends (or at Close). A fixed window's lease also ends with the window
-// that counted it (the ResetAfter of the inner decision that granted it). The default is DefaultTTL; d ≤ 0 is an
+// that counted it (the ResetAfter of the inner decision that granted it). The default is
+// 100 ms: long enough that a hot key takes a slice every few hundred requests, short
+// enough that a process that stops using a key gives back its leftover soon. d ≤ 0 is an
 // error of New.
 func WithTTL(d time.Duration) Option {
 	return optionFunc(func(o *options) {
@@ -43,7 +45,7 @@ func WithTTL(d time.Duration) Option {
 	})
 }
 
-// WithMaxKeys bounds the keys holding a lease at once (default DefaultMaxKeys), spread
+// WithMaxKeys bounds the keys holding a lease at once (default 10,000), spread
 // over at most 32 shards: a new key in a full shard first drops its leases that ended,
 // then an arbitrary one that no caller is filling, giving each leftover back to its own
 // key. The bound is exceeded only by leases being filled at that moment. n ≤ 0 is an

@@ -50,7 +50,7 @@ func New(inner store.Store, slice int64, opts ...Option) (*Store, error) {
 	if slice < 1 {
 		return nil, fmt.Errorf("%w: leasing.New: the slice must be ≥ 1, got %d", algo.ErrInvalidConfig, slice)
 	}
-	o := options{ttl: DefaultTTL, maxKeys: DefaultMaxKeys}
+	o := options{ttl: defaultTTL, maxKeys: defaultMaxKeys}
 	for _, opt := range opts {
 		if opt != nil {
 			opt.apply(&o)
@@ -117,8 +117,8 @@ lookup:
 				return d, nil
 			}
 			if l.a == a {
-				if e := l.denial(req.N, clockx.Micros(now)); e != nil {
-					d := e.Answer(clockx.Micros(now))
+				if e := l.denial(req.N, now.UnixMicro()); e != nil {
+					d := e.Answer(now.UnixMicro())
 					l.mu.Unlock()
 					return d, nil
 				}
@@ -193,7 +193,7 @@ func (l *lease) note(n int64, d algo.Decision, now time.Time) {
 	if d.Allowed {
 		l.denied = l.denied[:0]
 	} else if d.RetryAfter > 0 {
-		l.remember(n, d, clockx.Micros(now))
+		l.remember(n, d, now.UnixMicro())
 	}
 }
 

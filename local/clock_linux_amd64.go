@@ -3,7 +3,7 @@ package local
 import "syscall"
 
 // realMicros returns the real time in whole µs since the Unix epoch, exactly what
-// clockx.Micros(time.Now()) returns (both read CLOCK_REALTIME and truncate to µs), at
+// time.Now().UnixMicro() returns (both read CLOCK_REALTIME and truncate to µs), at
 // about half the cost: on linux/amd64 gettimeofday is a vDSO call that reads the wall
 // clock only, whereas time.Now reads the monotonic clock as well. It is the store's
 // clock on the hot path when the store runs on the real clock.

@@ -105,7 +105,7 @@ func (s *Store) now() int64 {
 	if s.onReal {
 		return realMicros()
 	}
-	return clockx.Micros(s.clock.Now())
+	return s.clock.Now().UnixMicro()
 }
 
 // fallbackMicros is the portable reading of the real time in µs.
@@ -220,22 +220,11 @@ func revive(e *entry, a algo.Algorithm, _ int64) {
 	}
 }
 
-// writesOnDenial reports whether a's denials may write its state (algo.DenialWriter: a
+// writesOnDenial reports whether a's denials may write its state (algo.WritesOnDenial: a
 // Penalty's offence starts a block), so that a denial moves the entry's fresh instant too.
-// It asks the first algorithm of a's Unwrap chain that is one, so that a Penalty wrapped
-// in any wrapper keeps its blocks.
+// CapabilitiesOf looks through wrappers, so a Penalty in any wrapper keeps its blocks.
 func writesOnDenial(a algo.Algorithm) bool {
-	for a != nil {
-		if w, ok := a.(algo.DenialWriter); ok {
-			return w.WritesOnDenial()
-		}
-		u, ok := a.(interface{ Unwrap() algo.Algorithm })
-		if !ok {
-			return false
-		}
-		a = u.Unwrap()
-	}
-	return false
+	return algo.CapabilitiesOf(a)&algo.WritesOnDenial != 0
 }
 
 // carriesConfig reports whether st carries itself across a change of config.
@@ -280,7 +269,7 @@ func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int6
 		if e.fresh <= now {
 			revive(e, a, now) // under another config: a fresh state, nothing to give back
 		}
-		before := algo.CloneState(e.state)
+		before := cloneState(e.state)
 		a.Refund(e.state, now, n, at)
 		if before != nil && !reflect.DeepEqual(before, e.state) {
 			sh.refreshed(e, a, now)
@@ -296,7 +285,7 @@ func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int6
 // the ResetAfter of a request that can never be granted, which writes nothing; it is read
 // from a copy, so no algorithm's probe can touch the state.
 func (sh *shard) refreshed(e *entry, a algo.Algorithm, now int64) {
-	probe := algo.CloneState(e.state)
+	probe := cloneState(e.state)
 	if probe == nil {
 		return
 	}
@@ -351,7 +340,7 @@ func (s *Store) insert(sh *shard, h uint64, key, slot string, a algo.Algorithm, 
 	if ov == nil {
 		e = newEntry(key, a, now)
 	} else {
-		st := algo.CloneState(ov.state)
+		st := cloneState(ov.state)
 		if st == nil {
 			sh.overflows++ // a state that cannot be copied: the overflow state keeps deciding
 			return ov, 0

@@ -142,7 +142,7 @@ func TestCloseStopsSweeper(t *testing.T) {
 
 func TestShardsRoundUp(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct{ in, want int }{{1, 1}, {2, 2}, {3, 4}, {17, 32}, {MaxShards, MaxShards}} {
+	for _, tc := range []struct{ in, want int }{{1, 1}, {2, 2}, {3, 4}, {17, 32}, {maxShards, maxShards}} {
 		s := mustNew(t, WithShards(tc.in), WithSweepInterval(0))
 		if got := len(s.shards); got != tc.want {
 			t.Errorf("WithShards(%d): %d shards, want %d", tc.in, got, tc.want)

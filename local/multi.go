@@ -14,7 +14,7 @@ var _ store.MultiApplier = (*Store)(nil)
 // are kept only when every rule grants. See store.MultiApplier.
 //
 // Every state of one key lives in one shard, so the call holds that shard's lock once. Each
-// rule is applied to a copy of its state (algo.CloneState); the copies replace the states
+// rule is applied to a copy of its state (cloneState); the copies replace the states
 // only when every rule granted, so a denial leaves every state exactly as it was. A rule
 // whose state cannot be copied (a custom algorithm whose state does not implement
 // algo.StateCloner) is applied in place and, on a denial, refunded under the same lock:
@@ -63,7 +63,7 @@ func (s *Store) ApplyAll(ctx context.Context, key string, rules []algo.Algorithm
 	}
 	ok, cloned := true, true
 	for i, e := range entries {
-		if states[i] = algo.CloneState(e.state); states[i] == nil {
+		if states[i] = cloneState(e.state); states[i] == nil {
 			cloned = false
 			break
 		}
@@ -119,4 +119,13 @@ func (sh *shard) applyInPlace(rules []algo.Algorithm, entries []*entry, short []
 		}
 	}
 	return ds, ok, nil
+}
+
+// cloneState returns a deep copy of st when st copies itself (algo.StateCloner, as the
+// states of package algo's algorithms do), else nil.
+func cloneState(st algo.State) algo.State {
+	if c, ok := st.(algo.StateCloner); ok {
+		return c.CloneState()
+	}
+	return nil
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/ratekit/limiter/algo"
-	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -54,7 +53,7 @@ func (m *model) apply(key string, rules []algo.Algorithm, now int64, req algo.Re
 		if !found {
 			st = a.NewState()
 		}
-		next[i] = algo.CloneState(st)
+		next[i] = cloneState(st)
 		ds[i] = a.Apply(next[i], now, req)
 		ok = ok && ds[i].Allowed
 	}
@@ -90,7 +89,7 @@ func TestApplyAllMatchesModel(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				want, wantOK := m.apply(key, rules, clockx.Micros(clk.Now()), req)
+				want, wantOK := m.apply(key, rules, clk.Now().UnixMicro(), req)
 				if gotOK != wantOK || !reflect.DeepEqual(got, want) {
 					t.Fatalf("seed %d step %d (%s %+v): got %v %+v, want %v %+v", seed, i, key, req, gotOK, got, wantOK, want)
 				}
@@ -113,7 +112,7 @@ func (s *Store) statesOf(key string, rules []algo.Algorithm) []algo.State {
 	out := make([]algo.State, len(rules))
 	for i, a := range rules {
 		if e := sh.find(h, key, a.Slot()); e != nil {
-			out[i] = algo.CloneState(e.state)
+			out[i] = cloneState(e.state)
 		}
 	}
 	return out

@@ -21,7 +21,7 @@ func TestNewRejects(t *testing.T) {
 	}{
 		{local.WithShards(0), "WithShards(0)"},
 		{local.WithShards(-3), "WithShards(-3)"},
-		{local.WithShards(local.MaxShards + 1), "WithShards(65537)"},
+		{local.WithShards(1<<16 + 1), "WithShards(65537)"},
 		{local.WithMaxKeys(-1), "WithMaxKeys(-1)"},
 		{local.WithSweepInterval(-time.Second), "WithSweepInterval(-1s)"},
 		{local.WithClock(nil), "WithClock(nil)"},
@@ -45,7 +45,7 @@ func TestNewAccepts(t *testing.T) {
 		"no options":   nil,
 		"nil options":  {nil, local.WithSweepInterval(0), nil},
 		"one shard":    {local.WithShards(1), local.WithSweepInterval(0)},
-		"MaxShards":    {local.WithShards(local.MaxShards), local.WithSweepInterval(0)},
+		"65536 shards": {local.WithShards(1 << 16), local.WithSweepInterval(0)},
 		"no key bound": {local.WithMaxKeys(0), local.WithSweepInterval(0)},
 		"no sweeper":   {local.WithSweepInterval(0)},
 		"a clock":      {local.WithClock(clockx.NewFake(time.Unix(0, 0))), local.WithSweepInterval(0)},

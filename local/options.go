@@ -11,8 +11,8 @@ import (
 
 var _ store.Clocked = (*Store)(nil)
 
-// MaxShards is the largest number of shards WithShards accepts.
-const MaxShards = 1 << 16
+// maxShards is the largest number of shards WithShards accepts.
+const maxShards = 1 << 16
 
 // Option configures a Store made by New. A nil Option is ignored; an Option given a value
 // it cannot use makes New return an error wrapping algo.ErrInvalidConfig.
@@ -73,11 +73,11 @@ func WithMaxKeys(n int) Option {
 }
 
 // WithShards sets the number of lock shards, rounded up to a power of two. The default is
-// 4 × GOMAXPROCS; n must be in [1, MaxShards].
+// 4 × GOMAXPROCS; n must be in [1, 65536].
 func WithShards(n int) Option {
 	return optionFunc(func(o *options) {
-		if n < 1 || n > MaxShards {
-			o.invalid("WithShards(%d): the number of shards must be in [1, %d]", n, MaxShards)
+		if n < 1 || n > maxShards {
+			o.invalid("WithShards(%d): the number of shards must be in [1, %d]", n, maxShards)
 			return
 		}
 		o.shards = n

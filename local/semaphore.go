@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/internal/semstate"
 	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/store"
 )
@@ -16,13 +17,13 @@ var _ store.SemaphoreStore = (*Store)(nil)
 const semSlot = "\x00semaphore"
 
 // Acquire tries once to grant token a permit of the semaphore name, at the store's now.
-// See store.SemaphoreStore; the rules are those of algo.SemaphoreState.
+// See store.SemaphoreStore for the rules (the local store runs them as internal/semstate).
 func (s *Store) Acquire(ctx context.Context, name string, cfg algo.Semaphore, token string, queueTTL time.Duration) (algo.SemaphoreResult, error) {
 	if err := storecheck.Semaphore(name, cfg, token); err != nil {
 		return algo.SemaphoreResult{}, err
 	}
 	var r algo.SemaphoreResult
-	err := s.semaphore(ctx, name, true, func(st *algo.SemaphoreState, now int64) {
+	err := s.semaphore(ctx, name, true, func(st *semstate.State, now int64) {
 		r = st.Acquire(cfg, now, token, queueTTL)
 	})
 	return r, err
@@ -38,7 +39,7 @@ func (s *Store) Release(ctx context.Context, name, token string) (bool, error) {
 		return false, err
 	}
 	var ok bool
-	err := s.semaphore(ctx, name, false, func(st *algo.SemaphoreState, now int64) {
+	err := s.semaphore(ctx, name, false, func(st *semstate.State, now int64) {
 		ok = st.Release(now, token)
 	})
 	return ok, err
@@ -51,7 +52,7 @@ func (s *Store) Renew(ctx context.Context, name string, cfg algo.Semaphore, toke
 		return false, err
 	}
 	var ok bool
-	err := s.semaphore(ctx, name, false, func(st *algo.SemaphoreState, now int64) {
+	err := s.semaphore(ctx, name, false, func(st *semstate.State, now int64) {
 		ok = st.Renew(cfg, now, token)
 	})
 	return ok, err
@@ -63,7 +64,7 @@ func (s *Store) Holders(ctx context.Context, name string) (int64, error) {
 		return 0, err
 	}
 	var n int64
-	err := s.semaphore(ctx, name, false, func(st *algo.SemaphoreState, now int64) {
+	err := s.semaphore(ctx, name, false, func(st *semstate.State, now int64) {
 		n = st.Holders(now)
 	})
 	return n, err
@@ -80,7 +81,7 @@ func (s *Store) Holders(ctx context.Context, name string) (int64, error) {
 // the eviction in sweep.go, which removes only idle entries, never picks a semaphore with a
 // live lease: holders must never be forgotten while their leases run, or more than Permits
 // could hold at once. Semaphores leave only when idle.
-func (s *Store) semaphore(ctx context.Context, name string, create bool, f func(st *algo.SemaphoreState, now int64)) error {
+func (s *Store) semaphore(ctx context.Context, name string, create bool, f func(st *semstate.State, now int64)) error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
@@ -97,7 +98,7 @@ func (s *Store) semaphore(ctx context.Context, name string, create bool, f func(
 		if !create {
 			return nil // the zero answers (false, 0) are those of a fresh semaphore
 		}
-		st = algo.NewSemaphoreState()
+		st = semstate.New()
 		e = &entry{key: name, state: st}
 		sh.add(h, semSlot, e)
 	}
@@ -111,10 +112,10 @@ func (s *Store) semaphore(ctx context.Context, name string, create bool, f func(
 }
 
 // semState returns the semaphore state an entry holds, or nil.
-func semState(e *entry) *algo.SemaphoreState {
+func semState(e *entry) *semstate.State {
 	if e == nil {
 		return nil
 	}
-	st, _ := e.state.(*algo.SemaphoreState)
+	st, _ := e.state.(*semstate.State)
 	return st
 }

@@ -45,7 +45,7 @@ func ExampleSemaphore() {
 	fmt.Println("after a release, admitted:", ok)
 
 	clk.Add(30 * time.Second) // nobody renewed: both leases expire
-	n, _ := sem.Holders(ctx, "exports")
+	n, _ := st.Holders(ctx, "exports")
 	fmt.Println("holders after LeaseTTL:", n)
 	err = crashed.Release(ctx)
 	fmt.Println("late release reports expiry:", errors.Is(err, semaphore.ErrLeaseExpired))

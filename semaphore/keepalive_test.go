@@ -120,7 +120,7 @@ func TestLeaseKeepAlive(t *testing.T) {
 	if _, open := <-ch; open {
 		t.Fatal("KeepAlive channel not closed")
 	}
-	if n, _ := sem.Holders(ctx, "jobs"); n != 0 {
+	if n, _ := ws.Holders(ctx, "jobs"); n != 0 {
 		t.Fatalf("Holders after Release = %d", n)
 	}
 	after := l.KeepAlive(ctx)
@@ -204,7 +204,7 @@ func TestLeaseKeepAliveContext(t *testing.T) {
 	if err, _ := recvWithin(t, ch); !errors.Is(err, context.Canceled) {
 		t.Fatalf("KeepAlive stopped with %v, want context.Canceled", err)
 	}
-	if n, _ := sem.Holders(bg, "jobs"); n != 1 {
+	if n, _ := ws.Holders(bg, "jobs"); n != 1 {
 		t.Fatalf("Holders = %d after the keep-alive stopped, want 1", n)
 	}
 	ch2 := l.KeepAlive(bg)

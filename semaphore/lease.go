@@ -27,9 +27,6 @@ type Lease struct {
 	keep    *keeper
 }
 
-// Name returns the name of the semaphore the lease belongs to.
-func (l *Lease) Name() string { return l.name }
-
 // Token returns the lease's owner token, for logs.
 func (l *Lease) Token() string { return l.token }
 

@@ -6,9 +6,9 @@ import (
 	"github.com/ratekit/limiter/clockx"
 )
 
-// DefaultPoll is the longest wait between two attempts of a blocked Semaphore.Acquire,
+// defaultPoll is the longest wait between two attempts of a blocked Semaphore.Acquire,
 // unless WithPoll sets another.
-const DefaultPoll = 100 * time.Millisecond
+const defaultPoll = 100 * time.Millisecond
 
 // Option configures a Semaphore made by New. A nil Option is ignored; an Option given a
 // value it cannot use makes New return an error wrapping algo.ErrInvalidConfig.
@@ -32,7 +32,7 @@ func (f optionFunc) apply(o *options) { f(o) }
 // is the store's clock when the store reports one (store.Clocked: *local.Store does, and
 // *distributed.Store with WithClientClock), else clockx.Real(); a nil clock is an error
 // (leave the option out for the default). KeepAlive needs a clock whose Sleep blocks
-// (Real, or Mock in tests), not a clockx.Fake.
+// (Real, or in tests one that blocks until moved), not a clockx.Fake.
 func WithClock(c clockx.Clock) Option {
 	return optionFunc(func(o *options) {
 		if c == nil {
@@ -44,7 +44,7 @@ func WithClock(c clockx.Clock) Option {
 }
 
 // WithPoll sets the longest wait between two attempts of a blocked Acquire. The default is
-// DefaultPoll (100 ms); d must be > 0. A shorter cap notices released permits sooner and
+// 100 ms; d must be > 0. A shorter cap notices released permits sooner and
 // costs the store more calls per waiter.
 func WithPoll(d time.Duration) Option {
 	return optionFunc(func(o *options) { o.maxPoll = d })

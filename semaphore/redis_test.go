@@ -278,7 +278,7 @@ func TestSemaphoreKilledHolder(t *testing.T) {
 	const ttl = time.Minute
 	clk := clockx.NewFake(semStart)
 	cmd, sc, _ := helper(t, semEnvRole+"=hold", semEnvAddr+"="+srv.Addr(), semEnvPrefix+"="+prefix,
-		semEnvClock+"="+strconv.FormatInt(clockx.Micros(semStart), 10), semEnvTTL+"="+ttl.String(), semEnvFair+"=1")
+		semEnvClock+"="+strconv.FormatInt(semStart.UnixMicro(), 10), semEnvTTL+"="+ttl.String(), semEnvFair+"=1")
 	expectLine(t, sc, "HELD")
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()

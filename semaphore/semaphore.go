@@ -54,7 +54,7 @@ func New(s store.SemaphoreStore, cfg algo.Semaphore, opts ...Option) (*Semaphore
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	o := options{clock: storeclock.Of(s), maxPoll: DefaultPoll}
+	o := options{clock: storeclock.Of(s), maxPoll: defaultPoll}
 	for _, opt := range opts {
 		if opt != nil {
 			opt.apply(&o)
@@ -71,9 +71,6 @@ func New(s store.SemaphoreStore, cfg algo.Semaphore, opts ...Option) (*Semaphore
 		queueTTL: max(minQueueTTL, 10*o.maxPoll),
 	}, nil
 }
-
-// Config returns the semaphore's configuration.
-func (s *Semaphore) Config() algo.Semaphore { return s.cfg }
 
 // Acquire blocks until it holds a permit of the semaphore name, or ctx ends. While denied it
 // sleeps on the semaphore's clock and tries again, 1 ms at first, doubling up to the
@@ -130,11 +127,6 @@ func (s *Semaphore) TryAcquire(ctx context.Context, name string) (*Lease, bool, 
 		return nil, false, nil
 	}
 	return s.newLease(name, token, start), true, nil
-}
-
-// Holders returns how many leases of the semaphore name are live now, for observability.
-func (s *Semaphore) Holders(ctx context.Context, name string) (int64, error) {
-	return s.st.Holders(ctx, name)
 }
 
 // abandon removes token from name, after a failed call (err != nil: the store may have

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/local"
@@ -23,7 +24,7 @@ func TestSmoothSleepsOnStoreClock(t *testing.T) {
 		if override {
 			opts = append(opts, smooth.WithClock(ownClk))
 		}
-		l, err := smooth.NewBursty(2, opts...)
+		l, err := smooth.New(algo.SmoothBursty{Rate: 2}, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}

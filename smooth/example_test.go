@@ -5,17 +5,18 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/smooth"
 )
 
-// Each acquire pays for the one before it: the first is free, a large one is granted at
+// A SmoothBursty: each acquire pays for the one before it: the first is free, a large one is granted at
 // once and the next caller waits for it. The fake clock makes the sleeps instant.
-func ExampleNewBursty() {
+func ExampleNew() {
 	ctx := context.Background()
 	clk := clockx.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	l, _ := smooth.NewBursty(5, smooth.WithClock(clk)) // one permit every 200 ms
+	l, _ := smooth.New(algo.SmoothBursty{Rate: 5}, smooth.WithClock(clk)) // one permit every 200 ms
 	for _, n := range []int64{1, 1, 10, 1} {
 		waited, _ := l.Acquire(ctx, n)
 		fmt.Printf("acquire(%d) waited %v\n", n, waited)
@@ -37,12 +38,12 @@ func ExampleNewBursty() {
 	// acquire(1) waited 200ms
 }
 
-// A warming-up limiter starts cold, with permits up to 3 times further apart, and reaches
+// A SmoothWarmingUp starts cold, with permits up to 3 times further apart, and reaches
 // its rate after the warm-up period of use; idle that long, it is cold again.
-func ExampleNewWarmingUp() {
+func ExampleNew_warmingUp() {
 	ctx := context.Background()
 	clk := clockx.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	l, _ := smooth.NewWarmingUp(2, 4*time.Second, smooth.WithClock(clk))
+	l, _ := smooth.New(algo.SmoothWarmingUp{Rate: 2, Warmup: 4 * time.Second}, smooth.WithClock(clk))
 	for i := 0; i < 8; i++ {
 		waited, _ := l.Acquire(ctx, 1)
 		fmt.Print(waited, " ")
@@ -57,7 +58,7 @@ func ExampleNewWarmingUp() {
 func ExampleLimiter_TryAcquire() {
 	ctx := context.Background()
 	clk := clockx.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	l, _ := smooth.NewBursty(5, smooth.WithClock(clk))
+	l, _ := smooth.New(algo.SmoothBursty{Rate: 5}, smooth.WithClock(clk))
 	for _, timeout := range []time.Duration{0, 0, 100 * time.Millisecond, 200 * time.Millisecond} {
 		ok, _ := l.TryAcquire(ctx, 1, timeout)
 		fmt.Printf("tryAcquire(timeout %v) = %v\n", timeout, ok)
@@ -74,7 +75,7 @@ func ExampleLimiter_TryAcquire() {
 func ExampleLimiter_SetRate() {
 	ctx := context.Background()
 	clk := clockx.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	l, _ := smooth.NewBursty(1, smooth.WithClock(clk))
+	l, _ := smooth.New(algo.SmoothBursty{Rate: 1}, smooth.WithClock(clk))
 	l.Acquire(ctx, 1)
 	l.Acquire(ctx, 1)
 	_ = l.SetRate(2)
@@ -102,8 +103,8 @@ func ExampleWithStore() {
 		return
 	}
 	defer st.Close()
-	a, _ := smooth.NewBursty(10, smooth.WithClock(clk), smooth.WithStore(st, "api.example.com"))
-	b, _ := smooth.NewBursty(10, smooth.WithClock(clk), smooth.WithStore(st, "api.example.com"))
+	a, _ := smooth.New(algo.SmoothBursty{Rate: 10}, smooth.WithClock(clk), smooth.WithStore(st, "api.example.com"))
+	b, _ := smooth.New(algo.SmoothBursty{Rate: 10}, smooth.WithClock(clk), smooth.WithStore(st, "api.example.com"))
 	for i := 0; i < 2; i++ {
 		wa, _ := a.Acquire(ctx, 1)
 		wb, _ := b.Acquire(ctx, 1)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/smooth"
 )
@@ -177,18 +178,12 @@ func runScenario(t *testing.T, sc scenario, with storeOpts) {
 		}
 		var err error
 		switch o.kind {
-		case "bursty":
+		case "bursty": // extra: MaxBurstSeconds, 0 for Guava's 1
 			opts := append([]smooth.Option{smooth.WithClock(clk)}, with(t, clk)...)
-			if o.extra != 0 {
-				opts = append(opts, smooth.WithMaxBurstSeconds(o.extra))
-			}
-			l, err = smooth.NewBursty(o.rate, opts...)
-		case "warmup":
+			l, err = smooth.New(algo.SmoothBursty{Rate: o.rate, MaxBurstSeconds: o.extra}, opts...)
+		case "warmup": // extra: ColdFactor, 0 for Guava's 3
 			opts := append([]smooth.Option{smooth.WithClock(clk)}, with(t, clk)...)
-			if o.extra != 0 {
-				opts = append(opts, smooth.WithColdFactor(o.extra))
-			}
-			l, err = smooth.NewWarmingUp(o.rate, micros(o.us), opts...)
+			l, err = smooth.New(algo.SmoothWarmingUp{Rate: o.rate, Warmup: micros(o.us), ColdFactor: o.extra}, opts...)
 		case "sleep":
 			clk.Add(micros(o.us))
 		case "rate":

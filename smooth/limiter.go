@@ -2,27 +2,15 @@ package smooth
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/ratekit/limiter/algo"
-	"github.com/ratekit/limiter/internal/deadline"
+	"github.com/ratekit/limiter/internal/waiterr"
 	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/store"
 )
-
-// ErrWaitTooLong is returned by Acquire when the permits would not be available for about
-// 31.7 years (algo.MaxMicros) or more, which only rates below about 1e-8 per second reach.
-// Guava would block that long; nothing is reserved.
-var ErrWaitTooLong = errors.New("smooth: the wait for the permits is too long (31.7 years or more)")
-
-// ErrWouldExceedDeadline is returned by Acquire, at once and reserving nothing, when the
-// permits would come after the context's deadline, as limiter.ErrWouldExceedDeadline is by
-// limiter.WaitN and golang.org/x/time/rate's Wait. Like limiter.ErrWouldExceedDeadline, it
-// also matches context.DeadlineExceeded with errors.Is.
-var ErrWouldExceedDeadline = deadline.New("smooth: wait would exceed the context deadline")
 
 // maxPermits is the largest n of one call: counts above 2^53 are not exact in Redis.
 const maxPermits int64 = 1 << 53
@@ -37,7 +25,7 @@ var syncRequest = algo.Request{N: maxPermits + 1}
 const defaultKey = "smooth"
 
 // Limiter is a Guava-style rate limiter (SmoothBursty or SmoothWarmingUp) over a
-// store.Store. Create it with NewBursty or NewWarmingUp; the zero value is not usable. It is
+// store.Store. Create it with New; the zero value is not usable. It is
 // safe for concurrent use: each call reserves its permits atomically in the store (the
 // local store under a mutex, Redis in one script), then sleeps on the clock with no lock
 // held, so a sleeping caller never delays another's reservation.
@@ -51,34 +39,32 @@ type Limiter struct {
 	rate float64
 }
 
-// NewBursty returns a limiter that hands out rate permits per second, saving up the unused
-// rate of up to one second (WithMaxBurstSeconds) as permits taken without waiting: Guava's
-// RateLimiter.create(rate). rate may be +Inf (every acquire is free); otherwise it must be
-// in [1e-15, 1e15]. The limiter starts with no stored permits, now (on the store's clock).
+// New returns a Guava-style limiter for c, which is an algo.SmoothBursty (Guava's
+// RateLimiter.create(rate): it saves up MaxBurstSeconds, by default one second, of unused
+// rate as permits taken without waiting) or an algo.SmoothWarmingUp (RateLimiter.create(rate,
+// warmup): it starts cold, slower by up to ColdFactor, by default 3, and speeds up to its
+// rate over Warmup of saturated use). The limiter starts with no stored permits, now (on the
+// store's clock).
 //
-// Options: WithClock, WithMaxBurstSeconds, WithStore. The error wraps
-// algo.ErrInvalidConfig (or store.ErrInvalidKey) for a bad rate or option.
-func NewBursty(rate float64, opts ...Option) (*Limiter, error) {
-	o, err := collect(opts, false)
+// Options: WithClock, WithStore. The error wraps algo.ErrInvalidConfig (or
+// store.ErrInvalidKey) for another algorithm, a config that does not validate, or a bad
+// option.
+func New(c algo.Algorithm, opts ...Option) (*Limiter, error) {
+	var rate float64
+	switch s := c.(type) {
+	case algo.SmoothBursty:
+		rate = s.Rate
+	case algo.SmoothWarmingUp:
+		rate = s.Rate
+	default:
+		return nil, fmt.Errorf("%w: smooth.New: %v is not an algo.SmoothBursty or an algo.SmoothWarmingUp",
+			algo.ErrInvalidConfig, c)
+	}
+	o, err := collect(opts)
 	if err != nil {
 		return nil, err
 	}
-	return newLimiter(algo.SmoothBursty{Rate: rate, MaxBurstSeconds: o.maxBurst}, rate, o)
-}
-
-// NewWarmingUp returns a limiter that hands out rate permits per second once warm, and
-// starts cold: after being unused it is slower (up to 3 times, WithColdFactor) and speeds
-// up to rate over warmup of saturated use: Guava's RateLimiter.create(rate, warmup). rate
-// may be +Inf; otherwise it must be in [1e-15, 1e15]; warmup must be ≥ 0 (truncated to µs).
-//
-// Options: WithClock, WithColdFactor, WithStore. The error wraps algo.ErrInvalidConfig (or
-// store.ErrInvalidKey) for a bad argument or option.
-func NewWarmingUp(rate float64, warmup time.Duration, opts ...Option) (*Limiter, error) {
-	o, err := collect(opts, true)
-	if err != nil {
-		return nil, err
-	}
-	return newLimiter(algo.SmoothWarmingUp{Rate: rate, Warmup: warmup, ColdFactor: o.coldFactor}, rate, o)
+	return newLimiter(c, rate, o)
 }
 
 func newLimiter(a algo.Algorithm, rate float64, o options) (*Limiter, error) {
@@ -106,14 +92,17 @@ func newLimiter(a algo.Algorithm, rate float64, o options) (*Limiter, error) {
 // and waits for the permits reserved before it.
 //
 // When ctx has a deadline (real time, whatever clock the limiter sleeps on) and the permits
-// would come after it, Acquire returns an error wrapping ErrWouldExceedDeadline at once,
-// reserving nothing, as limiter.WaitN does. If ctx is done before the reservation, nothing
-// is taken; if it ends during the sleep, Acquire asks the store to give the permits back
-// (Guava's algorithms keep them taken) and returns the time slept, on the limiter's clock,
-// with ctx.Err().
+// would come after it, Acquire returns at once, reserving nothing, the error limiter.WaitN
+// returns then: it wraps limiter.ErrWouldExceedDeadline and matches
+// context.DeadlineExceeded with errors.Is, as golang.org/x/time/rate's Wait does. If ctx is
+// done before the reservation, nothing is taken; if it ends during the sleep, Acquire asks
+// the store to give the permits back (Guava's algorithms keep them taken) and returns the
+// time slept, on the limiter's clock, with ctx.Err().
 //
 // n must be in [1, 2^53] (an error wrapping algo.ErrInvalidRequest otherwise); a wait of
-// 31.7 years or more returns ErrWaitTooLong; a store failure is returned as is.
+// 31.7 years (algo.MaxMicros) or more, which only rates below about 1e-8 per second reach,
+// returns at once, reserving nothing, an error wrapping limiter.ErrExceedsLimit, as
+// limiter.WaitN does (Guava would block that long); a store failure is returned as is.
 func (l *Limiter) Acquire(ctx context.Context, n int64) (time.Duration, error) {
 	maxWait, hasDeadline := untilDeadline(ctx, algo.Forever)
 	g, err := l.reserve(ctx, n, maxWait)
@@ -125,9 +114,9 @@ func (l *Limiter) Acquire(ctx context.Context, n int64) (time.Duration, error) {
 		return l.sleep(ctx, g)
 	case hasDeadline && g.d.RetryAfter != algo.Never:
 		return 0, fmt.Errorf("%w: n=%d would wait %v, the deadline is in %v",
-			ErrWouldExceedDeadline, n, maxWait+g.d.RetryAfter, maxWait)
+			waiterr.ErrWouldExceedDeadline, n, maxWait+g.d.RetryAfter, maxWait)
 	default: // a wait of 31.7 years or more: the only denial without a deadline
-		return 0, ErrWaitTooLong
+		return 0, fmt.Errorf("%w: n=%d would wait 31.7 years or more", waiterr.ErrExceedsLimit, n)
 	}
 }
 

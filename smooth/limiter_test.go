@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/internal/teststore"
@@ -29,47 +30,62 @@ func TestSmoothConstructorsRejectBadArguments(t *testing.T) {
 		make func() (*smooth.Limiter, error)
 		want error // nil: valid
 	}{
-		{"bursty", func() (*smooth.Limiter, error) { return smooth.NewBursty(5) }, nil},
-		{"bursty +Inf", func() (*smooth.Limiter, error) { return smooth.NewBursty(inf) }, nil},
-		{"bursty tiny", func() (*smooth.Limiter, error) { return smooth.NewBursty(1e-15) }, nil},
-		{"bursty 0", func() (*smooth.Limiter, error) { return smooth.NewBursty(0) }, algo.ErrInvalidConfig},
-		{"bursty negative", func() (*smooth.Limiter, error) { return smooth.NewBursty(-1) }, algo.ErrInvalidConfig},
-		{"bursty NaN", func() (*smooth.Limiter, error) { return smooth.NewBursty(nan) }, algo.ErrInvalidConfig},
-		{"bursty -Inf", func() (*smooth.Limiter, error) { return smooth.NewBursty(-inf) }, algo.ErrInvalidConfig},
-		{"bursty max burst", func() (*smooth.Limiter, error) { return smooth.NewBursty(5, smooth.WithMaxBurstSeconds(2)) }, nil},
-		{"bursty max burst 0", func() (*smooth.Limiter, error) { return smooth.NewBursty(5, smooth.WithMaxBurstSeconds(0)) }, algo.ErrInvalidConfig},
-		{"bursty max burst < 0", func() (*smooth.Limiter, error) { return smooth.NewBursty(5, smooth.WithMaxBurstSeconds(-1)) }, algo.ErrInvalidConfig},
-		{"bursty cold factor", func() (*smooth.Limiter, error) { return smooth.NewBursty(5, smooth.WithColdFactor(3)) }, algo.ErrInvalidConfig},
-		{"warmup", func() (*smooth.Limiter, error) { return smooth.NewWarmingUp(5, time.Second) }, nil},
-		{"warmup 0", func() (*smooth.Limiter, error) { return smooth.NewWarmingUp(5, 0) }, nil},
-		{"warmup +Inf", func() (*smooth.Limiter, error) { return smooth.NewWarmingUp(inf, time.Second) }, nil},
-		{"warmup rate 0", func() (*smooth.Limiter, error) { return smooth.NewWarmingUp(0, time.Second) }, algo.ErrInvalidConfig},
-		{"warmup NaN", func() (*smooth.Limiter, error) { return smooth.NewWarmingUp(nan, time.Second) }, algo.ErrInvalidConfig},
-		{"warmup negative", func() (*smooth.Limiter, error) { return smooth.NewWarmingUp(5, -time.Nanosecond) }, algo.ErrInvalidConfig},
-		{"warmup cold factor 1", func() (*smooth.Limiter, error) { return smooth.NewWarmingUp(5, time.Second, smooth.WithColdFactor(1)) }, nil},
+		{"bursty", func() (*smooth.Limiter, error) { return smooth.New(algo.SmoothBursty{Rate: 5}) }, nil},
+		{"bursty +Inf", func() (*smooth.Limiter, error) { return smooth.New(algo.SmoothBursty{Rate: inf}) }, nil},
+		{"bursty tiny", func() (*smooth.Limiter, error) { return smooth.New(algo.SmoothBursty{Rate: 1e-15}) }, nil},
+		{"bursty 0", func() (*smooth.Limiter, error) { return smooth.New(algo.SmoothBursty{Rate: 0}) }, algo.ErrInvalidConfig},
+		{"bursty negative", func() (*smooth.Limiter, error) { return smooth.New(algo.SmoothBursty{Rate: -1}) }, algo.ErrInvalidConfig},
+		{"bursty NaN", func() (*smooth.Limiter, error) { return smooth.New(algo.SmoothBursty{Rate: nan}) }, algo.ErrInvalidConfig},
+		{"bursty -Inf", func() (*smooth.Limiter, error) { return smooth.New(algo.SmoothBursty{Rate: -inf}) }, algo.ErrInvalidConfig},
+		{"bursty max burst", func() (*smooth.Limiter, error) { return smooth.New(algo.SmoothBursty{Rate: 5, MaxBurstSeconds: 2}) }, nil},
+		{"bursty max burst 0 (1)", func() (*smooth.Limiter, error) { return smooth.New(algo.SmoothBursty{Rate: 5, MaxBurstSeconds: 0}) }, nil},
+		{"bursty max burst < 0", func() (*smooth.Limiter, error) { return smooth.New(algo.SmoothBursty{Rate: 5, MaxBurstSeconds: -1}) }, algo.ErrInvalidConfig},
+		{"token bucket", func() (*smooth.Limiter, error) { return smooth.New(algo.TokenBucket{Rate: 5, Burst: 5}) }, algo.ErrInvalidConfig},
+		{"named", func() (*smooth.Limiter, error) { return smooth.New(algo.Named(algo.SmoothBursty{Rate: 5}, "n")) }, algo.ErrInvalidConfig},
+		{"nil algorithm", func() (*smooth.Limiter, error) { return smooth.New(nil) }, algo.ErrInvalidConfig},
+		{"warmup", func() (*smooth.Limiter, error) { return smooth.New(algo.SmoothWarmingUp{Rate: 5, Warmup: time.Second}) }, nil},
+		{"warmup 0", func() (*smooth.Limiter, error) { return smooth.New(algo.SmoothWarmingUp{Rate: 5, Warmup: 0}) }, nil},
+		{"warmup +Inf", func() (*smooth.Limiter, error) {
+			return smooth.New(algo.SmoothWarmingUp{Rate: inf, Warmup: time.Second})
+		}, nil},
+		{"warmup rate 0", func() (*smooth.Limiter, error) { return smooth.New(algo.SmoothWarmingUp{Rate: 0, Warmup: time.Second}) }, algo.ErrInvalidConfig},
+		{"warmup NaN", func() (*smooth.Limiter, error) {
+			return smooth.New(algo.SmoothWarmingUp{Rate: nan, Warmup: time.Second})
+		}, algo.ErrInvalidConfig},
+		{"warmup negative", func() (*smooth.Limiter, error) {
+			return smooth.New(algo.SmoothWarmingUp{Rate: 5, Warmup: -time.Nanosecond})
+		}, algo.ErrInvalidConfig},
+		{"warmup cold factor 1", func() (*smooth.Limiter, error) {
+			return smooth.New(algo.SmoothWarmingUp{Rate: 5, Warmup: time.Second, ColdFactor: 1})
+		}, nil},
 		{"warmup cold factor < 1", func() (*smooth.Limiter, error) {
-			return smooth.NewWarmingUp(5, time.Second, smooth.WithColdFactor(0.9))
+			return smooth.New(algo.SmoothWarmingUp{Rate: 5, Warmup: time.Second, ColdFactor: 0.9})
 		}, algo.ErrInvalidConfig},
-		{"warmup cold factor 0", func() (*smooth.Limiter, error) { return smooth.NewWarmingUp(5, time.Second, smooth.WithColdFactor(0)) }, algo.ErrInvalidConfig},
+		{"warmup cold factor 0 (3)", func() (*smooth.Limiter, error) {
+			return smooth.New(algo.SmoothWarmingUp{Rate: 5, Warmup: time.Second, ColdFactor: 0})
+		}, nil},
 		{"warmup cold factor NaN", func() (*smooth.Limiter, error) {
-			return smooth.NewWarmingUp(5, time.Second, smooth.WithColdFactor(nan))
+			return smooth.New(algo.SmoothWarmingUp{Rate: 5, Warmup: time.Second, ColdFactor: nan})
 		}, algo.ErrInvalidConfig},
-		{"warmup max burst", func() (*smooth.Limiter, error) {
-			return smooth.NewWarmingUp(5, time.Second, smooth.WithMaxBurstSeconds(1))
+		{"nil store", func() (*smooth.Limiter, error) {
+			return smooth.New(algo.SmoothBursty{Rate: 5}, smooth.WithStore(nil, "k"))
 		}, algo.ErrInvalidConfig},
-		{"nil store", func() (*smooth.Limiter, error) { return smooth.NewBursty(5, smooth.WithStore(nil, "k")) }, algo.ErrInvalidConfig},
 		{"empty key", func() (*smooth.Limiter, error) {
-			return smooth.NewBursty(5, smooth.WithStore(teststore.Local(t, local.WithClock(clk)), ""))
+			return smooth.New(algo.SmoothBursty{Rate: 5}, smooth.WithStore(teststore.Local(t, local.WithClock(clk)), ""))
 		}, store.ErrInvalidKey},
 		{"typed nil store", func() (*smooth.Limiter, error) {
-			return smooth.NewBursty(5, smooth.WithStore((*local.Store)(nil), "k"))
+			return smooth.New(algo.SmoothBursty{Rate: 5}, smooth.WithStore((*local.Store)(nil), "k"))
 		}, algo.ErrInvalidConfig},
 		{"empty key is a config error too", func() (*smooth.Limiter, error) {
-			return smooth.NewWarmingUp(5, time.Second, smooth.WithStore(teststore.Local(t, local.WithClock(clk)), ""))
+			return smooth.New(algo.SmoothWarmingUp{Rate: 5, Warmup: time.Second}, smooth.WithStore(teststore.Local(t, local.WithClock(clk)), ""))
 		}, algo.ErrInvalidConfig},
-		{"nil clock", func() (*smooth.Limiter, error) { return smooth.NewBursty(5, smooth.WithClock(nil)) }, algo.ErrInvalidConfig},
-		{"warmup nil clock", func() (*smooth.Limiter, error) { return smooth.NewWarmingUp(5, time.Second, smooth.WithClock(nil)) }, algo.ErrInvalidConfig},
-		{"nil options", func() (*smooth.Limiter, error) { return smooth.NewBursty(5, nil, smooth.WithClock(clk), nil) }, nil},
+		{"nil clock", func() (*smooth.Limiter, error) { return smooth.New(algo.SmoothBursty{Rate: 5}, smooth.WithClock(nil)) }, algo.ErrInvalidConfig},
+		{"warmup nil clock", func() (*smooth.Limiter, error) {
+			return smooth.New(algo.SmoothWarmingUp{Rate: 5, Warmup: time.Second}, smooth.WithClock(nil))
+		}, algo.ErrInvalidConfig},
+		{"nil options", func() (*smooth.Limiter, error) {
+			return smooth.New(algo.SmoothBursty{Rate: 5}, nil, smooth.WithClock(clk), nil)
+		}, nil},
 	}
 	for _, c := range cases {
 		l, err := c.make()
@@ -86,7 +102,7 @@ func TestSmoothBadRequests(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	clk := clockx.NewFake(epoch)
-	l, err := smooth.NewBursty(5, smooth.WithClock(clk))
+	l, err := smooth.New(algo.SmoothBursty{Rate: 5}, smooth.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +134,7 @@ func TestSmoothBadRequests(t *testing.T) {
 func TestSmoothTinyRateWaitTooLong(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	l, err := smooth.NewBursty(1e-15, smooth.WithClock(clockx.NewFake(epoch)))
+	l, err := smooth.New(algo.SmoothBursty{Rate: 1e-15}, smooth.WithClock(clockx.NewFake(epoch)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,8 +142,8 @@ func TestSmoothTinyRateWaitTooLong(t *testing.T) {
 		t.Fatalf("first Acquire = %v, %v; want free", got, err)
 	}
 	// The next permit is 31.7 million years away: Guava would block; Acquire says so.
-	if _, err := l.Acquire(ctx, 1); !errors.Is(err, smooth.ErrWaitTooLong) {
-		t.Errorf("second Acquire = %v, want ErrWaitTooLong", err)
+	if _, err := l.Acquire(ctx, 1); !errors.Is(err, limiter.ErrExceedsLimit) {
+		t.Errorf("second Acquire = %v, want limiter.ErrExceedsLimit", err)
 	}
 	if ok, err := l.TryAcquire(ctx, 1, time.Duration(math.MaxInt64)); ok || err != nil {
 		t.Errorf("TryAcquire(max timeout) = %v, %v; want false", ok, err)
@@ -152,7 +168,7 @@ func (c *blockingClock) Sleep(ctx context.Context, d time.Duration) error {
 func TestSmoothContextCancellation(t *testing.T) {
 	t.Parallel()
 	clk := &blockingClock{now: epoch, sleeping: make(chan time.Duration, 1)}
-	l, err := smooth.NewBursty(5, smooth.WithClock(clk))
+	l, err := smooth.New(algo.SmoothBursty{Rate: 5}, smooth.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +235,7 @@ func (c *recordingClock) Sleep(_ context.Context, d time.Duration) error {
 func TestSmoothConcurrentAcquiresAreSerialized(t *testing.T) {
 	t.Parallel()
 	clk := &recordingClock{now: epoch}
-	l, err := smooth.NewBursty(5, smooth.WithClock(clk))
+	l, err := smooth.New(algo.SmoothBursty{Rate: 5}, smooth.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +272,7 @@ func TestSmoothConcurrentAcquiresAreSerialized(t *testing.T) {
 func TestSmoothConcurrentTryAcquireAdmitsExactlyTheBurst(t *testing.T) {
 	t.Parallel()
 	clk := clockx.NewFake(epoch)
-	l, err := smooth.NewBursty(5, smooth.WithClock(clk))
+	l, err := smooth.New(algo.SmoothBursty{Rate: 5}, smooth.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +310,7 @@ func TestSmoothLimitersSharingAKeyArePacedAsOne(t *testing.T) {
 	t.Cleanup(func() { _ = st.Close() })
 	var ls []*smooth.Limiter
 	for i := 0; i < 3; i++ {
-		l, err := smooth.NewBursty(10, smooth.WithClock(clk), smooth.WithStore(st, "shared"))
+		l, err := smooth.New(algo.SmoothBursty{Rate: 10}, smooth.WithClock(clk), smooth.WithStore(st, "shared"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -311,7 +327,7 @@ func TestSmoothLimitersSharingAKeyArePacedAsOne(t *testing.T) {
 		}
 	}
 	// A key of another name is independent.
-	other, _ := smooth.NewBursty(10, smooth.WithClock(clk), smooth.WithStore(st, "other"))
+	other, _ := smooth.New(algo.SmoothBursty{Rate: 10}, smooth.WithClock(clk), smooth.WithStore(st, "other"))
 	if got, err := other.Acquire(ctx, 1); err != nil || got != 0 {
 		t.Errorf("another key: %v, %v; want free", got, err)
 	}
@@ -331,7 +347,7 @@ func TestSmoothStoreFailures(t *testing.T) {
 	ctx := context.Background()
 	// A store that is down at construction does not prevent it (the state then starts at
 	// the first acquire); its errors are returned by the calls that need it.
-	l, err := smooth.NewBursty(5, smooth.WithStore(failingStore{}, "k"))
+	l, err := smooth.New(algo.SmoothBursty{Rate: 5}, smooth.WithStore(failingStore{}, "k"))
 	if err != nil {
 		t.Fatal(err)
 	}

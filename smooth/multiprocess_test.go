@@ -174,7 +174,7 @@ func multiProcessChild(t *testing.T) {
 	}
 	start := time.Unix(0, startNanos)
 	time.Sleep(time.Until(start)) // a common real start: the key is created at start or later
-	l, err := smooth.NewBursty(rate, smooth.WithStore(rec, os.Getenv("SMOOTH_KEY")))
+	l, err := smooth.New(algo.SmoothBursty{Rate: rate}, smooth.WithStore(rec, os.Getenv("SMOOTH_KEY")))
 	if err != nil {
 		t.Fatal(err)
 	}

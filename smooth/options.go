@@ -10,23 +10,18 @@ import (
 	"github.com/ratekit/limiter/store"
 )
 
-// Option configures a Limiter made by NewBursty or NewWarmingUp. A nil Option is ignored;
-// an Option given a value it cannot use, or meant for the other constructor, makes it
-// return an error wrapping algo.ErrInvalidConfig.
+// Option configures a Limiter made by New. A nil Option is ignored; an Option given a
+// value it cannot use makes New return an error wrapping algo.ErrInvalidConfig.
 type Option interface {
 	apply(*options)
 }
 
 type options struct {
-	clock         clockx.Clock
-	clockNil      bool // WithClock(nil)
-	store         store.Store
-	key           string
-	storeSet      bool
-	coldFactor    float64
-	coldFactorSet bool
-	maxBurst      float64
-	maxBurstSet   bool
+	clock    clockx.Clock
+	clockNil bool // WithClock(nil)
+	store    store.Store
+	key      string
+	storeSet bool
 }
 
 type optionFunc func(*options)
@@ -35,27 +30,13 @@ func (f optionFunc) apply(o *options) { f(o) }
 
 // WithClock sets the limiter's time: the clock Acquire and TryAcquire sleep on, and the
 // "now" of the default private store, so both agree. Tests and simulations pass a
-// clockx.Fake (sleeps then advance virtual time at once) or a clockx.Mock. With WithStore,
+// clockx.Fake (sleeps then advance virtual time at once). With WithStore,
 // the store keeps its own "now" and c only overrides the clock slept on, which is by
 // default the store's (store.Clocked; local.WithClock, distributed.WithClientClock), else
 // clockx.Real(). Without either option it is clockx.Real(). A nil c is an error (leave the
 // option out for the default).
 func WithClock(c clockx.Clock) Option {
 	return optionFunc(func(o *options) { o.clock, o.clockNil = c, c == nil })
-}
-
-// WithColdFactor sets the cold factor of NewWarmingUp: the interval between permits when
-// fully cold is f times the stable interval 1/rate. The default is 3, Guava's; f must be in
-// [1, 1e6] (1 means no warm-up). NewBursty rejects this option.
-func WithColdFactor(f float64) Option {
-	return optionFunc(func(o *options) { o.coldFactor, o.coldFactorSet = f, true })
-}
-
-// WithMaxBurstSeconds sets how many seconds of unused rate NewBursty saves up as stored
-// permits (at most s × rate permits, taken without waiting). The default is 1, Guava's;
-// s must be in (0, 1e9]. NewWarmingUp rejects this option.
-func WithMaxBurstSeconds(s float64) Option {
-	return optionFunc(func(o *options) { o.maxBurst, o.maxBurstSet = s, true })
 }
 
 // WithStore keeps the limiter's state under key in s instead of in a private in-memory
@@ -68,29 +49,18 @@ func WithStore(s store.Store, key string) Option {
 	return optionFunc(func(o *options) { o.store, o.key, o.storeSet = s, key, true })
 }
 
-// collect applies opts and checks them against the kind of limiter being built.
-func collect(opts []Option, warm bool) (options, error) {
+// collect applies opts and checks them.
+func collect(opts []Option) (options, error) {
 	var o options
 	for _, opt := range opts {
 		if opt != nil {
 			opt.apply(&o)
 		}
 	}
-	ctor := "smooth.NewBursty"
-	if warm {
-		ctor = "smooth.NewWarmingUp"
-	}
+	const ctor = "smooth.New"
 	switch {
 	case o.clockNil:
 		return o, fmt.Errorf("%w: %s: WithClock(nil): the clock is nil", algo.ErrInvalidConfig, ctor)
-	case warm && o.maxBurstSet:
-		return o, fmt.Errorf("%w: %s: WithMaxBurstSeconds applies to NewBursty only", algo.ErrInvalidConfig, ctor)
-	case !warm && o.coldFactorSet:
-		return o, fmt.Errorf("%w: %s: WithColdFactor applies to NewWarmingUp only", algo.ErrInvalidConfig, ctor)
-	case o.coldFactorSet && o.coldFactor == 0:
-		return o, fmt.Errorf("%w: %s: WithColdFactor must be in [1, 1e6], got 0", algo.ErrInvalidConfig, ctor)
-	case o.maxBurstSet && o.maxBurst == 0:
-		return o, fmt.Errorf("%w: %s: WithMaxBurstSeconds must be in (0, 1e9], got 0", algo.ErrInvalidConfig, ctor)
 	case o.storeSet && nilcheck.Nil(o.store):
 		return o, fmt.Errorf("%w: %s: WithStore given a nil store", algo.ErrInvalidConfig, ctor)
 	case o.storeSet && o.key == "":

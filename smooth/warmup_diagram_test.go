@@ -26,7 +26,7 @@ import (
 const warmupDiagram = "../docs/smooth-warmup.svg"
 
 // writeWarmupDiagram writes, as a standalone SVG image, the warm-up diagram of a limiter
-// made by NewWarmingUp(rate, warmup, WithColdFactor(coldFactor)): the interval between
+// made by New(algo.SmoothWarmingUp{Rate: rate, Warmup: warmup, ColdFactor: coldFactor}): the interval between
 // permits (y) against the stored permits (x). The interval is the stable interval 1/rate
 // up to thresholdPermits and rises linearly to coldFactor/rate at maxPermits; the time
 // taken by k permits is the area under the line over the k permits spent, so the trapezoid

@@ -1,6 +1,8 @@
-// Package store defines where limiter state lives: the [Store] interface that the in-memory
-// store (package local) and the Redis store (package distributed) implement, and the errors
-// they share ([ErrInvalidKey], [ErrClosed], [ErrUnavailable]).
+// Package store defines where limiter state lives: the [Store] interface and the errors
+// its implementations share ([ErrInvalidKey], [ErrClosed], [ErrUnavailable],
+// [ErrKeyUnavailable]). The module has three stores: the in-memory store (package local),
+// the Redis store (package distributed), and package leasing, which wraps either and serves
+// hot keys from slices of permits taken ahead.
 //
 // A Store owns "now": it applies an algorithm's transition to one key at its own clock, in
 // microseconds since the Unix epoch, atomically with respect to every other call on that key.
@@ -8,11 +10,11 @@
 // nothing (limiter.All uses it), and [Clocked] reports the store's clock, so the packages
 // that sleep on top of it (limiter, smooth, semaphore) sleep on the time it decides on.
 // [SemaphoreStore] is a separate contract: hosting the concurrency limits of package
-// semaphore. Both stores of the module implement all four.
+// semaphore. The local and Redis stores implement all four; leasing implements Clocked.
 //
 // [Admin] is optional too: a store that implements it answers Peek (what Apply would
 // answer, consuming nothing) and Reset (forget a key's state), which limiter's Peek and
-// Reset use; both stores implement it. Without it they report [ErrUnsupported].
+// Reset use; all three stores implement it. Without it they report [ErrUnsupported].
 //
 // Package storetest holds the conformance and differential suites every Store must pass.
 package store

@@ -12,7 +12,7 @@ import (
 // semaphore builds the blocking API on top of it; the local and Redis stores implement it.
 //
 // Implementations are safe for concurrent use. Each call is one atomic step at the store's
-// now, with the rules of algo.SemaphoreState, and never blocks. The config travels with each
+// now, with the rules stated on each method below, and never blocks. The config travels with each
 // call rather than being stored, so every caller of one name must use the same config.
 //
 // Errors: an empty name wraps ErrInvalidKey, an empty token algo.ErrInvalidRequest, an

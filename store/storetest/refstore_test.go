@@ -70,7 +70,7 @@ func (s *refStore) lock() func() {
 func (s *refStore) applyRacy(k [2]string, a algo.Algorithm, req algo.Request) algo.Decision {
 	s.mu.Lock()
 	log := append([]logged(nil), s.logs[k]...)
-	now := clockx.Micros(s.clk.Now())
+	now := s.clk.Now().UnixMicro()
 	s.mu.Unlock()
 	st := a.NewState()
 	for _, l := range log {
@@ -111,7 +111,7 @@ func (s *refStore) Apply(ctx context.Context, key string, a algo.Algorithm, req 
 		st = a.NewState()
 		s.m[k] = st
 	}
-	return a.Apply(st, clockx.Micros(s.clk.Now()), req), nil
+	return a.Apply(st, s.clk.Now().UnixMicro(), req), nil
 }
 
 // Refund implements store.Store.
@@ -128,7 +128,7 @@ func (s *refStore) Refund(ctx context.Context, key string, a algo.Algorithm, n i
 		return store.ErrClosed
 	}
 	if st, ok := s.m[s.name(key, a)]; ok && s.flaw != flawLostRefund {
-		a.Refund(st, clockx.Micros(s.clk.Now()), n, at)
+		a.Refund(st, s.clk.Now().UnixMicro(), n, at)
 	}
 	return nil
 }
@@ -158,7 +158,7 @@ func (s *refStore) Peek(ctx context.Context, key string, a algo.Algorithm, req a
 	if s.closed {
 		return algo.Decision{}, store.ErrClosed
 	}
-	now := clockx.Micros(s.clk.Now())
+	now := s.clk.Now().UnixMicro()
 	st, ok := s.m[s.name(key, a)]
 	if !ok {
 		st = a.NewState()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/internal/semstate"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -32,7 +33,7 @@ var semEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 //     Renew keeping a long holder, Release and Renew by a wrong token refused, re-acquire
 //     by a holder taking nothing more, time going backwards, fair grants in ticket order,
 //     a dead waiter's place expiring, giving up a place, tries that do not queue;
-//   - a differential run with fixed seeds against algo.SemaphoreState, the reference
+//   - a differential run with fixed seeds against the Go reference (internal/semstate)
 //     (for the Redis store this checks the Lua twin against the Go transition);
 //   - bad input, unusual names that never share state, Close, calls on a done context
 //     (its error, not store.ErrUnavailable, and no change);
@@ -99,7 +100,7 @@ func (h *semHarness) do(name string, cfg algo.Semaphore, s semStep) any {
 	return got
 }
 
-// runSemReference drives the store and algo.SemaphoreState with one seeded random
+// runSemReference drives the store and semstate.State with one seeded random
 // sequence of calls on a few names and tokens, with time moving forwards and backwards,
 // and requires the same answer to every call.
 func runSemReference(t *testing.T, f SemaphoreFactory) {
@@ -113,7 +114,7 @@ func runSemReference(t *testing.T, f SemaphoreFactory) {
 				{Permits: 1 + r.Int63n(3), LeaseTTL: time.Duration(1+r.Intn(40)) * time.Millisecond},
 			}
 			names := []string{"fair", "plain"}
-			ref := []*algo.SemaphoreState{algo.NewSemaphoreState(), algo.NewSemaphoreState()}
+			ref := []*semstate.State{semstate.New(), semstate.New()}
 			steps := 600
 			if testing.Short() {
 				steps = 150
@@ -125,7 +126,7 @@ func runSemReference(t *testing.T, f SemaphoreFactory) {
 				case k < 7:
 					h.clk.Add(-time.Duration(r.Intn(15000)) * time.Microsecond)
 				}
-				now := clockx.Micros(h.clk.Now())
+				now := h.clk.Now().UnixMicro()
 				j := r.Intn(2)
 				cfg, st := cfgs[j], ref[j]
 				s := semStep{token: fmt.Sprint("t", r.Intn(6))}

@@ -119,7 +119,7 @@ func newHarness(t *testing.T, f Factory, start time.Time) *harness {
 }
 
 // now is the harness clock in µs since the Unix epoch.
-func (h *harness) now() int64 { return clockx.Micros(h.clk.Now()) }
+func (h *harness) now() int64 { return h.clk.Now().UnixMicro() }
 
 // apply calls Apply and fails the test on an error.
 func (h *harness) apply(key string, a algo.Algorithm, req algo.Request) algo.Decision {

@@ -22,7 +22,6 @@ import (
 
 	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/distributed"
-	"github.com/ratekit/limiter/leasing"
 	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/rls/server"
 	"github.com/ratekit/limiter/store"
@@ -85,7 +84,7 @@ func parseFlags(args []string, out io.Writer) (*flags, error) {
 	fs.IntVar(&f.store.denialEntries, "denial-cache-entries", distributed.DefaultDenialCacheEntries, "keys the denial cache remembers")
 	fs.DurationVar(&f.store.denialMaxAge, "denial-cache-max-age", 0, "longest reuse of one denial (0: until its RetryAfter)")
 	fs.Int64Var(&f.store.lease, "lease", 0, "serve hot keys from local slices of this many permits (package leasing; 0: off)")
-	fs.DurationVar(&f.store.leaseTTL, "lease-ttl", leasing.DefaultTTL, "how long a lease lives")
+	fs.DurationVar(&f.store.leaseTTL, "lease-ttl", 100*time.Millisecond, "how long a lease lives (leasing.WithTTL)")
 	fs.IntVar(&f.store.localMaxKeys, "memory-max-keys", 0, "bound on the keys of the in-memory store (0: its default)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err

@@ -265,7 +265,8 @@ func (l *Limiter) Wait(ctx context.Context, key string) error {
 // (never grantable), ErrWouldExceedDeadline, ctx.Err() (ctx ended), or the store failure
 // under FailClosed. Under FailOpen they succeed at once, the failure going to the error
 // handler only; under Fallback(l2) they wait for what l2 grants. TryAcquire's (false, nil)
-// alone is no error: the permits would come later than its timeout.
+// alone is no error, a refusal: the permits would come later than its timeout or the
+// deadline.
 func (l *Limiter) WaitN(ctx context.Context, key string, n int64) error {
 	if n <= 0 {
 		return invalidN(n)

@@ -248,3 +248,39 @@ func TestPeekResetUnsupported(t *testing.T) {
 		t.Errorf("Peek of an empty key: %v", err)
 	}
 }
+
+// TestPeekCompositeShadowGroup: a group of rules on one store and key that holds a shadow
+// rule is decided rule by rule, so Allow stops at the enforced rule's denial; Peek answers
+// alike, without the shadow rule's longer RetryAfter.
+func TestPeekCompositeShadowGroup(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := clockx.NewFake(start)
+	st := newLocal(t, clk)
+	enforced, err := limiter.New(st, algo.TokenBucket{Rate: 1, Burst: 1}, limiter.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shadow, err := limiter.New(st, algo.TokenBucket{Rate: 0.1, Burst: 1}, limiter.WithClock(clk), limiter.WithShadow())
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := limiter.All(enforced, shadow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := all.Allow(ctx, "k"); err != nil || !d.Allowed {
+		t.Fatalf("first Allow = %+v, %v; want allowed", d, err)
+	}
+	p, err := all.Peek(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := all.Allow(ctx, "k")
+	if err != nil || d.Allowed || d.RetryAfter != time.Second {
+		t.Fatalf("second Allow = %+v, %v; want denied by the enforced rule, RetryAfter 1s", d, err)
+	}
+	if p.Allowed || p.RetryAfter != d.RetryAfter {
+		t.Fatalf("Peek = %+v; want what Allow answered: denied, RetryAfter %v", p, d.RetryAfter)
+	}
+}

@@ -11,53 +11,21 @@ import (
 	"github.com/ratekit/limiter/clockx"
 )
 
-// CircuitBreaker configures the circuit breaker of a Limiter (see WithCircuitBreaker),
-// which stops calling a store that is down. Its zero value is the default breaker, and a
-// zero field takes its default.
-//
-// The breaker counts outages of the store only: calls that failed with an error wrapping
-// store.ErrUnavailable, or that a WithTimeout deadline cut short. A failure of one key or
-// script (store.ErrKeyUnavailable: a Redis key holding another type of data, a script
-// error, a reply that does not parse) means that the store answered, and counts as a
-// success; bad input and a caller's done context do not count at all.
-//
-// It opens on a failure rate, judged over windows: a window starts at a failure and lasts
-// Window; when it ends with at least MinCalls calls, at least FailureRate of them failed,
-// the breaker opens (from the end of the window), else the next failure starts a new
-// window. For CoolDown every call is then answered at once by the failure policy, with
-// an error wrapping ErrCircuitOpen, without touching the store. Then one call is let
-// through as a probe (half-open): if the store answers it the breaker closes, if not it
-// opens for another CoolDown. While the probe is in flight other calls are answered as if
-// open. Window and CoolDown run on the WithClock clock.
-//
-// So a store down for a whole Window (and called at least MinCalls times in it) is
-// noticed at its end, while failures that cover less than FailureRate of a window (a
-// brief stall of the host, a burst of timeouts under CPU load, at steady traffic) never
-// open the breaker. A Limiter called fewer than MinCalls times per Window is never
-// protected by it: each of its calls waits for its own timeout.
+// CircuitBreaker configures a Limiter's circuit breaker (WithCircuitBreaker); its zero
+// value, and each zero field, is the default. It counts outages only (errors wrapping
+// store.ErrUnavailable but not store.ErrKeyUnavailable, and WithTimeout deadlines). A window
+// starts at a failure and lasts Window; if it ends with at least MinCalls calls of which
+// at least FailureRate failed, the breaker opens: for CoolDown every call is answered by
+// the failure policy with an error wrapping ErrCircuitOpen, without touching the store.
+// Then one probe call goes through (half-open; the others are answered as when open): its
+// success closes the breaker, its failure reopens it. Window and CoolDown run on the
+// WithClock clock. A Limiter called fewer than MinCalls times per Window is never cut off.
 type CircuitBreaker struct {
-	// FailureRate is the share of a window's calls that must have failed for the breaker
-	// to open, in (0, 1]. The default is 0.5, with which a store that answers most calls
-	// is never cut off.
-	FailureRate float64
-	// MinCalls is how many calls a window must have for its rate to be judged, ≥ 1. The
-	// default is 20: few enough that a Limiter called 20 times a second is protected, many
-	// enough that a handful of unlucky calls is not a rate.
-	MinCalls int
-	// Window is how long a window lasts, > 0. The default is 1 s: a store down for good
-	// costs one second of calls that each wait for their timeout (DefaultTimeout of the
-	// distributed store: 200 ms), and a stall shorter than half a second never opens the
-	// breaker.
-	Window time.Duration
-	// CoolDown is how long the breaker stays open before it lets a probe through, > 0.
-	// The default is 1 s: a recovered store is noticed within about a second, and a store
-	// still down costs one call's timeout per second.
-	CoolDown time.Duration
-	// Off removes the breaker: every call goes to the store, and each one that finds it
-	// unavailable waits for its own timeout before the failure policy answers. It is for
-	// callers that put a breaker of their own around the limiter, or that must see every
-	// store error. The other fields are then ignored.
-	Off bool
+	FailureRate float64       // share of a window's calls that must fail, in (0, 1]; default 0.5
+	MinCalls    int           // calls a window needs to be judged, ≥ 1; default 20
+	Window      time.Duration // > 0; default 1 s
+	CoolDown    time.Duration // how long it stays open before a probe, > 0; default 1 s
+	Off         bool          // no breaker: every call goes to the store; the other fields are ignored
 }
 
 // The defaults of CircuitBreaker, documented on its fields.

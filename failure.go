@@ -1,19 +1,13 @@
 package limiter
 
 import (
-	"context"
 	"fmt"
 )
 
-// FailurePolicy decides what a call answers when the store cannot: when it returns an
-// error wrapping store.ErrUnavailable, when a WithTimeout deadline passes, or when the
-// circuit breaker is open. The failure of one key (store.ErrKeyUnavailable: a Redis key
-// holding another type of data, a script error) goes through the policy too, since the
-// store could not decide for that key, though the breaker does not count it. Errors in the
-// request or the configuration (algo.ErrInvalidRequest, algo.ErrInvalidConfig, store.ErrInvalidKey)
-// and a caller's own cancelled context never go through the policy.
-//
-// The zero value is FailClosed. The policies are FailClosed, FailOpen and Fallback.
+// FailurePolicy decides what a call answers when the store cannot: an error wrapping
+// store.ErrUnavailable (one key's failure, store.ErrKeyUnavailable, included), a WithTimeout
+// deadline, or an open circuit breaker. Bad input and a caller's done context never reach
+// it. The zero value is FailClosed.
 type FailurePolicy struct {
 	kind     failureKind
 	fallback *Limiter
@@ -28,31 +22,21 @@ const (
 )
 
 var (
-	// FailClosed denies when the store is unavailable: Allow and AllowN return a Decision
-	// with Allowed false (and no other field set) together with the error; Reserve returns a
-	// Reservation that is not OK; Wait and WaitN return the error; TryAcquire returns
-	// (false, err). Nothing gets through while the store is down. It is the default.
+	// FailClosed, the default, denies: Allow returns a denied, empty Decision with the
+	// error, Reserve a Reservation that is not OK, Wait and TryAcquire the error.
 	FailClosed = FailurePolicy{kind: failClosed}
 
-	// FailOpen allows when the store is unavailable.
-	//
-	// Allow, AllowN and Reserve return an allowed Decision (Allowed true, no other field
-	// set; an OK Reservation with no delay that Cancel leaves alone) together with a non-nil
-	// error: under FailOpen a caller must look at the Decision, not at the error, to decide.
-	// Wait and WaitN return nil and TryAcquire returns (true, nil) at once, so their only
-	// trace of the failure is the WithErrorHandler function. Everything gets through while
-	// the store is down.
+	// FailOpen allows: Allow and Reserve return an allowed, empty Decision (an OK
+	// Reservation holding nothing) with a non-nil error, so look at the Decision; Wait and
+	// TryAcquire succeed at once, the failure going to the error handler only.
 	FailOpen = FailurePolicy{kind: failOpen}
 )
 
-// Fallback decides with l when the store is unavailable; l is normally a Limiter over a
-// local.Store with a reduced rate (for example the global rate divided by the number of
-// instances), so each process keeps a bound of its own while the shared store is down.
-//
-// Allow, AllowN and Reserve return l's answer with an error wrapping the store failure (and
-// l's error too if l failed as well). Wait, WaitN and TryAcquire hand the whole call to l
-// (it sleeps and retries as l does) and return what l returns: nil or true on success.
-// A Fallback whose l is nil makes New fail with algo.ErrInvalidConfig.
+// Fallback decides with l, typically a Limiter over a local.Store at a reduced rate, so each
+// process keeps a bound of its own while the shared store is down. Every call decides with
+// l as if made on l (its rules, policy and observer): Allow and Reserve return l's answer
+// with an error wrapping the store failure (and l's error if l failed too); Wait and
+// TryAcquire sleep for what l grants. A nil l is an invalid config.
 func Fallback(l *Limiter) FailurePolicy {
 	return FailurePolicy{kind: failFallback, fallback: l}
 }
@@ -67,58 +51,6 @@ func (p FailurePolicy) String() string {
 	default:
 		return "fail-closed"
 	}
-}
-
-// onFailure answers, by l's failure policy, request q for key (after l's key function)
-// whose store call failed with err, a store failure already reported to the error handler.
-// It is the one place where the policies differ:
-//
-//   - FailClosed fails the request with err and marks o.refused (Reserve answers with a
-//     Reservation that is not OK);
-//   - FailOpen grants it with an empty Decision that holds nothing, and leaves err in o.soft;
-//   - Fallback hands the whole call over to the fallback limiter (takeOver).
-func (l *Limiter) onFailure(ctx context.Context, key string, q request, o *outcome, err error) (Decision, error) {
-	switch l.policy.kind {
-	case failOpen:
-		o.soft = err
-		return Decision{Allowed: true}, nil
-	case failFallback:
-		return l.policy.fallback.takeOver(ctx, key, q, o, err)
-	default:
-		o.refused = true
-		return Decision{}, err
-	}
-}
-
-// takeOver answers q by the Fallback limiter fb: the same method, on the same key, so that
-// WaitN and TryAcquire sleep and retry as fb does; a rule of a rule set reserves (as
-// Reserve). It marks o.final, and o.res holds fb's Reservation for Reserve. err is the
-// store failure: when fb failed too the error wraps both, else it goes to o.soft.
-func (fb *Limiter) takeOver(ctx context.Context, key string, q request, o *outcome, err error) (Decision, error) {
-	o.final = true
-	var (
-		d    Decision
-		ferr error
-	)
-	switch q.call {
-	case callWait:
-		ferr = fb.WaitN(ctx, key, q.N)
-		d.Allowed = ferr == nil
-	case callTry:
-		d.Allowed, ferr = fb.TryAcquire(ctx, key, q.N, q.timeout)
-	case callAllow:
-		d, ferr = fb.AllowN(ctx, key, q.N)
-	default:
-		o.res, ferr = fb.Reserve(ctx, key, q.N, q.MaxWait)
-		if o.res != nil {
-			d = o.res.d
-		}
-	}
-	if ferr != nil {
-		return d, fallbackErr(err, ferr)
-	}
-	o.soft = fallbackErr(err, nil)
-	return d, nil
 }
 
 // fallbackErr is the error of a call answered by a Fallback limiter: it wraps the store's

@@ -286,3 +286,50 @@ func TestObserver(t *testing.T) {
 		}
 	}
 }
+
+// latencies is an Observer keeping each Event's Outcome and Latency.
+type latencies struct {
+	mu     sync.Mutex
+	events []limiter.Event
+}
+
+func (o *latencies) Decided(_ context.Context, e limiter.Event) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.events = append(o.events, e)
+}
+
+func (o *latencies) BreakerChanged(_, _ limiter.BreakerState) {}
+
+// TestObserverLatencyZeroWithoutStoreCall: while the breaker is open no call reaches the
+// store, so every Event has Latency 0, also when the skipped call is answered by an input
+// error or the caller's done context rather than ErrCircuitOpen.
+func TestObserverLatencyZeroWithoutStoreCall(t *testing.T) {
+	t.Parallel()
+	obs := &latencies{}
+	l, st, _, clk := newFlaky(t, probeFast, limiter.WithObserver(obs))
+	st.down.Store(true)
+	_, _ = l.Allow(context.Background(), "k") // starts a window of 1 s
+	clk.Add(1500 * time.Millisecond)          // the window ends: open until 2 s after the failure
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	before := st.applies.Load()
+	obs.events = nil
+	_, err1 := l.Allow(context.Background(), "k")
+	_, err2 := l.Allow(context.Background(), "")
+	_, err3 := l.Allow(done, "k")
+	if !errors.Is(err1, limiter.ErrCircuitOpen) || !errors.Is(err2, store.ErrInvalidKey) || !errors.Is(err3, context.Canceled) {
+		t.Fatalf("errors = %v, %v, %v; want ErrCircuitOpen, ErrInvalidKey, context.Canceled", err1, err2, err3)
+	}
+	if st.applies.Load() != before {
+		t.Fatalf("the store was called while the breaker was open")
+	}
+	if len(obs.events) != 3 {
+		t.Fatalf("observer told %d events, want 3", len(obs.events))
+	}
+	for i, e := range obs.events {
+		if e.Latency != 0 {
+			t.Errorf("event %d (%s, %v): Latency = %v; want 0, no call was made", i+1, e.Outcome, e.Err, e.Latency)
+		}
+	}
+}

@@ -278,3 +278,49 @@ func TestTimeout(t *testing.T) {
 		t.Fatalf("Allow on a healthy store = %+v, %v", d, err)
 	}
 }
+
+// sleepHook is a fake clock that runs f before each Sleep.
+type sleepHook struct {
+	*clockx.Fake
+	f func()
+}
+
+func (c sleepHook) Sleep(ctx context.Context, d time.Duration) error {
+	c.f()
+	return c.Fake.Sleep(ctx, d)
+}
+
+// TestFallbackWaitAsksStoreAgain: a Fallback decides each try of WaitN as the limiter's
+// own answer, so a WaitN the fallback denies sleeps and then asks the store first again:
+// once the store is back, it is the store that grants.
+func TestFallbackWaitAsksStoreAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := clockx.NewFake(start)
+	st := &flakyStore{Store: teststore.Local(t, local.WithClock(clk), local.WithSweepInterval(0))}
+	t.Cleanup(func() { _ = st.Close() })
+	hook := sleepHook{Fake: clk, f: func() { st.down.Store(false) }}
+	fbStore := teststore.Local(t, local.WithClock(clk), local.WithSweepInterval(0))
+	t.Cleanup(func() { _ = fbStore.Close() })
+	// A full LeakyBucket queue denies even a WaitN without deadline: it sleeps and tries again.
+	fb, err := limiter.New(fbStore, algo.LeakyBucket{Rate: 1, Capacity: 1}, limiter.WithClock(hook))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := limiter.New(st, algo.TokenBucket{Rate: 1, Burst: 2}, limiter.WithClock(hook),
+		limiter.WithFailurePolicy(limiter.Fallback(fb)), limiter.WithCircuitBreaker(limiter.CircuitBreaker{Off: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.down.Store(true)
+	if d, _ := l.Allow(ctx, "k"); !d.Allowed {
+		t.Fatalf("Allow = %+v; want the fallback's grant, filling its queue", d)
+	}
+	before := st.applies.Load()
+	if err := l.Wait(ctx, "k"); err != nil {
+		t.Fatalf("Wait = %v, want nil", err)
+	}
+	if got := st.applies.Load() - before; got != 2 {
+		t.Fatalf("Wait asked the store %d times, want 2: down, then (after the fallback's denial and a sleep) up", got)
+	}
+}

@@ -26,50 +26,15 @@ type Reservation struct {
 	parts   []grant     // a rule set's grants, one per rule that holds one (ruleset.go)
 }
 
-// Reserve asks for n permits of key that may be used within maxWait: it is granted when
-// the permits are available now or will be within maxWait (algo.Forever puts no bound; a
-// negative maxWait is 0), and then it commits them, so later requests queue behind it.
-// The Reservation is OK when granted; its Delay is how long to wait before using them.
-// Nothing is taken when it is not OK.
-//
-// It returns a nil Reservation and an error wrapping algo.ErrInvalidRequest when n ≤ 0, or the
-// store's error for an empty key. When the store is unavailable it returns the failure
-// policy's Reservation together with the store error: not OK under FailClosed, OK with no
-// delay under FailOpen (nothing was taken, so Cancel does nothing), and the fallback
-// limiter's Reservation under Fallback.
-func (l *Limiter) Reserve(ctx context.Context, key string, n int64, maxWait time.Duration) (*Reservation, error) {
-	if n <= 0 {
-		return nil, invalidN(n)
-	}
-	if l.unmade() {
-		return nil, errUnmade
-	}
-	var o outcome
-	d, err := l.decide(ctx, key, request{Request: algo.Request{N: n, MaxWait: max(maxWait, 0)}, call: callReserve}, &o)
-	switch {
-	case o.final:
-		if err == nil {
-			err = o.soft
-		}
-		return o.res, err
-	case o.refused:
-		return l.reservation(n, Decision{}, &o), err
-	case err != nil:
-		return nil, err
-	}
-	return l.reservation(n, d, &o), o.soft
-}
-
 // OK reports whether the permits were granted.
 func (r *Reservation) OK() bool { return r.d.Allowed }
 
-// Decision returns the store's decision. When the reservation is not OK, its RetryAfter is
-// how long until the same request would be granted, or algo.Never.
+// Decision returns the decision; when not OK, its RetryAfter is when the same request
+// would be granted, or algo.Never.
 func (r *Reservation) Decision() Decision { return r.d }
 
-// Delay returns how long from now, on the limiter's clock, until the permits may be used:
-// 0 once that time has come. It returns algo.Never when the reservation is not OK, as
-// golang.org/x/time/rate returns InfDuration.
+// Delay returns how long from now, on the limiter's clock, until the permits may be used
+// (0 once they may), or algo.Never when not OK, as golang.org/x/time/rate does.
 func (r *Reservation) Delay() time.Duration {
 	if !r.d.Allowed {
 		return algo.Never
@@ -77,10 +42,9 @@ func (r *Reservation) Delay() time.Duration {
 	return max(0, r.readyAt.Sub(r.clock.Now()))
 }
 
-// Wait sleeps on the limiter's clock until the permits may be used. It returns ctx.Err() if
-// ctx ends first, keeping the reservation: call Cancel to give the permits back. Waiting on
-// a reservation that is not OK returns, at once, an error wrapping ErrExceedsLimit when the
-// request can never be granted and algo.ErrInvalidRequest otherwise.
+// Wait sleeps on the limiter's clock until the permits may be used. It returns ctx.Err()
+// if ctx ends first, keeping the permits (Cancel gives them back), and at once, when not
+// OK, ErrExceedsLimit (never grantable) or algo.ErrInvalidRequest.
 func (r *Reservation) Wait(ctx context.Context) error {
 	if !r.d.Allowed {
 		if r.d.RetryAfter == algo.Never {
@@ -91,14 +55,10 @@ func (r *Reservation) Wait(ctx context.Context) error {
 	return r.clock.Sleep(ctx, r.Delay())
 }
 
-// Cancel gives the permits back to the store, as far as the algorithm allows, so that later
-// requests may use them: a window that has passed is not reopened, and the buckets give back
-// what golang.org/x/time/rate's CancelAt does (the permits minus those reserved after this
-// one). It does so only while the permits are not yet usable (Delay > 0); from then on they
-// count as used. Cancel is idempotent, and does nothing for a reservation that is not OK or
-// that FailOpen granted. It returns the store's error if the refund failed. A done ctx does
-// not stop it, so "if err := r.Wait(ctx); err != nil { r.Cancel(ctx) }" gives the permits
-// back. docs/algorithms.md ("Conventions", Refund) explains the rule.
+// Cancel gives the permits back while they are not yet usable (Delay > 0), as far as the
+// algorithm allows (as golang.org/x/time/rate's CancelAt; docs/algorithms.md, Refund). It is
+// idempotent, does nothing for a Reservation that is not OK or holds nothing, returns the
+// store's error, and still reaches the store when ctx is done.
 func (r *Reservation) Cancel(ctx context.Context) error {
 	if r.lim == nil || !r.clock.Now().Before(r.readyAt) || r.done.Swap(true) {
 		return nil

@@ -29,38 +29,6 @@ import (
 
 // ruleAlgs returns each rule's algorithm for one request, a rule's under its namespace
 // when an earlier rule on its store has its slot (see above). buf is scratch space.
-func (c *ruleSet) ruleAlgs(buf []algo.Algorithm) []algo.Algorithm {
-	algs := buf[:0]
-next:
-	for i, r := range c.rules {
-		b := r.alg.Load()
-		slot := b.a.Slot()
-		for j, e := range algs {
-			if c.storeID[j] == c.storeID[i] && e.Slot() == slot {
-				algs = append(algs, c.spacedAlg(i, b))
-				continue next
-			}
-		}
-		algs = append(algs, b.a)
-	}
-	return algs
-}
-
-// spacedAlg returns rule i's algorithm b under its namespace, made again only when the
-// rule's algorithm changes (SetAlgorithm): the same value for every request, so that a
-// store comparing configs (the local store, leasing) sees one config.
-func (c *ruleSet) spacedAlg(i int, b *algoBox) algo.Algorithm {
-	for {
-		cur := c.spaced[i].Load()
-		if cur != nil && cur.box == b {
-			return cur.a
-		}
-		// Concurrent first requests agree on one value: the first one stored.
-		if s := (&spacedBox{box: b, a: inNamespace(i+1, b.a)}); c.spaced[i].CompareAndSwap(cur, s) {
-			return s.a
-		}
-	}
-}
 
 // spacedBox is a rule's algorithm (box) and the same under the rule's namespace (a).
 type spacedBox struct {

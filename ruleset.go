@@ -3,11 +3,72 @@ package limiter
 import (
 	"context"
 	"errors"
-	"time"
+	"fmt"
+	"reflect"
+	"sync/atomic"
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/store"
 )
+
+// All returns a Limiter that grants a request only when every rule grants it, and then
+// takes the permits from all of them; when one denies, nothing is taken from any (rules on
+// other keys or stores are refunded, so a concurrent caller may see their permits taken
+// until the refund lands). Rules on one store and key are decided in one atomic step
+// (store.MultiApplier). Each rule keeps its own store, algorithm, key function, failure
+// policy, timeout and breaker; a composite passed to All contributes its rules; the
+// composite sleeps on its first rule's clock. Its Decision carries the binding rule's Limit
+// and Remaining, the largest ResetAfter and Wait, and when denied the largest RetryAfter.
+// Two rules of one composite never share a state (see docs/composite.md). It returns an
+// error wrapping algo.ErrInvalidConfig when rules is empty or holds nil.
+func All(rules ...*Limiter) (*Limiter, error) {
+	var flat []*Limiter
+	for i, r := range rules {
+		switch {
+		case r == nil:
+			return nil, fmt.Errorf("%w: All: rule %d is nil", algo.ErrInvalidConfig, i+1)
+		case r.set != nil:
+			flat = append(flat, r.set.rules...)
+		case r.store == nil:
+			return nil, fmt.Errorf("%w: All: rule %d is not a Limiter made by New", algo.ErrInvalidConfig, i+1)
+		default:
+			flat = append(flat, r)
+		}
+	}
+	if len(flat) == 0 {
+		return nil, fmt.Errorf("%w: All: no rules", algo.ErrInvalidConfig)
+	}
+	c := &ruleSet{rules: flat, storeID: make([]int, len(flat)), spaced: make([]atomic.Pointer[spacedBox], len(flat))}
+	for i, r := range flat {
+		c.storeID[i] = i
+		for j := 0; j < i; j++ {
+			if sameStore(flat[j].store, r.store) {
+				c.storeID[i] = c.storeID[j]
+				break
+			}
+		}
+	}
+	// The rule set sleeps on its first rule's clock.
+	return &Limiter{clock: flat[0].clock, set: c}, nil
+}
+
+// ruleSet is what All builds a Limiter around: its rules, decided all or nothing
+// (ruleset.go).
+type ruleSet struct {
+	rules   []*Limiter
+	storeID []int                       // storeID[i] == storeID[j]: rules i and j share one store
+	spaced  []atomic.Pointer[spacedBox] // each rule's algorithm in its namespace (spacedAlg)
+}
+
+// sameStore reports whether a and b are one store, without panicking on a store type that
+// is not comparable (such a store is never shared).
+func sameStore(a, b store.Store) bool {
+	ta := reflect.TypeOf(a)
+	if ta != reflect.TypeOf(b) || !ta.Comparable() {
+		return false
+	}
+	return a == b
+}
 
 // decide answers q for key under every rule, all or nothing (see All). Each rule applies
 // its own key function; o.key is key as given.
@@ -17,10 +78,9 @@ import (
 // sent) without telling which grant to refund, so the rules' store calls run detached from
 // ctx, each bounded by its rule's timeout or detachedTimeout; ctx is checked before each
 // group and at the end, and when it has ended everything granted is refunded.
-func (c *ruleSet) decide(ctx context.Context, key string, q request, o *outcome) (Decision, error) {
-	// Each rule's failure policy answers for it as for a Reserve: a Fallback reserves
-	// within the same bound, and the rule set sleeps for all of them.
-	q.call = callReserve
+func (c *ruleSet) run(ctx context.Context, key string, q request, o *outcome) (Decision, error) {
+	// Each rule's failure policy answers for it within the same bound: a Fallback
+	// reserves, and the rule set sleeps for all of them.
 	t := tally{answers: make([]answer, 0, len(c.rules)), held: make([]grant, 0, len(c.rules)), caller: ctx}
 	sctx := ctx
 	if ctx.Done() != nil {
@@ -50,29 +110,6 @@ func (c *ruleSet) decide(ctx context.Context, key string, q request, o *outcome)
 	}
 	traceRules(ctx, t.answers)
 	return t.answer(o, key, true)
-}
-
-// failed is the rule set's answer to a request that failed with err.
-func (t *tally) failed(o *outcome, key string, err error) (Decision, error) {
-	if o != nil {
-		o.key, o.refused = key, t.refused
-	}
-	return Decision{}, err
-}
-
-// answer is the rule set's answer to a request that every rule granted (allowed) or one
-// denied; with no outcome (Allow), the store failures FailOpen or Fallback answered are its
-// error.
-func (t *tally) answer(o *outcome, key string, allowed bool) (Decision, error) {
-	soft := errors.Join(t.soft...)
-	if o == nil {
-		return combine(t.answers, allowed), soft
-	}
-	o.key, o.soft = key, soft
-	if allowed {
-		o.parts = t.held
-	}
-	return combine(t.answers, allowed), nil
 }
 
 // group is the rules of a rule set that share a store and a key (after their key
@@ -123,204 +160,103 @@ next:
 	return gs
 }
 
-// tally collects the rules' answers to one request of a rule set.
-type tally struct {
-	answers  []answer
-	held     []grant
-	soft     []error
-	refused  bool            // a rule's failure policy failed the request
-	caller   context.Context // the caller's context, for a Fallback limiter
-	detached bool            // store calls run detached from caller: bound each one
-}
-
-// answer is one rule's answer to a request of a rule set.
-type answer struct {
-	d       Decision
-	figures bool     // false for a FailOpen answer, which has no Limit or Remaining
-	rule    *Limiter // the rule whose store gave d; nil when its failure policy answered
-}
-
-// within is the bound of a store call of a rule with timeout.
-func (t *tally) within(timeout time.Duration) time.Duration {
-	if t.detached {
-		return detachedWithin(timeout)
-	}
-	return timeout
-}
-
-func (t *tally) addSoft(err error) {
-	if err != nil && (len(t.soft) == 0 || t.soft[len(t.soft)-1] != err) {
-		t.soft = append(t.soft, err)
-	}
-}
-
-// group applies q to the rules of g: atomically when its store can, else one rule after
-// the other, stopping at the first denial. It reports whether every rule granted, or an
-// error that fails the whole request.
-func (t *tally) group(ctx context.Context, g group, q request) (bool, error) {
-	if len(g.rules) > 1 {
-		if ma, ok := g.store.(store.MultiApplier); ok {
-			switch observed, shadow := groupNoted(g); {
-			case shadow: // rule by rule below: a shadow rule's denial must not stop the others
-			case observed:
-				return t.notedAtomic(ctx, ma, g, q)
-			default:
-				return t.atomic(ctx, ma, g, q)
+// ruleAlgs returns each rule's algorithm for one request, a rule's under its namespace
+// when an earlier rule on its store has its slot (see above). buf is scratch space.
+func (c *ruleSet) ruleAlgs(buf []algo.Algorithm) []algo.Algorithm {
+	algs := buf[:0]
+next:
+	for i, r := range c.rules {
+		b := r.alg.Load()
+		slot := b.a.Slot()
+		for j, e := range algs {
+			if c.storeID[j] == c.storeID[i] && e.Slot() == slot {
+				algs = append(algs, c.spacedAlg(i, b))
+				continue next
 			}
 		}
+		algs = append(algs, b.a)
 	}
-	for i, r := range g.rules {
-		if r.noted() {
-			if ok, err := t.notedStep(ctx, r, g, i, q); err != nil || !ok {
-				return false, err
+	return algs
+}
+
+// spacedAlg returns rule i's algorithm b under its namespace, made again only when the
+// rule's algorithm changes (SetAlgorithm): the same value for every request, so that a
+// store comparing configs (the local store, leasing) sees one config.
+func (c *ruleSet) spacedAlg(i int, b *algoBox) algo.Algorithm {
+	for {
+		cur := c.spaced[i].Load()
+		if cur != nil && cur.box == b {
+			return cur.a
+		}
+		// Concurrent first requests agree on one value: the first one stored.
+		if s := (&spacedBox{box: b, a: inNamespace(i+1, b.a)}); c.spaced[i].CompareAndSwap(cur, s) {
+			return s.a
+		}
+	}
+}
+
+// atomic returns g's store when its rules are decided in one store.MultiApplier call, where
+// every rule answers even after one denied: two rules or more, on such a store, none in
+// shadow mode (a shadow rule's denial must not stop the others). Allow and Peek ask it.
+func (g group) atomic() (store.MultiApplier, bool) {
+	ma, ok := g.store.(store.MultiApplier)
+	if !ok || len(g.rules) < 2 || g.has(func(r *Limiter) bool { return r.shadow }) {
+		return nil, false
+	}
+	return ma, true
+}
+
+// has reports whether a rule of g has property p.
+func (g group) has(p func(*Limiter) bool) bool {
+	for _, r := range g.rules {
+		if p(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// peek is Peek for the rule set: each rule peeked at its own key, in the order and the
+// groups Allow applies them, stopping where Allow stops, and combined as Allow combines.
+func (c *ruleSet) peek(ctx context.Context, key string) (Decision, error) {
+	one := algo.Request{N: 1}
+	var as []answer
+	allowed := true
+	for _, g := range c.groups(key) {
+		for i, r := range g.rules {
+			d, err := r.peek(ctx, g.key, g.algs[i], one)
+			if err != nil {
+				return Decision{}, err
 			}
-			continue
-		}
-		d, err := r.callOne(ctx, g.key, g.algs[i], q.Request, t.within(r.timeout))
-		if u, ok := err.(*unavailable); ok {
-			if ok, err := t.onFailure(r, g.key, q, u.err); err != nil || !ok {
-				return false, err
-			}
-			continue
-		}
-		if err != nil {
-			return false, err
-		}
-		t.answers = append(t.answers, answer{d: d, figures: true, rule: r})
-		if !d.Allowed {
-			return false, nil
-		}
-		t.held = append(t.held, grant{lim: r, key: g.key, alg: g.algs[i], n: q.N, at: d.At})
-	}
-	return true, nil
-}
-
-// atomic applies the rules of g in one store.MultiApplier call.
-func (t *tally) atomic(ctx context.Context, ma store.MultiApplier, g group, q request) (bool, error) {
-	ds, ok, err := callGroup(ctx, ma, g, q.Request, t.detached)
-	if u, isU := err.(*unavailable); isU {
-		// Each rule's own policy answers for it.
-		for _, r := range g.rules {
-			if ok, err := t.onFailure(r, g.key, q, u.err); err != nil || !ok {
-				return false, err
+			as = append(as, answer{d: d, figures: true})
+			if !d.Allowed {
+				allowed = false
+				if _, atomic := g.atomic(); !atomic {
+					break // Allow stops at a denial, except inside one atomic step
+				}
 			}
 		}
-		return true, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	t.keep(g, q, ds, ok)
-	return ok, nil
-}
-
-// keep records the Decisions ds of group g's atomic call, and, when it granted (ok), the
-// permits each rule now holds.
-func (t *tally) keep(g group, q request, ds []Decision, ok bool) {
-	for i, d := range ds {
-		t.answers = append(t.answers, answer{d: d, figures: true, rule: g.rules[i]})
-		if ok {
-			t.held = append(t.held, grant{lim: g.rules[i], key: g.key, alg: g.algs[i], n: q.N, at: d.At})
+		if !allowed {
+			break
 		}
 	}
+	return combine(as, allowed), nil
 }
 
-// onFailure takes rule r's failure policy's answer to q, for r's store failure err. It
-// reports whether r counts as granting, or an error that fails the whole request.
-func (t *tally) onFailure(r *Limiter, key string, q request, err error) (bool, error) {
-	// A Fallback is asked on the caller's context: it may be a rule set, which detaches
-	// its own store calls.
-	var o outcome
-	d, err := r.onFailure(t.caller, key, q, &o, err)
-	switch {
-	case o.final: // a Fallback answered with its own Reservation
-		res := o.res
-		if err != nil && (res == nil || !res.OK()) {
-			t.refused = true
-			return false, err
-		}
-		t.answers = append(t.answers, answer{d: d, figures: d.Limit > 0 || !res.OK()})
-		t.held = append(t.held, res.grants()...)
-		if err == nil {
-			err = o.soft
-		}
-		t.addSoft(err)
-		return res.OK(), nil
-	case err != nil: // FailClosed
-		t.refused = true
-		return false, err
-	default: // FailOpen: granted, without figures
-		t.answers = append(t.answers, answer{d: d})
-		t.addSoft(o.soft)
-		return true, nil
-	}
-}
-
-// grant is one rule's share of a rule set's grant: what it takes to refund it.
-type grant struct {
-	lim *Limiter // the limiter whose store holds it
-	key string   // after the limiter's key function
-	alg algo.Algorithm
-	n   int64
-	at  int64
-}
-
-// grants returns what a granted Reservation holds, for a rule set that received it from a
-// Fallback limiter.
-func (r *Reservation) grants() []grant {
-	switch {
-	case r.lim == nil:
-		return nil
-	case r.parts != nil:
-		return r.parts
-	default:
-		return []grant{{lim: r.lim, key: r.key, alg: r.alg, n: r.n, at: r.d.At}}
-	}
-}
-
-// refundGrants gives every grant back, reporting failures to each limiter's error handler;
-// it returns them joined. The refunds must land even when the caller's context is done, so
-// they run detached from it, each bounded by its limiter's timeout (detachedWithin).
-func refundGrants(ctx context.Context, gs []grant) error {
-	ctx = context.WithoutCancel(ctx)
+// reset is Reset for the rule set: one call per group, whose rules share a store and a
+// key, bounded by the shortest timeout among them; every group even when one fails.
+func (c *ruleSet) reset(ctx context.Context, key string) error {
 	var errs []error
-	for _, g := range gs {
-		if err := g.lim.refundWithin(ctx, g.key, g.alg, g.n, g.at, detachedWithin(g.lim.timeout)); err != nil {
+	for _, g := range c.groups(key) {
+		r := g.rules[0]
+		for _, q := range g.rules[1:] {
+			if q.timeout > 0 && (r.timeout == 0 || q.timeout < r.timeout) {
+				r = q
+			}
+		}
+		if err := r.reset(ctx, g.key, g.algs...); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// combine builds the rule set's Decision from the rules' answers (see All).
-func combine(as []answer, allowed bool) Decision {
-	var out Decision
-	out.Allowed = allowed
-	first := true
-	for _, a := range as {
-		if !a.figures {
-			continue
-		}
-		d := a.d
-		out.ResetAfter = max(out.ResetAfter, d.ResetAfter)
-		if allowed {
-			if first || d.Remaining < out.Remaining {
-				out.Limit, out.Remaining = d.Limit, d.Remaining
-			}
-			if first || d.Wait > out.Wait {
-				out.Wait, out.At = d.Wait, d.At
-			}
-			first = false
-			continue
-		}
-		if d.Allowed {
-			continue
-		}
-		if first || d.Remaining < out.Remaining {
-			out.Limit, out.Remaining = d.Limit, d.Remaining
-		}
-		out.RetryAfter = max(out.RetryAfter, d.RetryAfter) // algo.Never is the largest
-		first = false
-	}
-	return out
 }

@@ -1,78 +1,35 @@
 package limiter
 
-// WithShadow puts the Limiter in shadow mode: every request is decided and reported as
-// usual (the Observer sees the real outcome, with Event.Shadow set; the Decision keeps the
-// real Limit, Remaining, RetryAfter and ResetAfter, so httplimit's RateLimit headers show
-// them), but the caller is always let through. It is for trying a new limit on
-// production traffic before enforcing it. The default is off.
-//
-// What each call does in shadow mode:
-//
-//   - Allow and AllowN return an allowed Decision. A request the store grants takes its
-//     permits as usual, so the figures stay true; a request it denies takes nothing.
-//   - Reserve, WaitN and TryAcquire never wait: they ask as Allow does (a grant only of
-//     what is available now, so a caller that never sleeps cannot run the state into a
-//     debt no real caller could), and grant at once: an OK Reservation with no delay,
-//     nil, (true, nil). A request that could never be granted (more than the algorithm
-//     holds) is let through too; the Observer sees it denied with RetryAfter algo.Never.
-//   - A store failure is answered as FailOpen answers it (allowed, the error returned where
-//     FailOpen returns it and passed to WithErrorHandler's function), whatever the failure
-//     policy: the Observer sees the policy's real answer, and a Fallback limiter is asked
-//     as by Allow (it never sleeps).
-//   - Errors that are not decisions (n ≤ 0, an empty key, the caller's cancelled context)
-//     are returned as without shadow mode.
-//
-// In a composite made by All, shadow mode is per rule: a rule in shadow mode counts as
-// granting whatever it decides (taking only what it granted), while the other rules are
-// enforced, so a new rule can be tried beside the limits in force. Its figures stay in
-// the composite's Decision (the binding rule's Remaining may be the shadow rule's). A
-// group of rules on one store and key that holds a shadow rule is applied rule by rule
-// rather than in one atomic store call.
+// WithShadow puts the Limiter in shadow mode, to try a limit on real traffic: each request
+// is decided, takes what it is granted and is reported as usual (Event.Shadow, real
+// figures), but the caller is let through: Allow returns an allowed Decision; Reserve,
+// WaitN and TryAcquire ask for what is available now and grant at once; a store failure
+// is answered as by FailOpen (the Observer sees the policy's real answer). Errors that are
+// not decisions (n ≤ 0, an empty key, a done context) are returned as usual. In a
+// composite it is per rule: a shadow rule counts as granting (docs/observability.md).
 func WithShadow() Option {
 	return optionFunc(func(o *options) { o.shadow = true })
 }
 
-// shadowRequest is q as a limiter in shadow mode asks it: for what is available now, and,
-// for one rule, from a Fallback limiter as by Allow (never sleeping).
-func shadowRequest(q request, single bool) request {
-	q.MaxWait = 0
-	if single {
-		q.call = callAllow
-	}
-	return q
-}
-
-// shadowAnswer turns the answer (d, err) of one rule in shadow mode, whose Observer saw
-// outcome, into a grant: a denial takes nothing (o.alg cleared: nothing to give back), and
-// a store failure is answered as FailOpen answers it, keeping a Fallback's figures.
-func shadowAnswer(d Decision, err error, o *outcome, outcome Outcome) (Decision, error) {
-	switch outcome {
-	case OutcomeAllowed, OutcomeError:
+// shadowAnswer turns the answer (d, err) of one rule in shadow mode, whose store call
+// ended with callErr, into a grant: a denial takes nothing (o.alg cleared: nothing to give
+// back), and a store failure is answered as FailOpen answers it, keeping a Fallback's
+// figures. Any other error stays the request's.
+func shadowAnswer(d Decision, err error, o *outcome, callErr error) (Decision, error) {
+	if _, failed := callErr.(*unavailable); !failed {
+		if callErr == nil && !d.Allowed {
+			o.alg = nil
+			d.Allowed, d.Wait = true, 0
+		}
 		return d, err
-	case OutcomeDenied:
-		o.alg = nil
-		d.Allowed, d.Wait = true, 0
-		return d, nil
 	}
 	if err == nil {
 		err = o.soft
 	}
-	o.refused, o.final, o.res, o.alg, o.soft = false, false, nil, nil, err
+	*o = outcome{key: o.key, soft: err}
 	if d.Limit == 0 {
 		d = Decision{} // FailClosed's, or a failing Fallback's: no figures
 	}
 	d.Allowed = true
 	return d, nil
-}
-
-// shadowFailure answers, in a rule set, a store failure of a rule in shadow mode that its
-// failure policy refused (ferr) or that its Fallback denied: the rule counts as granting,
-// holding nothing.
-func (t *tally) shadowFailure(ferr error) bool {
-	t.refused = false
-	if ferr != nil {
-		t.answers = append(t.answers, answer{d: Decision{Allowed: true}})
-		t.addSoft(ferr)
-	}
-	return true
 }

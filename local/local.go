@@ -120,29 +120,31 @@ func (s *Store) locate(key string) (uint64, *shard) {
 // Apply answers req for key under a at the store's now. See store.Store.
 func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
 	var d algo.Decision
-	err := s.ApplyTo(ctx, key, a, req, &d)
+	var err error
+	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter, d.Wait, d.At, err = s.ApplyFields(ctx, key, a, req)
 	return d, err
 }
 
-// ApplyTo is Apply writing its Decision to *d, which it leaves untouched on an error:
-// returned by value, a 56-byte Decision is copied through memory at each call boundary,
-// and a copy of one just returned in registers stalls on the stores it reads. The
-// limiter's Allow calls it on a local store. d must not be nil.
-func (s *Store) ApplyTo(ctx context.Context, key string, a algo.Algorithm, req algo.Request, d *algo.Decision) error {
+// ApplyFields is Apply returning the Decision's fields one by one, in registers, all zero
+// on an error: the limiter's Allow calls it on its fast path (found through
+// internal/fastpath, so the limiter does not import this package), and stores each field
+// where it wants it, where a 56-byte Decision returned by value is copied with 16-byte
+// loads that stall on the 8-byte stores just made to it.
+func (s *Store) ApplyFields(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (allowed bool, limit, remaining int64, retryAfter, resetAfter, wait time.Duration, at int64, err error) {
 	// The checks, the clock and the lookup are written out for a token bucket on a live
 	// context: a few comparisons, with no call that the compiler does not inline.
 	tb, isTB := a.(algo.TokenBucket)
 	if !isTB || key == "" || req.N <= 0 || tb.Validate() != nil {
 		if err := storecheck.Apply(key, a, req); err != nil {
-			return err
+			return false, 0, 0, 0, 0, 0, 0, err
 		}
 	}
 	if s.closed.Load() {
-		return store.ErrClosed
+		return false, 0, 0, 0, 0, 0, 0, store.ErrClosed
 	}
 	if ctx != nil && ctx.Done() != nil {
 		if err := storecheck.Context(ctx); err != nil {
-			return err
+			return false, 0, 0, 0, 0, 0, 0, err
 		}
 	}
 	slot := tbSlot
@@ -167,8 +169,8 @@ func (s *Store) ApplyTo(ctx context.Context, key string, a algo.Algorithm, req a
 		var soon int64
 		if e, soon = s.insert(sh, h, key, slot, a, now); e == nil {
 			sh.mu.Unlock()
-			*d = fullDenial(a.Apply(a.NewState(), now, req), now, soon)
-			return nil
+			d := fullDenial(a.Apply(a.NewState(), now, req), now, soon)
+			return d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter, d.Wait, d.At, nil
 		}
 	}
 	// same: e's last write was under a, so revive keeps its state and wrote has nothing to
@@ -177,10 +179,11 @@ func (s *Store) ApplyTo(ctx context.Context, key string, a algo.Algorithm, req a
 	if e.fresh <= now && !same {
 		revive(e, a, now)
 	}
+	var d algo.Decision
 	if isTB {
-		tb.ApplyTo(e.state, now, req, d)
+		tb.ApplyTo(e.state, now, req, &d) // in place, with no struct copy
 	} else {
-		*d = a.Apply(e.state, now, req)
+		d = a.Apply(e.state, now, req)
 	}
 	if d.Allowed || !isTB && writesOnDenial(a) {
 		e.fresh = freshIn(now, d.ResetAfter)
@@ -189,7 +192,7 @@ func (s *Store) ApplyTo(ctx context.Context, key string, a algo.Algorithm, req a
 		}
 	}
 	sh.mu.Unlock()
-	return nil
+	return d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter, d.Wait, d.At, nil
 }
 
 // tbSlot is the token bucket's Slot, which Apply does not ask it for.

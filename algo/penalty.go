@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ratekit/limiter/internal/luawire"
 )
 
 // Penalty blocks a key that exceeds Rule for a while: every request Rule denies (an
@@ -300,7 +302,7 @@ func (p Penalty) Script() *Script {
 func penaltyScript(inner *Script) *Script {
 	return &Script{
 		Name:   "penalty-" + inner.Name,
-		Source: "local function inner(KEYS, ARGV)\n" + inner.Source + "\nend\n" + penaltyLua,
+		Source: "local function inner(KEYS, ARGV)\n" + inner.Source + "\nend\n" + luawire.BaseLua + penaltyLua,
 		Keys:   append(append([]string(nil), inner.Keys...), penaltyKeySuffix),
 		// penalty.lua reads "now pad" and hands ARGV[2] to the rule unchanged.
 		PadsTTL: inner.PadsTTL,

@@ -13,29 +13,28 @@ import (
 
 // Defaults and bounds of Batching.
 const (
-	// DefaultMaxBatch is the number of commands a pipeline carries at most when
+	// defaultMaxBatch is the number of commands a pipeline carries at most when
 	// Batching.MaxBatch is 0.
-	DefaultMaxBatch = 64
-	// DefaultMaxInFlight is the number of pipelines in flight at once when
+	defaultMaxBatch = 64
+	// defaultMaxInFlight is the number of pipelines in flight at once when
 	// Batching.MaxInFlight is 0.
-	DefaultMaxInFlight = 2
-	// MaxBatchLimit is the largest Batching.MaxBatch: larger values are clamped to it.
-	MaxBatchLimit = 4096
-	// MaxInFlightLimit is the largest Batching.MaxInFlight: larger values are clamped to it.
-	MaxInFlightLimit = 64
+	defaultMaxInFlight = 2
+	// maxBatchLimit is the largest Batching.MaxBatch: larger values are clamped to it.
+	maxBatchLimit = 4096
+	// maxInFlightLimit is the largest Batching.MaxInFlight: larger values are clamped to it.
+	maxInFlightLimit = 64
 )
 
 // Batching configures the client-side batching that [WithBatching] turns on. Its zero value
 // means the defaults: pipelines of up to 64 commands, at most 2 of them in flight.
 type Batching struct {
-	// MaxBatch is the largest number of commands one pipeline carries. 0 means
-	// DefaultMaxBatch (64); more than MaxBatchLimit (4096) means MaxBatchLimit; less than 0
-	// is an error of WithBatching.
+	// MaxBatch is the largest number of commands one pipeline carries. 0 means 64; more
+	// than 4096 means 4096; less than 0 is an error of WithBatching.
 	MaxBatch int
 	// MaxInFlight is the number of pipelines that may be in flight at once, which is also
 	// the number of flusher goroutines the store runs and, on a single server, the number
-	// of connections batching uses. 0 means DefaultMaxInFlight (2); more than
-	// MaxInFlightLimit (64) means MaxInFlightLimit; less than 0 is an error of WithBatching.
+	// of connections batching uses. 0 means 2; more than 64 means 64; less
+	// than 0 is an error of WithBatching.
 	MaxInFlight int
 }
 
@@ -43,15 +42,15 @@ type Batching struct {
 func (b Batching) normalized() Batching {
 	switch {
 	case b.MaxBatch <= 0:
-		b.MaxBatch = DefaultMaxBatch
-	case b.MaxBatch > MaxBatchLimit:
-		b.MaxBatch = MaxBatchLimit
+		b.MaxBatch = defaultMaxBatch
+	case b.MaxBatch > maxBatchLimit:
+		b.MaxBatch = maxBatchLimit
 	}
 	switch {
 	case b.MaxInFlight <= 0:
-		b.MaxInFlight = DefaultMaxInFlight
-	case b.MaxInFlight > MaxInFlightLimit:
-		b.MaxInFlight = MaxInFlightLimit
+		b.MaxInFlight = defaultMaxInFlight
+	case b.MaxInFlight > maxInFlightLimit:
+		b.MaxInFlight = maxInFlightLimit
 	}
 	return b
 }

@@ -46,3 +46,15 @@ func EvalOnly(s *Store) bool { return s.evalOnly.Load() }
 func WithRealClock(f func() time.Time) Option {
 	return optionFunc(func(o *options) { o.real = f })
 }
+
+// MaxAbandonedCalls is maxAbandonedCalls, for the tests of the guard's bound.
+const MaxAbandonedCalls = maxAbandonedCalls
+
+// The defaults and bounds the tests compare with.
+const (
+	DefaultMaxBatch       = defaultMaxBatch
+	DefaultMaxInFlight    = defaultMaxInFlight
+	MaxBatchLimit         = maxBatchLimit
+	MaxInFlightLimit      = maxInFlightLimit
+	DefaultClockTolerance = defaultClockTolerance
+)

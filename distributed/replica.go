@@ -20,8 +20,8 @@ type replicaAck struct {
 	timeout  time.Duration
 }
 
-// WithReplicaAck makes every script call (Apply, Refund, ApplyAll, the semaphore
-// operations) count only once replicas replicas hold its writes: the store sends the
+// WithReplicaAck makes every script call (every method of the Store but Clock and Close)
+// count only once replicas replicas hold its writes: the store sends the
 // script and a WAIT replicas timeout in one pipeline (still one round trip, on the
 // connection that ran the script), and fails the call with an error wrapping
 // ErrNotReplicated and store.ErrUnavailable when WAIT confirms fewer replicas. The

@@ -173,33 +173,49 @@ func TestApplyAllWindowsNeverExceed(t *testing.T) {
 	}
 }
 
-// TestApplyAllOneRoundTrip checks that a composite is one EVALSHA, whatever the number of
-// rules, and that the composite script is loaded once (EVAL after NOSCRIPT).
+// TestApplyAllOneRoundTrip checks that a composite is one FCALL (or one EVALSHA on a
+// server without functions), whatever the number of rules, and that the composite script
+// is loaded once (FUNCTION LOAD with the FCALL again after "Function not found", EVAL
+// after NOSCRIPT).
 func TestApplyAllOneRoundTrip(t *testing.T) {
 	t.Parallel()
-	c := redistest.Start(t).Client(t)
-	hook := &countCmds{n: map[string]int{}}
-	c.AddHook(hook)
-	ctx := ctxTimeout(t, 30*time.Second)
-	s := newStore(t, c, distributed.WithClientClock(fakeClock()))
-	rules := multiRuleSets()["mixed"]
-	for i := 0; i < 20; i++ {
-		if _, _, err := s.ApplyAll(ctx, "k", rules, algo.Request{N: 1}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if got, want := hook.take(), map[string]int{"evalsha": 20, "eval": 1}; !reflect.DeepEqual(got, want) {
-		t.Errorf("20 composite decisions of %d rules sent %v, want %v", len(rules), got, want)
-	}
-	// The server counts the same: one script call per decision.
-	info, err := c.Info(ctx, "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"cmdstat_evalsha:calls=20,", "cmdstat_eval:calls=1,"} {
-		if !strings.Contains("\n"+info, "\n"+want) {
-			t.Errorf("INFO commandstats lacks %q:\n%s", want, info)
-		}
+	for _, tc := range []struct {
+		name  string
+		opts  []distributed.Option
+		want  map[string]int
+		stats []string
+	}{
+		{"functions", nil, map[string]int{"fcall": 20, "function+fcall": 1}, []string{"cmdstat_fcall:calls=21,"}},
+		{"evalsha", []distributed.Option{distributed.WithEvalOnly()}, map[string]int{"evalsha": 20, "eval": 1},
+			[]string{"cmdstat_evalsha:calls=20,", "cmdstat_eval:calls=1,"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := redistest.Start(t).Client(t)
+			hook := &countTrips{countCmds{n: map[string]int{}}}
+			c.AddHook(hook)
+			ctx := ctxTimeout(t, 30*time.Second)
+			s := newStore(t, c, append(tc.opts, distributed.WithClientClock(fakeClock()))...)
+			rules := multiRuleSets()["mixed"]
+			for i := 0; i < 20; i++ {
+				if _, _, err := s.ApplyAll(ctx, "k", rules, algo.Request{N: 1}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := hook.take(); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("20 composite decisions of %d rules sent %v, want %v", len(rules), got, tc.want)
+			}
+			// The server counts the same: one script call per decision.
+			info, err := c.Info(ctx, "commandstats").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range tc.stats {
+				if !strings.Contains("\n"+info, "\n"+want) {
+					t.Errorf("INFO commandstats lacks %q:\n%s", want, info)
+				}
+			}
+		})
 	}
 }
 

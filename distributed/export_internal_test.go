@@ -58,3 +58,9 @@ const (
 	MaxInFlightLimit      = maxInFlightLimit
 	DefaultClockTolerance = defaultClockTolerance
 )
+
+// WithZeroReplicaAck is WithReplicaAck asking for no replica, which New refuses: every
+// call is still followed by WAIT, which a server without replicas answers at once.
+func WithZeroReplicaAck() Option {
+	return optionFunc(func(o *options) { o.ack = &replicaAck{replicas: 0, timeout: time.Millisecond} })
+}

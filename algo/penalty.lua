@@ -14,6 +14,9 @@
 -- their own TTLs. Decisions report the later of the two as ResetAfter.
 
 local MAX_EXACT = 9007199254740992
+
+-- ---- per call: everything from here on runs on every call (the rest, in a library, once) ----
+redis = api()
 local argc = #ARGV
 local block_us = tonumber(ARGV[argc - 2])
 local max_us = tonumber(ARGV[argc - 1])

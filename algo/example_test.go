@@ -57,17 +57,13 @@ func ExampleFixedWindow() {
 	// allowed=true retry=0s reset=1m0s
 }
 
-// A store runs a Scripted algorithm's Lua twin with the ARGV of ApplyArgs and decodes the
-// reply with ParseDecision. Here the reply is written out: a grant of 1 with 4 left.
-func ExampleApplyArgs() {
-	tb := algo.TokenBucket{Rate: 10, Burst: 5}
-	args := algo.ApplyArgs(nil, algo.ServerTime, algo.Request{N: 1, MaxWait: time.Second}, tb.AppendArgs(nil))
-	fmt.Printf("keys: %d, ARGV: %#v\n", len(tb.Script().Keys), args)
-
-	reply := []any{int64(1), int64(5), int64(4), int64(0), int64(100_000), int64(0), int64(1_767_225_600_000_000)}
-	d, err := algo.ParseDecision(reply)
-	fmt.Printf("allowed=%v remaining=%d reset=%v err=%v\n", d.Allowed, d.Remaining, d.ResetAfter, err)
+// A Scripted algorithm gives the Redis store its Lua twin and the config its script reads
+// from ARGV[5] on; the store encodes the request before it (see Script) and decodes the
+// reply.
+func ExampleScripted() {
+	var s algo.Scripted = algo.TokenBucket{Rate: 10, Burst: 5}
+	def := s.Script()
+	fmt.Printf("script %s, keys %q, config %#v, padded TTLs %v\n", def.Name, def.Keys, s.AppendArgs(nil), def.PadsTTL)
 	// Output:
-	// keys: 1, ARGV: []interface {}{"apply", "", 1, 1000000, "10", 5}
-	// allowed=true remaining=4 reset=100ms err=<nil>
+	// script token-bucket, keys [""], config []interface {}{"10", 5}, padded TTLs true
 }

@@ -1,25 +1,19 @@
 package algo
 
-import (
-	"errors"
-	"fmt"
-	"math"
-	"strconv"
-	"strings"
-)
-
 // Script is the Lua twin of an algorithm: the same state fields and the same arithmetic as
 // its Go transition, run atomically inside Redis by the distributed store.
 //
-// Calling convention, shared by every script (prelude.lua decodes it; [ApplyArgs],
-// [PeekArgs], [RefundArgs], [ParseDecision] and [ParseRefund] encode and decode it in Go):
+// Calling convention, shared by every script (prelude.lua decodes it for the scripts of
+// this package; the Redis store encodes and decodes it in Go). A custom algorithm's
+// script follows it to run in the Redis store:
 //
 //	KEYS[i]   the state key of the decision followed by Keys[i] (Keys[0] is "", the key itself);
 //	          every key carries the same Redis Cluster hash tag.
 //	ARGV[1]   "apply", "peek" or "refund"
-//	ARGV[2]   now in µs since the Unix epoch, or "" to read the server's TIME ([NowArg]), or
-//	          "now pad": now followed by a padding in µs added to every TTL the call sets
-//	          ([PaddedNowArg]; a client clock's tolerance, see distributed.WithClockTolerance)
+//	ARGV[2]   now in µs since the Unix epoch, or "" to read the server's TIME, or "now pad":
+//	          now followed by a padding in µs added to every TTL the call sets (a client
+//	          clock's tolerance, see distributed.WithClockTolerance; only for a Script
+//	          whose PadsTTL is true)
 //	ARGV[3]   N (permits asked for, or given back)
 //	ARGV[4]   apply and peek: MaxWait in whole µs, rounded down, in [0, MaxMicros-1] (MaxMicros-1 for
 //	          Forever, since a wait clamped to MaxMicros is never granted; the script clamps
@@ -48,13 +42,19 @@ import (
 // Source. Its helpers are defined once, when the library loads, rather than on every call.
 // Both names carry the SHA-1 of Source, so that every version of a script has its own.
 // Scripts of other packages may leave both empty: stores then run Source.
+//
+// A custom algorithm implements [Scripted]: its Script returns a *Script built once (its
+// Source a plain Lua chunk that reads KEYS and ARGV as above, declares only locals and
+// returns from its top level, without a "#!lua" line), and its AppendArgs appends the
+// config the script reads from ARGV[5] on (floats formatted with %.17g). The example of
+// docs/algorithms.md walks through one.
 type Script struct {
 	Name     string   // the algorithm's Name
 	Source   string   // Lua source, for EVAL and EVALSHA
 	Keys     []string // suffixes appended to the state key; "" is the key itself
 	Function string   // the function Library registers, for FCALL; "" with no Library
 	Library  string   // Redis 7 function library code, for FUNCTION LOAD; "" for none
-	// PadsTTL reports a script that reads ARGV[2] in the form "now pad" too ([PaddedNowArg])
+	// PadsTTL reports a script that reads ARGV[2] in the form "now pad" too
 	// and adds pad to every TTL it sets; a store sends that form only to such scripts. It
 	// is true for every script of this package (a Penalty's, when its Rule's is).
 	PadsTTL bool
@@ -69,159 +69,4 @@ type Scripted interface {
 	Script() *Script
 	// AppendArgs appends the config arguments the script reads from ARGV[5] on.
 	AppendArgs(args []any) []any
-}
-
-// ServerTime is the now of [NowArg], [ApplyArgs] and [RefundArgs] that lets the script read
-// the Redis server's TIME, so that the clocks of the clients do not matter.
-const ServerTime int64 = math.MinInt64
-
-// NowArg returns ARGV[2] of a script call at now (µs since the Unix epoch): now itself, or
-// "" for [ServerTime]. The semaphore's script reads it the same way.
-func NowArg(now int64) any {
-	if now == ServerTime {
-		return ""
-	}
-	return now
-}
-
-// PaddedNowArg returns ARGV[2] of a script call at now (µs since the Unix epoch, not
-// [ServerTime]) whose TTLs are each padded by pad µs: "now pad", or now alone when pad ≤ 0.
-// A store deciding at a client's time pads the TTLs so that Redis, which expires keys on
-// its own clock, keeps a state while the client clock, running up to pad behind, still
-// needs it.
-func PaddedNowArg(now, pad int64) any {
-	if pad <= 0 {
-		return now
-	}
-	return strconv.FormatInt(now, 10) + " " + strconv.FormatInt(pad, 10)
-}
-
-// ApplyArgs appends to dst the ARGV of an "apply" of req at now (µs since the Unix epoch,
-// or [ServerTime]), followed by config, the algorithm's AppendArgs(nil). MaxWait is
-// converted exactly as the Go transitions convert it (see [Script]). A store may cache
-// config per algorithm: the arguments depend on the config alone.
-func ApplyArgs(dst []any, now int64, req Request, config []any) []any {
-	dst = append(dst, "apply", NowArg(now), req.N, req.maxWaitMicros())
-	return append(dst, config...)
-}
-
-// PeekArgs appends to dst the ARGV of a "peek" of req at now (µs since the Unix epoch, or
-// [ServerTime]), followed by config: the arguments of [ApplyArgs] under the mode "peek",
-// whose reply [ParseDecision] decodes. The Go twin of a peek applies req to a copy of the
-// state ([StateCloner]) and keeps the original.
-func PeekArgs(dst []any, now int64, req Request, config []any) []any {
-	dst = append(dst, "peek", NowArg(now), req.N, req.maxWaitMicros())
-	return append(dst, config...)
-}
-
-// RefundArgs appends to dst the ARGV of a "refund" at now (µs since the Unix epoch, or
-// [ServerTime]) of n permits of the grant made at at (its Decision.At), followed by
-// config, the algorithm's AppendArgs(nil).
-func RefundArgs(dst []any, now, n, at int64, config []any) []any {
-	dst = append(dst, "refund", NowArg(now), n, at)
-	return append(dst, config...)
-}
-
-// ErrBadReply is wrapped by every error of [ParseDecision] and [ParseRefund]: the script
-// replied something the calling convention does not allow.
-var ErrBadReply = errors.New("algo: script reply does not follow the calling convention")
-
-// A ReplyError reports a script reply that does not follow the calling convention: what
-// arrived, shortened, and what is wrong with it. It wraps [ErrBadReply]. Stores return it
-// for the replies of scripts of their own too (the semaphore's).
-type ReplyError struct {
-	Reply   any    // the reply as the Redis client returned it
-	Problem string // what is wrong, e.g. "want an array of 7 integers"
-}
-
-func (e *ReplyError) Error() string {
-	return "algo: script replied " + describeReply(e.Reply) + ": " + e.Problem
-}
-
-// Unwrap returns ErrBadReply.
-func (e *ReplyError) Unwrap() error { return ErrBadReply }
-
-// ParseDecision decodes the reply of an "apply" (see [Script]): seven integers (int64, as
-// go-redis returns them over RESP2 and RESP3 alike). Durations of MaxMicros µs or more are
-// Never. Anything else is a *[ReplyError] that says what arrived; it never panics.
-func ParseDecision(reply any) (Decision, error) {
-	vals, ok := reply.([]any)
-	if !ok || len(vals) != 7 {
-		return Decision{}, &ReplyError{reply, "want an array of 7 integers"}
-	}
-	var n [7]int64
-	for i, v := range vals {
-		x, ok := v.(int64)
-		if !ok {
-			return Decision{}, &ReplyError{reply, fmt.Sprintf("element %d is not an integer", i+1)}
-		}
-		n[i] = x
-	}
-	if n[0] != 0 && n[0] != 1 {
-		return Decision{}, &ReplyError{reply, fmt.Sprintf("allowed is %d, want 0 or 1", n[0])}
-	}
-	for i, name := range [...]string{1: "limit", 2: "remaining", 3: "retry_after_us", 4: "reset_after_us", 5: "wait_us"} {
-		if i > 0 && n[i] < 0 {
-			return Decision{}, &ReplyError{reply, fmt.Sprintf("%s is %d, want ≥ 0", name, n[i])}
-		}
-	}
-	return Decision{
-		Allowed:    n[0] == 1,
-		Limit:      n[1],
-		Remaining:  n[2],
-		RetryAfter: toDuration(n[3]),
-		ResetAfter: toDuration(n[4]),
-		Wait:       toDuration(n[5]),
-		At:         n[6],
-	}, nil
-}
-
-// ParseRefund checks the reply of a "refund" (see [Script]): an integer. Anything else is a
-// *[ReplyError].
-func ParseRefund(reply any) error {
-	if _, ok := reply.(int64); !ok {
-		return &ReplyError{reply, "want an integer"}
-	}
-	return nil
-}
-
-// describeReply renders a reply for an error message, shortened so that junk cannot flood
-// logs.
-func describeReply(reply any) string {
-	var b strings.Builder
-	describeTo(&b, reply, 0)
-	const max = 200
-	if b.Len() > max {
-		return b.String()[:max] + "…"
-	}
-	return b.String()
-}
-
-func describeTo(b *strings.Builder, v any, depth int) {
-	switch v := v.(type) {
-	case nil:
-		b.WriteString("nil")
-	case int64:
-		b.WriteString(strconv.FormatInt(v, 10))
-	case string:
-		b.WriteString(strconv.Quote(v))
-	case []any:
-		if depth == 0 {
-			fmt.Fprintf(b, "an array of %d ", len(v))
-		}
-		b.WriteByte('[')
-		for i, e := range v {
-			if i > 0 {
-				b.WriteByte(' ')
-			}
-			if b.Len() > 200 || depth > 4 {
-				b.WriteString("…")
-				break
-			}
-			describeTo(b, e, depth+1)
-		}
-		b.WriteByte(']')
-	default:
-		fmt.Fprintf(b, "%T(%v)", v, v)
-	}
 }

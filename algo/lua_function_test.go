@@ -3,6 +3,7 @@ package algo
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -120,7 +121,22 @@ func TestScriptLibraries(t *testing.T) {
 	if _, lib := library("return 1"); lib != "" {
 		t.Error("a script without the prelude got a library")
 	}
-	if def := (Semaphore{Permits: 1, LeaseTTL: time.Second}).Script(); def.Library != "" || def.Function != "" {
-		t.Errorf("the semaphore script got a library %q", def.Function)
+	// The semaphore's script has a library too (the base's helpers load once), whose
+	// function answers as the script does.
+	sem := Semaphore{Permits: 1, LeaseTTL: time.Second}
+	def := sem.Script()
+	if !strings.HasPrefix(def.Library, "#!lua name="+def.Function+"\n") || seen[def.Function] {
+		t.Fatalf("semaphore: function %q, library %.40q", def.Function, def.Library)
+	}
+	if err := rdb.FunctionLoadReplace(ctx, def.Library).Err(); err != nil {
+		t.Fatalf("semaphore: FUNCTION LOAD: %v", err)
+	}
+	for _, op := range []string{"acquire", "holders"} {
+		args := sem.AppendArgs([]any{op, "", "tok", 0})
+		er, err1 := redis.NewScript(def.Source).Run(ctx, rdb, scriptKeys(def, "{se}"), args...).Result()
+		fr, err2 := rdb.FCall(ctx, def.Function, scriptKeys(def, "{sf}"), args...).Result()
+		if err1 != nil || err2 != nil || !reflect.DeepEqual(er, fr) {
+			t.Errorf("semaphore %s: EVALSHA %v, %v; FCALL %v, %v", op, er, err1, fr, err2)
+		}
 	}
 }

@@ -73,7 +73,7 @@ func TestLuaPaddedNow(t *testing.T) {
 
 // checkPaddedTTLs compares the PTTL of each padded key with its plain twin's: both gone,
 // or the padded one longer by padMs (give or take the rounding, the 2 ms floor and the
-// real time the check took).
+// real time between writing a plain key and its padded twin).
 func checkPaddedTTLs(ctx context.Context, t *testing.T, rdb *redis.Client, step string, plain, padded []string, padMs int64, took time.Duration) {
 	t.Helper()
 	for i := range plain {

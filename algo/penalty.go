@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ratekit/limiter/internal/luawire"
 )
 
 // Penalty blocks a key that exceeds Rule for a while: every request Rule denies (an
@@ -291,13 +293,17 @@ func (p Penalty) Script() *Script {
 // the body of a Lua function taking its own KEYS and ARGV (a top-level return returns
 // from it), which penalty.lua calls with the keys and arguments of inner alone.
 func penaltyScript(inner *Script) *Script {
-	return &Script{
+	s := &Script{
 		Name:   "penalty-" + inner.Name,
-		Source: "local function inner(KEYS, ARGV)\n" + inner.Source + "\nend\n" + penaltyLua,
+		Source: "local function inner(KEYS, ARGV)\n" + inner.Source + "\nend\n" + luawire.BaseLua + penaltyLua,
 		Keys:   append(append([]string(nil), inner.Keys...), penaltyKeySuffix),
 		// penalty.lua reads "now pad" and hands ARGV[2] to the rule unchanged.
 		PadsTTL: inner.PadsTTL,
 	}
+	if inner.Library != "" { // a script of this package: inner loads with the library
+		s.Function, s.Library = library(s.Source)
+	}
+	return s
 }
 
 // penaltyKeySuffix names the key holding the penalty beside Rule's.

@@ -1,7 +1,9 @@
 -- Penalty: the Lua twin of algo.Penalty (penalty.go). penaltyScript puts the rule's whole
 -- script (prelude and body) before this file as the function inner(KEYS, ARGV), which this
 -- file calls with the rule's own keys and arguments; so the rule's script runs unchanged,
--- peek mode and expiry included, and touches none of the penalty's.
+-- peek mode and expiry included, and touches none of the penalty's. The base every script
+-- starts with (internal/luawire/base.lua: read_now, ttl_ms, num, MAX_MICROS) comes
+-- between the two.
 --
 -- KEYS[#KEYS]  hash: until = µs at which the last block ends, block = its length in µs.
 --              No key: no offence remembered. The rule's keys come before it.
@@ -11,8 +13,10 @@
 -- the offence is remembered), set on the write that starts a block; the rule's keys keep
 -- their own TTLs. Decisions report the later of the two as ResetAfter.
 
-local MAX_MICROS = 1e15
 local MAX_EXACT = 9007199254740992
+
+-- ---- per call: everything from here on runs on every call (the rest, in a library, once) ----
+redis = api()
 local argc = #ARGV
 local block_us = tonumber(ARGV[argc - 2])
 local max_us = tonumber(ARGV[argc - 1])
@@ -28,30 +32,17 @@ for i = 1, argc - 3 do iargv[i] = ARGV[i] end
 local mode = ARGV[1]
 if mode ~= 'apply' and mode ~= 'peek' then return inner(ikeys, iargv) end -- refund, or the rule's error
 
-local function num(x) return string.format('%.17g', x) end
 local function dur(us)
   if us >= MAX_MICROS then return MAX_MICROS end
   if us <= 0 then return 0 end
   return us
 end
 
--- One now for both halves: the server's TIME is read once and handed to the rule.
-local now
-if ARGV[2] == '' then
-  if redis.replicate_commands then redis.replicate_commands() end
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  iargv[2] = num(now)
-else
-  now = tonumber(ARGV[2])
-end
--- pad (µs) is added to the penalty key's TTL: ARGV[2] may be "now pad" (see the prelude;
--- the rule gets it unchanged and pads its own keys).
-local pad = 0
-if not now then
-  local a, b = string.match(ARGV[2], '^(%-?%d+) (%d+)$')
-  now, pad = tonumber(a), tonumber(b)
-end
+-- One now for both halves: the server's TIME is read once and handed to the rule; a
+-- client's "now pad" goes to the rule unchanged (read_now keeps pad for the penalty key's
+-- TTL, and the rule pads its own keys).
+local now = read_now(ARGV[2])
+if ARGV[2] == '' then iargv[2] = num(now) end
 
 local st = redis.call('HMGET', pkey, 'until', 'block')
 local p_until, p_block = 0, 0
@@ -102,9 +93,7 @@ end
 p_until, p_block = now + b, b
 if mode == 'apply' then
   redis.call('HSET', pkey, 'until', num(p_until), 'block', num(p_block))
-  local ms = math.ceil(math.min(p_end() + pad, MAX_MICROS) / 1000)
-  if ms < 2 then ms = 2 end -- see the prelude's keep
-  redis.call('PEXPIRE', pkey, num(ms))
+  redis.call('PEXPIRE', pkey, num(ttl_ms(p_end())))
 end
 -- A peek replies the rule's Remaining, what is available now (see algo.Peek): a request
 -- above any limit is never an offence.

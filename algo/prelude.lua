@@ -1,22 +1,17 @@
--- Prelude shared by every algorithm script: scripts.go prepends it to each *.lua twin, so
--- the helpers below reproduce algo.go's once for all six.
+-- Prelude shared by every algorithm script: scripts.go prepends it to each *.lua twin,
+-- after the base every script of the module starts with (internal/luawire/base.lua:
+-- api, KEYS, ARGV, redis, MAX_MICROS, num, read_now, ttl_ms), so the helpers below
+-- reproduce algo.go's once for all six.
 --
 -- The calling convention (KEYS, ARGV, the replies, units and precision, expiry) is
--- described once, on algo.Script in lua.go, whose ApplyArgs, PeekArgs, RefundArgs and
--- ParseDecision encode and decode it in Go. This file decodes ARGV at its end.
+-- described once, on algo.Script in lua.go; internal/luawire encodes and decodes it in Go.
+-- This file decodes ARGV at its end.
 
 -- The prelude has two parts. The helpers below run once per script in a Redis 7 function
 -- library (algo.Script.Library): they only define constants and functions. The part after
 -- the "per call" line decodes one call; in a library it is the start of the registered
 -- function's body, in a plain script (EVAL/EVALSHA) the helpers simply run first.
 --
--- api returns the server's redis table at call time: a library captures, while it loads,
--- a table without redis.call, so the helpers never keep the table they were loaded with.
-local function api() return redis end
--- KEYS and ARGV of the current call: the globals of a script; a library's function sets
--- them from its arguments before anything else runs.
-local KEYS, ARGV = KEYS, ARGV
-
 -- In "peek" mode (ARGV[1], see algo.Script) the script answers as "apply" and writes
 -- nothing. Rather than a flag checked before every write of every twin, redis is shadowed
 -- for the whole call by a table whose call runs the reads and skips the writes, so the
@@ -35,20 +30,7 @@ local function peeking(real)
     error('peek: command ' .. cmd .. ' is not known to be a read or a write')
   end}, {__index = real})
 end
--- redis is the table the twins and the helpers call: set per call (see below).
-local redis = redis
-
-local MAX_MICROS = 1e15             -- algo.MaxMicros: bounds every wait; 1e15 µs = never
 local MAX_EXACT = 9007199254740992  -- 2^53: the largest count a double holds exactly
-
--- num formats a number for Redis: %.17g round-trips every double and prints integers
--- below 1e17 without an exponent. Most numbers the twins store are whole µs or counts, for
--- which %d prints the same digits at well under half the cost of printf's floating-point
--- path (measured in Redis: about 0.1 µs against 0.26 µs a call); -0 keeps its sign.
-local function num(x)
-  if x % 1 == 0 and x > -9e15 and x < 9e15 and x ~= 0 then return string.format('%d', x) end
-  return string.format('%.17g', x)
-end
 
 -- ceil_micros rounds a wait up to whole µs, clamped to [0, MAX_MICROS]; NaN gives 0.
 local function ceil_micros(x)
@@ -97,26 +79,14 @@ local function seconds(us)
   return sec + (rem * 1000) / 1e9
 end
 
--- keep sets every key's TTL to reset µs rounded up to whole ms, at least 2 ms, not 1: up
--- to Redis 7.0, PEXPIRE reads the clock twice (when = now + ms, then deletes the key if
--- when ≤ now), so "PEXPIRE k 1" deletes k whenever a millisecond ticks in between. A key
--- outliving its state by 1 ms more is harmless: the state is fresh by then. The refunds of
--- the six rate algorithms call keep, never delete: a state that is fresh again is kept for
--- the minimum TTL, as the Go twin keeps it, because its timestamps guard against a clock
--- stepping back (a sliding log that forgot its newest entry would let an earlier instant
--- admit again what it already admitted).
---
--- pad (µs) is added to every TTL keep sets: the tolerance of a client clock, sent with it
--- in ARGV[2] ("now pad"), so that Redis, expiring keys on its own clock, keeps a state as
--- long as a client clock up to pad behind it still needs the state (distributed/clock.go).
--- It is 0 with the server's TIME. Set per call below.
-local pad = 0
+-- keep sets every key's TTL to reset µs (ttl_ms of the base: padded, at least 2 ms). The
+-- refunds of the six rate algorithms call keep, never delete: a state that is fresh again
+-- is kept for the minimum TTL, as the Go twin keeps it, because its timestamps guard
+-- against a clock stepping back (a sliding log that forgot its newest entry would let an
+-- earlier instant admit again what it already admitted).
 local function keep(reset)
-  reset = reset + pad
-  if reset > MAX_MICROS then reset = MAX_MICROS end
-  local ms = math.ceil(reset / 1000) -- exact: see floor_div
-  if ms < 2 then ms = 2 end
-  for _, k in ipairs(KEYS) do redis.call('PEXPIRE', k, num(ms)) end
+  local ms = num(ttl_ms(reset))
+  for _, k in ipairs(KEYS) do redis.call('PEXPIRE', k, ms) end
 end
 
 -- expire is keep, except that a state fresh again (reset ≤ 0) is deleted.
@@ -142,21 +112,7 @@ redis = api()
 local is_peek = ARGV[1] == 'peek'
 if is_peek then redis = peeking(redis) end
 
-local now
-if ARGV[2] == '' then
-  -- Redis 3.2–4 replicate scripts verbatim unless told otherwise, and refuse writes after
-  -- TIME; Redis 5+ replicate effects already (the call is a no-op there).
-  if redis.replicate_commands then redis.replicate_commands() end
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  now = tonumber(ARGV[2])
-end
-pad = 0
-if not now then -- "now pad": a client's time and the TTL padding (algo.PaddedNowArg)
-  local a, b = string.match(ARGV[2], '^(%-?%d+) (%d+)$')
-  now, pad = tonumber(a), tonumber(b)
-end
+local now = read_now(ARGV[2])
 local op = ARGV[1]
 if op == 'peek' then op = 'apply' end -- writes are skipped: see the top of this file
 local n = tonumber(ARGV[3])
@@ -168,7 +124,7 @@ end
 -- grant_at is the refunded grant's At in µs (refund only).
 local grant_at = tonumber(ARGV[4])
 -- max_wait is MaxWait in µs (apply only), the same argument (read once: tonumber is one of
--- the costlier calls of a script). ApplyArgs sends it in [0, MAX_MICROS - 1]
+-- the costlier calls of a script). A store sends it in [0, MAX_MICROS - 1]
 -- already; a hand-written call gets the same clamp: at least 0, and anything from
 -- MAX_MICROS on (what earlier versions sent for Forever) is MAX_MICROS - 1, because waits
 -- are clamped to MAX_MICROS, which stands for "that long or more" and is never granted.

@@ -1,12 +1,11 @@
 package algo
 
 import (
-	"crypto/sha1"
 	_ "embed" // the prelude every Lua twin starts with
-	"encoding/hex"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/ratekit/limiter/internal/luawire"
 )
 
 // Each algorithm's file embeds its Lua twin and builds its Script with newScript; the twin
@@ -15,12 +14,13 @@ import (
 //go:embed prelude.lua
 var preludeLua string
 
-// newScript prepends the prelude (the calling convention of lua.go and the helpers of
-// algo.go: ceil_micros, floor_count, seconds, expire, ...) to body, and builds the same
-// code as a Redis 7 function library (see [Script]). The state key itself ("") always
-// comes first in Keys.
+// newScript prepends the base every script of the module shares (luawire.BaseLua: the
+// time, the TTL padding and floor) and the prelude (the calling convention of lua.go and
+// the helpers of algo.go: ceil_micros, floor_count, seconds, expire, ...) to body, and
+// builds the same code as a Redis 7 function library (see [Script]). The state key itself
+// ("") always comes first in Keys.
 func newScript(name, body string, keys ...string) *Script {
-	src := preludeLua + "\n" + peekScript(body) + body
+	src := luawire.BaseLua + preludeLua + "\n" + peekScript(body) + body
 	fn, lib := library(src)
 	return &Script{
 		Name:     name,
@@ -42,32 +42,16 @@ func peekScript(body string) string {
 		"\nend\nreturn peeked(decide(n), decide(MAX_EXACT + 2))\nend\n"
 }
 
-// perCall is the line of prelude.lua after which everything runs on every call.
-const perCall = "-- ---- per call:"
+// library is luawire.Library: the FUNCTION LOAD code of src and the function it registers.
+func library(src string) (fn, lib string) { return luawire.Library(src) }
 
-// library returns the FUNCTION LOAD code of src, a script made of the prelude and a body,
-// and the name of the one function it registers (the library has the same name). The
-// prelude's helpers run once, when the library loads; the function runs the rest, from
-// the per-call line on, with KEYS and ARGV taken from its arguments. The name carries the
-// SHA-1 of src, so that two versions of a script never share a name: a server holding an
-// older library beside a newer one runs each client's own. It returns "", "" when src has
-// no per-call line (not a script of this package).
-func library(src string) (fn, lib string) {
-	i := strings.Index(src, perCall)
-	if i < 0 {
-		return "", ""
-	}
-	sum := sha1.Sum([]byte(src))
-	fn = "ratekit_" + hex.EncodeToString(sum[:10])
-	var b strings.Builder
-	b.Grow(len(src) + 256)
-	b.WriteString("#!lua name=" + fn + "\n")
-	b.WriteString("local KEYS, ARGV -- set by the function below on every call\n")
-	b.WriteString(src[:i])
-	b.WriteString("local function call(keys, args)\nKEYS, ARGV = keys, args\n")
-	b.WriteString(src[i:])
-	b.WriteString("\nend\nredis.register_function('" + fn + "', call)\n")
-	return fn, b.String()
+// newBaseScript builds the Script of a script that is not an algorithm's decision (the
+// semaphore's): body after luawire.BaseLua, as a function library too when body has a
+// per-call line (luawire.PerCall). Its TTLs are padded (ttl_ms).
+func newBaseScript(name, body string, keys ...string) *Script {
+	src := luawire.BaseLua + body
+	fn, lib := library(src)
+	return &Script{Name: name, Source: src, Keys: append([]string{""}, keys...), Function: fn, Library: lib, PadsTTL: true}
 }
 
 // formatFloat formats a float argument with %.17g, which the script's tonumber reads back

@@ -65,13 +65,7 @@ type SemaphoreResult struct {
 //go:embed semaphore.lua
 var semaphoreLua string
 
-var semaphoreScript = &Script{
-	Name:   "semaphore",
-	Source: semaphoreLua,
-	Keys:   []string{"", ":q", ":qe", ":n"},
-	// semaphore.lua reads "now pad" (see PaddedNowArg).
-	PadsTTL: true,
-}
+var semaphoreScript = newBaseScript("semaphore", semaphoreLua, ":q", ":qe", ":n")
 
 // Script returns the semaphore script run by the Redis store (the local store runs its Go
 // twin). It keeps four keys, the base key followed by each of Keys ("<base>",
@@ -83,14 +77,14 @@ var semaphoreScript = &Script{
 //	KEYS[4]  string: the last ticket handed out (INCR)
 //	ARGV[1]  "acquire", "release", "renew" or "holders"
 //	ARGV[2]  now in µs since the Unix epoch, or "" to read the server's TIME, or "now pad"
-//	         (PaddedNowArg: every TTL set gets pad µs more)
+//	         (every TTL set gets pad µs more)
 //	ARGV[3]  the owner token ("" for holders)
 //	ARGV[4]  acquire: the queue TTL in µs (0: do not queue)
 //	ARGV[5..] the config, as appended by AppendArgs: Permits, LeaseTTL in µs, Fair (0/1)
 //
 // "acquire" replies {acquired (0/1), holders, position, retry_after_us}; "release" and
 // "renew" reply 1 when the token held a live lease, else 0; "holders" replies the count.
-// Every write sets each written key's PEXPIRE to its latest expiry (at least 1 ms), and
+// Every write sets each written key's PEXPIRE to its latest expiry (at least 2 ms), and
 // an empty queue deletes its three keys.
 func (Semaphore) Script() *Script { return semaphoreScript }
 

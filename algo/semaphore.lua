@@ -21,30 +21,17 @@
 -- and waiters from the very sets it then counts. Q and QE always hold the same tokens.
 --
 -- Units and precision: instants and durations are integers of µs, tickets are integers,
--- all below 2^53 and so exact in a Lua double; they are sent to Redis with %.17g, which
--- prints them without exponent. Each key written gets a PEXPIRE equal to its latest
--- expiry (at least 1 ms), so a semaphore nobody touches any more disappears by itself.
+-- all below 2^53 and so exact in a Lua double; they are sent to Redis with num (the base's:
+-- no exponent). Each key written gets a PEXPIRE equal to its latest expiry (ttl_ms of the
+-- base: plus the padding of ARGV[2], at least 2 ms), so a semaphore nobody touches any
+-- more disappears by itself.
+--
+-- The base (internal/luawire/base.lua) comes before this file: read_now, ttl_ms, num.
 
+-- ---- per call: everything from here on runs on every call ----
+redis = api()
 local H, Q, QE, N = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-
-local now
-if ARGV[2] == '' then
-  -- Redis 3.2–4 replicate scripts verbatim unless told otherwise, and refuse writes after
-  -- TIME; Redis 5+ replicate effects already (the call is a no-op there).
-  if redis.replicate_commands then redis.replicate_commands() end
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  now = tonumber(ARGV[2])
-end
--- pad (µs) is added to every TTL: ARGV[2] may be "now pad", a client's time and the
--- padding that keeps keys alive while its clock, up to pad behind the server's, needs them
--- (see algo.PaddedNowArg).
-local pad = 0
-if not now then
-  local a, b = string.match(ARGV[2], '^(%-?%d+) (%d+)$')
-  now, pad = tonumber(a), tonumber(b)
-end
+local now = read_now(ARGV[2])
 local op = ARGV[1]
 local token = ARGV[3]
 local qttl = tonumber(ARGV[4]) or 0
@@ -52,14 +39,8 @@ local permits = tonumber(ARGV[5]) or 0
 local ttl = tonumber(ARGV[6]) or 0
 local fair = ARGV[7] == '1'
 
-local function num(x) return string.format('%.17g', x) end
-
--- ms is a TTL of us µs in whole ms, rounded up, at least 1 (PEXPIRE 0 would delete).
-local function ms(us)
-  local m = math.ceil((us + pad) / 1000)
-  if m < 1 then m = 1 end
-  return num(m)
-end
+-- ms is the PEXPIRE of a key whose latest expiry is us µs away.
+local function ms(us) return num(ttl_ms(us)) end
 
 -- expire_holders sets H's TTL to its latest lease; an empty H no longer exists.
 local function expire_holders()

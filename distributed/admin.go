@@ -4,9 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/internal/luawire"
 	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/store"
 )
@@ -23,18 +22,20 @@ func (s *Store) Peek(ctx context.Context, key string, a algo.Algorithm, req algo
 	if err := s.check(ctx, key, a, req); err != nil {
 		return algo.Decision{}, err
 	}
-	return s.decide(ctx, "peek", "peek", key, a, req, algo.PeekArgs)
+	return s.decide(ctx, "peek", "peek", key, a, req, luawire.Peek)
 }
 
 // resetLua deletes every key it is given. All of them carry the key's hash tag, so on a
 // Cluster they live in one slot and one DEL removes them at once.
-const resetLua = "return redis.call('DEL', unpack(KEYS))"
+const resetLua = "-- limiter reset\n" + luawire.PerCall + " everything runs on every call\n" +
+	"return redis.call('DEL', unpack(KEYS))"
 
-// resetEntry runs resetLua like an algorithm's script (batching, NOSCRIPT reload, WAIT
-// under WithReplicaAck); its def is never handed to an algorithm.
+// resetEntry runs resetLua through the transport like an algorithm's script (FCALL,
+// batching, recovery of a lost script, WAIT under WithReplicaAck); its def is never
+// handed to an algorithm.
 var resetEntry = func() *scriptEntry {
-	run := redis.NewScript(resetLua)
-	return &scriptEntry{def: &algo.Script{Name: "reset", Source: resetLua, Keys: []string{""}}, run: run, sha: run.Hash()}
+	fn, lib := luawire.Library(resetLua)
+	return newEntry(&algo.Script{Name: "reset", Source: resetLua, Keys: []string{""}, Function: fn, Library: lib})
 }()
 
 // Reset deletes, in one round trip, every Redis key of key's state under each of rules:
@@ -66,13 +67,13 @@ func (s *Store) Reset(ctx context.Context, key string, rules ...algo.Algorithm) 
 		}
 		b.keys = appendStateKeys(b.keys, s.prefix, key, a.Slot(), e.def.Keys)
 	}
-	reply, err, left := s.exec(ctx, resetEntry, b.keys, b.args)
-	defer recycle(b, left)
+	reply, err := s.exec(ctx, resetEntry, b.keys, b.args)
+	defer putBuf(b)
 	if err != nil {
 		return s.fail(ctx, "reset", key, b.keys, rules[0], err)
 	}
 	if _, ok := reply.(int64); !ok {
-		return badReply(fmt.Sprintf("reset on key %s", quoteKey(key)), &algo.ReplyError{Reply: reply, Problem: "want an integer"})
+		return badReply(fmt.Sprintf("reset on key %s", quoteKey(key)), &luawire.ReplyError{Reply: reply, Problem: "want an integer"})
 	}
 	return nil
 }

@@ -2,10 +2,8 @@ package distributed
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -15,29 +13,28 @@ import (
 
 // Defaults and bounds of Batching.
 const (
-	// DefaultMaxBatch is the number of commands a pipeline carries at most when
+	// defaultMaxBatch is the number of commands a pipeline carries at most when
 	// Batching.MaxBatch is 0.
-	DefaultMaxBatch = 64
-	// DefaultMaxInFlight is the number of pipelines in flight at once when
+	defaultMaxBatch = 64
+	// defaultMaxInFlight is the number of pipelines in flight at once when
 	// Batching.MaxInFlight is 0.
-	DefaultMaxInFlight = 2
-	// MaxBatchLimit is the largest Batching.MaxBatch: larger values are clamped to it.
-	MaxBatchLimit = 4096
-	// MaxInFlightLimit is the largest Batching.MaxInFlight: larger values are clamped to it.
-	MaxInFlightLimit = 64
+	defaultMaxInFlight = 2
+	// maxBatchLimit is the largest Batching.MaxBatch: larger values are clamped to it.
+	maxBatchLimit = 4096
+	// maxInFlightLimit is the largest Batching.MaxInFlight: larger values are clamped to it.
+	maxInFlightLimit = 64
 )
 
 // Batching configures the client-side batching that [WithBatching] turns on. Its zero value
 // means the defaults: pipelines of up to 64 commands, at most 2 of them in flight.
 type Batching struct {
-	// MaxBatch is the largest number of commands one pipeline carries. 0 means
-	// DefaultMaxBatch (64); more than MaxBatchLimit (4096) means MaxBatchLimit; less than 0
-	// is an error of WithBatching.
+	// MaxBatch is the largest number of commands one pipeline carries. 0 means 64; more
+	// than 4096 means 4096; less than 0 is an error of WithBatching.
 	MaxBatch int
 	// MaxInFlight is the number of pipelines that may be in flight at once, which is also
 	// the number of flusher goroutines the store runs and, on a single server, the number
-	// of connections batching uses. 0 means DefaultMaxInFlight (2); more than
-	// MaxInFlightLimit (64) means MaxInFlightLimit; less than 0 is an error of WithBatching.
+	// of connections batching uses. 0 means 2; more than 64 means 64; less
+	// than 0 is an error of WithBatching.
 	MaxInFlight int
 }
 
@@ -45,53 +42,17 @@ type Batching struct {
 func (b Batching) normalized() Batching {
 	switch {
 	case b.MaxBatch <= 0:
-		b.MaxBatch = DefaultMaxBatch
-	case b.MaxBatch > MaxBatchLimit:
-		b.MaxBatch = MaxBatchLimit
+		b.MaxBatch = defaultMaxBatch
+	case b.MaxBatch > maxBatchLimit:
+		b.MaxBatch = maxBatchLimit
 	}
 	switch {
 	case b.MaxInFlight <= 0:
-		b.MaxInFlight = DefaultMaxInFlight
-	case b.MaxInFlight > MaxInFlightLimit:
-		b.MaxInFlight = MaxInFlightLimit
+		b.MaxInFlight = defaultMaxInFlight
+	case b.MaxInFlight > maxInFlightLimit:
+		b.MaxInFlight = maxInFlightLimit
 	}
 	return b
-}
-
-// The states of a call. A call is owned by its caller until it is queued; from then on
-// exactly one of two parties puts it back in the pool: the caller, once it has read its
-// answer (the flusher moved it waiting → answered and signalled ready), or the flusher,
-// when the caller gave up first (the caller moved it waiting → abandoned and left).
-const (
-	callWaiting int32 = iota
-	callAnswered
-	callAbandoned
-)
-
-// call is one Apply or Refund waiting for its pipeline. Calls are pooled: a decision
-// allocates none of this.
-type call struct {
-	args  []any // the whole command: EVALSHA, sha, numkeys, keys..., ARGV...
-	e     *scriptEntry
-	start time.Time // when it was queued; zero without a timeout
-	cmd   *redis.Cmd
-
-	reply any
-	err   error
-	state atomic.Int32
-	ready chan struct{} // capacity 1: the flusher's one signal that reply and err are set
-}
-
-var callPool = sync.Pool{New: func() any {
-	return &call{args: make([]any, 0, 16), ready: make(chan struct{}, 1)}
-}}
-
-func putCall(c *call) {
-	clear(c.args)
-	c.args = c.args[:0]
-	c.e, c.start, c.cmd, c.reply, c.err = nil, time.Time{}, nil, nil, nil
-	c.state.Store(callWaiting)
-	callPool.Put(c)
 }
 
 // batcher coalesces the scripts of concurrent calls into pipelines ("smart batching",
@@ -102,6 +63,7 @@ func putCall(c *call) {
 // are in flight: calls arriving while the pipelines are busy go out together in the next
 // one. The queue holds only blocked callers, so it is bounded by them.
 type batcher struct {
+	s           *Store // sends the pipelines (transport.go)
 	client      redis.UniversalClient
 	timeout     time.Duration
 	guard       *guard // the store's: bounds each pipeline by its deadline
@@ -119,9 +81,10 @@ type batcher struct {
 }
 
 // newBatcher starts the flushers of cfg.
-func newBatcher(client redis.UniversalClient, timeout time.Duration, cfg Batching, g *guard) *batcher {
+func newBatcher(s *Store, cfg Batching) *batcher {
 	cfg = cfg.normalized()
-	b := &batcher{client: client, timeout: timeout, guard: g, maxBatch: cfg.MaxBatch, maxInFlight: cfg.MaxInFlight}
+	client := s.client
+	b := &batcher{s: s, client: client, timeout: s.timeout, guard: &s.guard, maxBatch: cfg.MaxBatch, maxInFlight: cfg.MaxInFlight}
 	b.pipes.New = func() any { return client.Pipeline() }
 	b.cond.L = &b.mu
 	b.wg.Add(cfg.MaxInFlight)
@@ -131,12 +94,12 @@ func newBatcher(client redis.UniversalClient, timeout time.Duration, cfg Batchin
 	return b
 }
 
-// do runs e's script with keys and args and returns its reply, sending it at once when
-// the store is idle and in the next pipeline otherwise, or returns when ctx ends. It
-// returns store.ErrClosed, unwrapped (the store compares it with ==), when the batcher is
-// closed.
-func (b *batcher) do(ctx context.Context, e *scriptEntry, keys []string, args []any) (any, error) {
+// do sends c and returns its reply, at once when the store is idle and in the next
+// pipeline otherwise, or returns when ctx ends. It returns store.ErrClosed, unwrapped (the
+// store compares it with ==), when the batcher is closed. c is the batcher's from then on.
+func (b *batcher) do(ctx context.Context, c *call) (any, error) {
 	if err := ctx.Err(); err != nil {
+		putCall(c)
 		return nil, err
 	}
 	if b.timeout > 0 {
@@ -146,14 +109,6 @@ func (b *batcher) do(ctx context.Context, e *scriptEntry, keys []string, args []
 		ctx, cancel = context.WithTimeout(ctx, b.timeout)
 		defer cancel()
 	}
-	c := callPool.Get().(*call)
-	c.e = e
-	c.args = append(c.args, "evalsha", e.sha, len(keys))
-	for _, k := range keys {
-		c.args = append(c.args, k)
-	}
-	c.args = append(c.args, args...)
-
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -255,12 +210,12 @@ func (b *batcher) sendAlone(ctx context.Context, c *call) (left bool) {
 	pipe := b.pipes.Get().(redis.Pipeliner)
 	if b.guard.inline {
 		one := [1]*call{c}
-		send(ctx, pipe, one[:])
+		b.s.sendBatch(ctx, pipe, one[:])
 		b.pipes.Put(pipe)
 		return false
 	}
 	_, err, left := b.guard.do(ctx, func(ctx context.Context) (any, error) {
-		send(ctx, pipe, []*call{c})
+		b.s.sendBatch(ctx, pipe, []*call{c})
 		return nil, nil
 	}, func() { b.pipes.Put(pipe); putCall(c) })
 	if left {
@@ -312,13 +267,13 @@ func (b *batcher) flush(pipe redis.Pipeliner, batch []*call) redis.Pipeliner {
 		defer cancel()
 	}
 	if b.guard.inline {
-		send(ctx, pipe, live)
+		b.s.sendBatch(ctx, pipe, live)
 		answerAll(live, nil)
 		return pipe
 	}
 	own := slices.Clone(live) // batch's array is the flusher's, reused at once
 	_, err, left := b.guard.do(ctx, func(ctx context.Context) (any, error) {
-		send(ctx, pipe, own)
+		b.s.sendBatch(ctx, pipe, own)
 		answerAll(own, nil)
 		return nil, nil
 	}, nil)
@@ -339,76 +294,6 @@ func answerAll(calls []*call, err error) {
 		}
 		answer(c)
 	}
-}
-
-// send runs the calls' commands as one pipeline, re-sends those that met a server
-// without their script, and leaves each call's reply and error in it.
-func send(ctx context.Context, pipe redis.Pipeliner, calls []*call) {
-	for _, c := range calls {
-		queue(ctx, pipe, c)
-	}
-	_, _ = pipe.Exec(ctx) // the outcome of each command is read from it below
-	reload(ctx, pipe, calls)
-	for _, c := range calls {
-		c.reply, c.err = c.cmd.Result()
-		if c.err == nil && c.reply == nil {
-			c.err = errNoReply // not seen: a pipeline always sets a reply or an error
-		}
-		c.cmd = nil
-	}
-}
-
-// queue adds c's command, as c.args stand, to pipe and keeps it in c.cmd.
-func queue(ctx context.Context, pipe redis.Pipeliner, c *call) {
-	c.cmd = redis.NewCmd(ctx, c.args...)
-	c.cmd.SetFirstKeyPos(3) // KEYS start at the fourth argument, as Cluster routing needs
-	_ = pipe.Process(ctx, c.cmd)
-}
-
-// errNoReply is the error of a command that a pipeline left without reply nor error.
-var errNoReply = errors.New("distributed: pipeline returned no reply for the command")
-
-// reload re-sends the commands of calls that met a server without their script (it
-// restarted, failed over, ran SCRIPT FLUSH, or is a Cluster node that never saw it):
-// NOSCRIPT means the script did not run, so running it again cannot apply it twice.
-//
-// First round: the first such command of each script goes as EVAL, which runs and caches
-// the script, followed by the others as EVALSHA. On one server, commands of one pipeline
-// run in order, so they find the script cached; on a Cluster, those routed to another
-// node than the EVAL meet NOSCRIPT again and go in a second round, all as EVAL. Sending
-// EVAL only where needed keeps a cold start from shipping the source once per command.
-func reload(ctx context.Context, pipe redis.Pipeliner, live []*call) {
-	var again []*call
-	for round := 0; round < 2; round++ {
-		again = again[:0]
-		for _, c := range live {
-			if isNoScript(c.cmd.Err()) {
-				again = append(again, c)
-			}
-		}
-		if len(again) == 0 {
-			return
-		}
-		var loaded []*scriptEntry // the scripts sent as EVAL in this round
-		for _, c := range again {
-			eval := round > 0 || !slices.Contains(loaded, c.e)
-			if eval {
-				if round == 0 {
-					loaded = append(loaded, c.e)
-				}
-				c.args[0], c.args[1] = "eval", c.e.def.Source
-			} else {
-				c.args[0], c.args[1] = "evalsha", c.e.sha
-			}
-			queue(ctx, pipe, c)
-		}
-		_, _ = pipe.Exec(ctx)
-	}
-}
-
-// isNoScript reports a NOSCRIPT reply, raw or as go-redis's ErrNoScript.
-func isNoScript(err error) bool {
-	return err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT"))
 }
 
 // answer hands c's reply to its caller, or puts c back in the pool if the caller has left.

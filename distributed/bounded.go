@@ -8,23 +8,23 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// MaxAbandonedCalls is how many calls to Redis a Store lets run on after their callers
+// maxAbandonedCalls is how many calls to Redis a Store lets run on after their callers
 // have given up. It bounds the calls a Store runs on goroutines of its own (see
 // WithTimeout) at once, so that however many callers give up on a hung server, no more
 // than this many goroutines outlive them: a call beyond it waits for one of them to end,
 // until its deadline, and when all of them have been given up on it fails at once with
 // store.ErrUnavailable.
-const MaxAbandonedCalls = 64
+const maxAbandonedCalls = 64
 
-// errTooManyHung is the error of a call refused because MaxAbandonedCalls calls given up
+// errTooManyHung is the error of a call refused because maxAbandonedCalls calls given up
 // on are still waiting for Redis. (The store wraps it with store.ErrUnavailable.)
 var errTooManyHung = fmt.Errorf("distributed: %d calls to Redis given up on are still waiting for an answer "+
-	"(the server hangs or the network drops packets)", MaxAbandonedCalls)
+	"(the server hangs or the network drops packets)", maxAbandonedCalls)
 
 // errNoSlot is the error of a call whose deadline passed while it waited for one of the
-// MaxAbandonedCalls calls in flight to end.
+// maxAbandonedCalls calls in flight to end.
 var errNoSlot = fmt.Errorf("distributed: %d calls to Redis in flight, none ended in time "+
-	"(the server is slow or hangs): %w", MaxAbandonedCalls, context.DeadlineExceeded)
+	"(the server is slow or hangs): %w", maxAbandonedCalls, context.DeadlineExceeded)
 
 // honoursContext reports whether client bounds its socket reads and writes by the
 // context's deadline (ContextTimeoutEnabled). Without it, go-redis waits up to its
@@ -49,13 +49,13 @@ func honoursContext(client redis.UniversalClient) bool {
 // timeouts end it.
 //
 // Any call in flight may be given up on, so the bound on the goroutines that outlive their
-// callers is a bound on the goroutines in flight: each takes one of MaxAbandonedCalls
+// callers is a bound on the goroutines in flight: each takes one of maxAbandonedCalls
 // slots before it starts and gives it back as its last act. Counting only the calls
 // already given up on would let any number start while none has timed out yet, and all
 // of them be given up on together a moment later.
 type guard struct {
 	inline    bool
-	slots     chan struct{} // one element per goroutine of do in flight; MaxAbandonedCalls long
+	slots     chan struct{} // one element per goroutine of do in flight; maxAbandonedCalls long
 	abandoned atomic.Int64  // calls given up on whose goroutine has not returned
 }
 
@@ -63,7 +63,7 @@ type guard struct {
 func (g *guard) init(client redis.UniversalClient) {
 	g.inline = honoursContext(client)
 	if !g.inline {
-		g.slots = make(chan struct{}, MaxAbandonedCalls)
+		g.slots = make(chan struct{}, maxAbandonedCalls)
 	}
 }
 
@@ -88,7 +88,7 @@ type guarded struct {
 // stay untouched by the caller (not recycled) from then on. ctx must carry the deadline
 // that bounds the call. cleanup, if not nil, runs after a left f returns, on its goroutine.
 //
-// When MaxAbandonedCalls goroutines are in flight, do waits for one of them to end, until
+// When maxAbandonedCalls goroutines are in flight, do waits for one of them to end, until
 // ctx is done (errNoSlot); when all of them have been given up on it fails at once
 // (errTooManyHung): they end only by the client's own timeouts, seconds away.
 func (g *guard) do(ctx context.Context, f func(context.Context) (any, error), cleanup func()) (reply any, err error, left bool) {
@@ -137,7 +137,7 @@ func (g *guard) acquire(ctx context.Context) error {
 		return nil
 	default:
 	}
-	if g.abandoned.Load() >= MaxAbandonedCalls {
+	if g.abandoned.Load() >= maxAbandonedCalls {
 		return errTooManyHung
 	}
 	select {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/internal/luawire"
 )
 
 // A client clock and Redis's expiry.
@@ -22,7 +23,7 @@ import (
 // stays at most L + pad, when its TTL is padded by pad. So:
 //
 //   - every TTL is padded by the tolerance (WithClockTolerance), sent with the client time
-//     as ARGV[2] ("now pad", see algo.PaddedNowArg);
+//     as ARGV[2] ("now pad", see luawire.PaddedNow);
 //   - the store keeps the lowest lag of its calls that are old enough for their keys to
 //     have expired (older than the tolerance), and refuses a call whose lag exceeds it by
 //     more than the tolerance, before the call and again when its reply is back (the
@@ -113,21 +114,21 @@ func (cc *clientClock) check(r, now int64) error {
 		"(see WithClockTolerance)", algo.ErrInvalidConfig, behind, time.Duration(cc.tol)*time.Microsecond)
 }
 
-// now is the instant of a script call and its ARGV[2]: the server's TIME (algo.ServerTime,
+// now is the instant of a script call and its ARGV[2]: the server's TIME (luawire.ServerTime,
 // "") unless WithClientClock gave the store a clock, whose lag is checked (see above).
 // The client time is sent with the TTL padding to scripts that read it (pads: their
 // algo.Script's PadsTTL), alone to others, whose TTLs are then their own affair.
 func (s *Store) now(pads bool) (now int64, arg any, err error) {
 	if s.cc == nil {
-		return algo.ServerTime, algo.NowArg(algo.ServerTime), nil
+		return luawire.ServerTime, luawire.Now(luawire.ServerTime), nil
 	}
 	if now, err = s.cc.start(); err != nil {
 		return 0, nil, err
 	}
 	if !pads {
-		return now, algo.NowArg(now), nil
+		return now, luawire.Now(now), nil
 	}
-	return now, algo.PaddedNowArg(now, s.cc.tol), nil
+	return now, luawire.PaddedNow(now, s.cc.tol), nil
 }
 
 // finished is the check after a call made at now that returned a decision (see above).

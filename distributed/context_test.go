@@ -23,7 +23,7 @@ func (s stall) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (s stall) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if n := cmd.Name(); n != "evalsha" && n != "eval" {
+		if n := cmd.Name(); n != "fcall" && n != "evalsha" && n != "eval" {
 			return next(ctx, cmd)
 		}
 		s.entered <- struct{}{}

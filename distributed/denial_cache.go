@@ -12,14 +12,14 @@ import (
 	deny "github.com/ratekit/limiter/internal/denial"
 )
 
-// DefaultDenialCacheEntries is the number of (key, slot) pairs a denial cache remembers
+// defaultDenialCacheEntries is the number of (key, slot) pairs a denial cache remembers
 // when DenialCache.MaxEntries is 0.
-const DefaultDenialCacheEntries = 10_000
+const defaultDenialCacheEntries = 10_000
 
 // DenialCache configures WithDenialCache. The zero value means the defaults.
 type DenialCache struct {
 	// MaxEntries bounds the (key, slot) pairs remembered, each holding the denials of
-	// at most four distinct requests (N, MaxWait). 0 means DefaultDenialCacheEntries;
+	// at most four distinct requests (N, MaxWait). 0 means 10,000;
 	// negative is an error. Expired denials are dropped when room is needed.
 	MaxEntries int
 	// MaxAge caps how long one denial is reused, whatever its RetryAfter: the bound on a
@@ -113,7 +113,7 @@ type denial struct {
 func newDenialCache(c DenialCache, clock clockx.Clock) *denialCache {
 	n := c.MaxEntries
 	if n == 0 {
-		n = DefaultDenialCacheEntries
+		n = defaultDenialCacheEntries
 	}
 	dc := &denialCache{seed: maphash.MakeSeed(), perShard: (n + denialShards - 1) / denialShards,
 		maxAge: int64(c.MaxAge / time.Microsecond), clock: clock, base: time.Now()}

@@ -4,8 +4,9 @@
 //
 // [New] wraps a client (the package examples show a single server and a Cluster); a [Store]
 // is safe for concurrent use by any number of goroutines and processes. Each decision runs
-// the algorithm's Lua twin (algo.Scripted) with EVALSHA: one round trip, atomic on the
-// server, reloaded transparently after NOSCRIPT. Every key of one decision carries the user
+// the algorithm's Lua twin (algo.Scripted) in one round trip, atomic on the server: as a
+// Redis 7 function (FCALL) where the server has them, else with EVALSHA, loaded again
+// transparently when the server lost it. Every key of one decision carries the user
 // key as its Cluster hash tag, under a prefix ([WithPrefix], "limiter:" by default), so any
 // user key is safe and each script touches one slot. The scripts read the server's TIME
 // unless [WithClientClock] sends a client clock's time; every write sets the keys' PEXPIRE

@@ -46,3 +46,21 @@ func EvalOnly(s *Store) bool { return s.evalOnly.Load() }
 func WithRealClock(f func() time.Time) Option {
 	return optionFunc(func(o *options) { o.real = f })
 }
+
+// MaxAbandonedCalls is maxAbandonedCalls, for the tests of the guard's bound.
+const MaxAbandonedCalls = maxAbandonedCalls
+
+// The defaults and bounds the tests compare with.
+const (
+	DefaultMaxBatch       = defaultMaxBatch
+	DefaultMaxInFlight    = defaultMaxInFlight
+	MaxBatchLimit         = maxBatchLimit
+	MaxInFlightLimit      = maxInFlightLimit
+	DefaultClockTolerance = defaultClockTolerance
+)
+
+// WithZeroReplicaAck is WithReplicaAck asking for no replica, which New refuses: every
+// call is still followed by WAIT, which a server without replicas answers at once.
+func WithZeroReplicaAck() Option {
+	return optionFunc(func(o *options) { o.ack = &replicaAck{replicas: 0, timeout: time.Millisecond} })
+}

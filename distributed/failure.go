@@ -15,12 +15,8 @@ import (
 )
 
 // fail wraps an error of a script call with store.ErrUnavailable, the operation, the
-// algorithm and the user key (see callFailed). store.ErrClosed (from a batcher closed
-// under the call) is returned as it is.
+// algorithm and the user key (see callFailed).
 func (s *Store) fail(ctx context.Context, op, key string, keys []string, a algo.Algorithm, err error) error {
-	if err == store.ErrClosed {
-		return err // the batcher was closed under the call: no backend failure
-	}
 	return s.callFailed(ctx, fmt.Sprintf("%s %s on key %s", op, a.Name(), quoteKey(key)), keys, err)
 }
 
@@ -28,6 +24,8 @@ func (s *Store) fail(ctx context.Context, op, key string, keys []string, a algo.
 // call ("apply token-bucket on key \"k\""). It is where the store says what its failures
 // mean, once for every call:
 //
+//   - store.ErrClosed (from a batcher closed under the call) is returned as it is: no
+//     backend failure;
 //   - once ctx is done, it wraps ctx's error only: the caller gave up, which is not the
 //     store's failure (see store.Store);
 //   - an error of the call's key or script (keyFault: WRONGTYPE, a script error) wraps
@@ -40,6 +38,9 @@ func (s *Store) fail(ctx context.Context, op, key string, keys []string, a algo.
 // A deadline that passed while go-redis kept failing to dial names the dial's error too
 // (see dialWatch).
 func (s *Store) callFailed(ctx context.Context, what string, keys []string, err error) error {
+	if err == store.ErrClosed {
+		return err
+	}
 	if cerr := storecheck.Context(ctx); cerr != nil {
 		if cause := s.dialCause(err); cause != nil {
 			return fmt.Errorf("distributed: %s: %w (cannot connect to Redis: %w)", what, cerr, cause)

@@ -7,9 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/internal/luawire"
 	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/store"
 )
@@ -51,7 +50,7 @@ func (s *Store) ApplyAll(ctx context.Context, key string, rules []algo.Algorithm
 	defs := make([]*algo.Script, len(rules))
 	// An apply's own ARGV without config (see multi.lua), then each rule's config; ARGV[2]
 	// is set once every rule's script is known (the TTL padding needs all of them to read it).
-	args := algo.ApplyArgs(make([]any, 0, 4+4*len(rules)), algo.ServerTime, req, nil)
+	args := luawire.Apply(make([]any, 0, 4+4*len(rules)), luawire.ServerTime, req.N, req.MaxWait, nil)
 	var keys []string
 	pads := true
 	for i, a := range rules {
@@ -71,8 +70,7 @@ func (s *Store) ApplyAll(ctx context.Context, key string, rules []algo.Algorithm
 		return nil, false, err
 	}
 	args[1] = nowArg // see clock.go
-	sc := multiScriptFor(defs)
-	reply, err, _ := s.run(ctx, sc, keys, args) // keys and args are not recycled
+	reply, err := s.exec(ctx, multiScriptFor(defs), keys, args)
 	if err != nil {
 		return nil, false, s.callFailed(ctx, composite(rules, key), keys, err)
 	}
@@ -87,25 +85,25 @@ func (s *Store) ApplyAll(ctx context.Context, key string, rules []algo.Algorithm
 }
 
 // parseMulti reads the reply of a composite script: each rule's "apply" reply (seven
-// integers, see algo.ParseDecision) followed by the all-or-nothing flag, which must say
+// integers, see luawire.ParseDecision) followed by the all-or-nothing flag, which must say
 // whether every rule allowed.
 func parseMulti(reply any, rules int) ([]algo.Decision, bool, error) {
 	vals, ok := reply.([]any)
 	if !ok || len(vals) != 7*rules+1 {
-		return nil, false, &algo.ReplyError{Reply: reply, Problem: fmt.Sprintf("want an array of %d integers", 7*rules+1)}
+		return nil, false, &luawire.ReplyError{Reply: reply, Problem: fmt.Sprintf("want an array of %d integers", 7*rules+1)}
 	}
 	ds := make([]algo.Decision, rules)
 	all := true
 	for i := range ds {
-		d, err := algo.ParseDecision(vals[7*i : 7*i+7])
+		d, err := luawire.ParseDecision(vals[7*i : 7*i+7])
 		if err != nil {
 			return nil, false, fmt.Errorf("rule %d: %w", i+1, err)
 		}
-		ds[i], all = d, all && d.Allowed
+		ds[i], all = algo.Decision(d), all && d.Allowed
 	}
 	flag, ok := vals[7*rules].(int64)
 	if !ok || (flag != 0 && flag != 1) || (flag == 1) != all {
-		return nil, false, &algo.ReplyError{Reply: vals[7*rules], Problem: "the flag disagrees with the rules' decisions"}
+		return nil, false, &luawire.ReplyError{Reply: vals[7*rules], Problem: "the flag disagrees with the rules' decisions"}
 	}
 	return ds, all, nil
 }
@@ -123,7 +121,7 @@ func composite(rules []algo.Algorithm, key string) string {
 // multiScript is the composite script of one sequence of algorithm scripts.
 type multiScript struct {
 	defs []*algo.Script
-	run  *redis.Script
+	e    *scriptEntry
 }
 
 // maxMultiScripts bounds the cache of composite scripts against a program that builds
@@ -136,8 +134,11 @@ var (
 )
 
 // multiScriptFor returns the composite script of defs, from the cache when the same
-// sequence of scripts was seen before.
-func multiScriptFor(defs []*algo.Script) *redis.Script {
+// sequence of scripts was seen before. A cached composite also comes as a function
+// library (see transport.go), loaded once per server; one that is not cached is sent with
+// EVALSHA, so that a program building composites without end does not fill the servers'
+// function libraries, which Redis never evicts.
+func multiScriptFor(defs []*algo.Script) *scriptEntry {
 	var b strings.Builder
 	for i, d := range defs {
 		if i > 0 {
@@ -148,18 +149,26 @@ func multiScriptFor(defs []*algo.Script) *redis.Script {
 	id := b.String()
 	if v, ok := multiScripts.Load(id); ok {
 		if m := v.(*multiScript); sameScripts(m.defs, defs) {
-			return m.run
+			return m.e
 		}
 		// Another algorithm with the same names but other sources: build, don't cache.
-		return redis.NewScript(multiSource(defs))
+		return newEntry(&algo.Script{Name: "composite", Source: multiSource(defs)})
 	}
-	m := &multiScript{defs: defs, run: redis.NewScript(multiSource(defs))}
-	if multiScriptCount.Load() < maxMultiScripts {
-		if _, loaded := multiScripts.LoadOrStore(id, m); !loaded {
-			multiScriptCount.Add(1)
+	if multiScriptCount.Load() >= maxMultiScripts {
+		return newEntry(&algo.Script{Name: "composite", Source: multiSource(defs)})
+	}
+	src := multiSource(defs)
+	fn, lib := luawire.Library(src)
+	m := &multiScript{defs: defs, e: newEntry(&algo.Script{Name: "composite", Source: src, Function: fn, Library: lib})}
+	if v, loaded := multiScripts.LoadOrStore(id, m); loaded {
+		m = v.(*multiScript)
+		if !sameScripts(m.defs, defs) {
+			return newEntry(&algo.Script{Name: "composite", Source: src})
 		}
+		return m.e
 	}
-	return m.run
+	multiScriptCount.Add(1)
+	return m.e
 }
 
 func sameScripts(a, b []*algo.Script) bool {

@@ -2,11 +2,13 @@
 -- multi_script.go builds. Above this text it defines one local function per distinct
 -- algorithm script (the script's whole source wrapped as `function(KEYS, ARGV, ...) ...
 -- end`, so each rule runs its own Lua twin unchanged on its own keys and arguments), RULES
--- (the function of each rule, in order) and NKEYS (how many keys each rule has).
+-- (the function of each rule, in order) and NKEYS (how many keys each rule has), then the
+-- base every script starts with (internal/luawire/base.lua). In a function library all of
+-- that runs once, when the library loads.
 --
 -- KEYS       every rule's keys, rule after rule; all carry one hash tag, so one slot
--- ARGV[1..4] an "apply" as algo.ApplyArgs encodes it, without config: "apply", now (or ""
---            for the server's TIME), N, MaxWait in µs (see algo.Script in algo/lua.go)
+-- ARGV[1..4] an "apply" without config: "apply", now (or "" for the server's TIME, or
+--            "now pad"), N, MaxWait in µs (see algo.Script in algo/lua.go)
 -- ARGV[5..]  per rule: the count c of its config arguments, then those c arguments
 --
 -- Reply: each rule's seven integers {allowed, limit, remaining, retry_after_us,
@@ -19,14 +21,13 @@
 -- DEL for a key that did not exist) after. Nothing here depends on what a rule's script
 -- writes or on its writing nothing when it denies.
 
+-- ---- per call: everything from here on runs on every call ----
+redis = api()
+-- One instant for every rule: the server's TIME read once (read_now, of the base that
+-- comes before this file), or the client's time as sent ("now" or "now pad"), handed to
+-- each rule unchanged.
 local now = ARGV[2]
-if now == '' then
-  -- One instant for every rule. Redis 3.2–4 must be told to replicate effects before a
-  -- write follows TIME; Redis 5+ always does.
-  if redis.replicate_commands then redis.replicate_commands() end
-  local t = redis.call('TIME')
-  now = string.format('%.17g', tonumber(t[1]) * 1000000 + tonumber(t[2]))
-end
+if now == '' then now = num(read_now(now)) end
 
 -- saved[i] is false for a missing key, else {payload, PTTL in ms (-1: no TTL)}.
 local saved = {}

@@ -17,8 +17,8 @@ import (
 )
 
 // BenchmarkApplyAll compares, on one client with 64 goroutines over 10,000 keys: one rule
-// (Apply), two rules in one composite script (ApplyAll), and the same two rules as two
-// Apply calls (what a composite over different keys costs).
+// (Apply), two rules in one composite script (ApplyAll), plain and batched, and the same
+// two rules as two Apply calls (what a composite over different keys costs).
 func BenchmarkApplyAll(b *testing.B) {
 	addr := os.Getenv(benchAddrEnv)
 	if addr == "" {
@@ -35,6 +35,8 @@ func BenchmarkApplyAll(b *testing.B) {
 		algo.Named(algo.SlidingWindowLog{Limit: 100, Window: time.Second}, "w"),
 	}
 	s := teststore.Redis(b, c, distributed.WithPrefix("bench-multi:"))
+	batched := teststore.Redis(b, c, distributed.WithPrefix("bench-multi:"), distributed.WithBatching(distributed.Batching{}))
+	b.Cleanup(func() { _ = batched.Close() })
 	for _, bc := range []struct {
 		name string
 		call func(ctx context.Context, key string) error
@@ -45,6 +47,10 @@ func BenchmarkApplyAll(b *testing.B) {
 		}},
 		{"applyall-2-rules", func(ctx context.Context, key string) error {
 			_, _, err := s.ApplyAll(ctx, key, rules, algo.Request{N: 1})
+			return err
+		}},
+		{"applyall-2-rules/batched", func(ctx context.Context, key string) error {
+			_, _, err := batched.ApplyAll(ctx, key, rules, algo.Request{N: 1})
 			return err
 		}},
 		{"apply-2-rules-in-turn", func(ctx context.Context, key string) error {

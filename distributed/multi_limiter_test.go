@@ -97,7 +97,7 @@ func TestAllOnRedis(t *testing.T) {
 	if granted < 250 {
 		t.Errorf("seed %d: only %d granted", seed, granted)
 	}
-	if got, want := hook.take(), map[string]int{"evalsha": calls - 1}; !reflect.DeepEqual(got, want) {
+	if got, want := hook.take(), map[string]int{"fcall": calls - 1}; !reflect.DeepEqual(got, want) {
 		t.Errorf("%d composite decisions sent %v, want %v: one script per decision", calls-1, got, want)
 	}
 

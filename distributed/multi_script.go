@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/internal/luawire"
 )
 
 //go:embed multi.lua
@@ -13,7 +14,7 @@ var multiDriverLua string
 
 // multiSource builds the composite script of defs, one per rule in order (see multi.lua):
 // one local function per distinct script, wrapping its whole source, then RULES and NKEYS,
-// then the driver.
+// then the base (luawire.BaseLua) and the driver.
 //
 // Wrapping is sound because a script, as algo.Script requires, is a plain Lua chunk that
 // reads its keys and arguments only through KEYS and ARGV (now parameters of the function,
@@ -69,6 +70,7 @@ func multiSource(defs []*algo.Script) string {
 		b.WriteString(strconv.Itoa(len(d.Keys)))
 	}
 	b.WriteString("}\n")
+	b.WriteString(luawire.BaseLua)
 	b.WriteString(multiDriverLua)
 	return b.String()
 }

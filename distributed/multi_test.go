@@ -125,40 +125,55 @@ func TestApplyAllMatchesLocal(t *testing.T) {
 	}
 }
 
-// TestApplyAllOneRoundTrip checks that a composite is one EVALSHA, whatever the number of
-// rules, and that the composite script is loaded once (EVAL after NOSCRIPT).
+// TestApplyAllOneRoundTrip checks that a composite is one FCALL (or one EVALSHA on a
+// server without functions), whatever the number of rules, and that the composite script
+// is loaded once (FUNCTION LOAD with the FCALL again after "Function not found", EVAL
+// after NOSCRIPT).
 func TestApplyAllOneRoundTrip(t *testing.T) {
 	t.Parallel()
-	c := redistest.Start(t).Client(t)
-	hook := &countCmds{n: map[string]int{}}
-	c.AddHook(hook)
-	ctx := ctxTimeout(t, 30*time.Second)
-	s := newStore(t, c, distributed.WithClientClock(fakeClock()))
-	rules := multiRuleSets()["mixed"]
-	for i := 0; i < 20; i++ {
-		if _, _, err := s.ApplyAll(ctx, "k", rules, algo.Request{N: 1}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if got, want := hook.take(), map[string]int{"evalsha": 20, "eval": 1}; !reflect.DeepEqual(got, want) {
-		t.Errorf("20 composite decisions of %d rules sent %v, want %v", len(rules), got, want)
-	}
-	// The server counts the same: one script call per decision.
-	info, err := c.Info(ctx, "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"cmdstat_evalsha:calls=20,", "cmdstat_eval:calls=1,"} {
-		if !strings.Contains("\n"+info, "\n"+want) {
-			t.Errorf("INFO commandstats lacks %q:\n%s", want, info)
-		}
+	for _, tc := range []struct {
+		name  string
+		opts  []distributed.Option
+		want  map[string]int
+		stats []string
+	}{
+		{"functions", nil, map[string]int{"fcall": 20, "function+fcall": 1}, []string{"cmdstat_fcall:calls=21,"}},
+		{"evalsha", []distributed.Option{distributed.WithEvalOnly()}, map[string]int{"evalsha": 20, "eval": 1},
+			[]string{"cmdstat_evalsha:calls=20,", "cmdstat_eval:calls=1,"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := redistest.Start(t).Client(t)
+			hook := &countTrips{countCmds{n: map[string]int{}}}
+			c.AddHook(hook)
+			ctx := ctxTimeout(t, 30*time.Second)
+			s := newStore(t, c, append(tc.opts, distributed.WithClientClock(fakeClock()))...)
+			rules := multiRuleSets()["mixed"]
+			for i := 0; i < 20; i++ {
+				if _, _, err := s.ApplyAll(ctx, "k", rules, algo.Request{N: 1}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := hook.take(); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("20 composite decisions of %d rules sent %v, want %v", len(rules), got, tc.want)
+			}
+			// The server counts the same: one script call per decision.
+			info, err := c.Info(ctx, "commandstats").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range tc.stats {
+				if !strings.Contains("\n"+info, "\n"+want) {
+					t.Errorf("INFO commandstats lacks %q:\n%s", want, info)
+				}
+			}
+		})
 	}
 }
 
-// TestApplyAllErrors covers what is the Redis store's own (storetest.Run's Multi part
-// checks the bad input every MultiApplier rejects): a rule without a Lua twin, and a rule
-// whose key holds another type, where the error wraps store.ErrUnavailable and the other
-// rules' grants are rolled back.
+// TestApplyAllErrors covers bad input, a rule without a Lua twin, and a rule whose key
+// holds another type: the error wraps store.ErrUnavailable and the other rules' grants are
+// rolled back.
 func TestApplyAllErrors(t *testing.T) {
 	t.Parallel()
 	c := redistest.WithoutExpiry(redistest.Start(t).Client(t))
@@ -167,8 +182,25 @@ func TestApplyAllErrors(t *testing.T) {
 	s := teststore.Redis(t, c, distributed.WithTimeout(testTimeout), distributed.WithPrefix(prefix), distributed.WithClientClock(fakeClock()))
 	tb := algo.TokenBucket{Rate: 1, Burst: 5}
 	fw := algo.FixedWindow{Limit: 5, Window: time.Second}
-	if _, _, err := s.ApplyAll(ctx, "k", []algo.Algorithm{tb, plain{}}, algo.Request{N: 1}); !errors.Is(err, algo.ErrInvalidConfig) {
-		t.Errorf("no Lua twin: err = %v, want ErrInvalidConfig", err)
+	for _, tc := range []struct {
+		name  string
+		key   string
+		rules []algo.Algorithm
+		req   algo.Request
+		want  error
+	}{
+		{"no rules", "k", nil, algo.Request{N: 1}, algo.ErrInvalidConfig},
+		{"empty key", "", []algo.Algorithm{tb, fw}, algo.Request{N: 1}, store.ErrInvalidKey},
+		{"N=0", "k", []algo.Algorithm{tb, fw}, algo.Request{N: 0}, algo.ErrInvalidRequest},
+		{"nil rule", "k", []algo.Algorithm{tb, nil}, algo.Request{N: 1}, algo.ErrInvalidConfig},
+		{"invalid rule", "k", []algo.Algorithm{tb, algo.FixedWindow{}}, algo.Request{N: 1}, algo.ErrInvalidConfig},
+		{"shared slot", "k", []algo.Algorithm{tb, algo.TokenBucket{Rate: 9, Burst: 9}}, algo.Request{N: 1}, algo.ErrInvalidConfig},
+		{"bad name", "k", []algo.Algorithm{tb, algo.Named(tb, "a:b")}, algo.Request{N: 1}, algo.ErrInvalidConfig},
+		{"no Lua twin", "k", []algo.Algorithm{tb, plain{}}, algo.Request{N: 1}, algo.ErrInvalidConfig},
+	} {
+		if _, _, err := s.ApplyAll(ctx, tc.key, tc.rules, tc.req); !errors.Is(err, tc.want) {
+			t.Errorf("%s: err = %v, want %v", tc.name, err, tc.want)
+		}
 	}
 
 	// The FixedWindow's key holds a string: HMGET fails inside the second rule.

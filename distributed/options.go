@@ -13,8 +13,8 @@ var _ store.Clocked = (*Store)(nil)
 
 // Defaults of the options.
 const (
-	// DefaultPrefix starts every Redis key the store writes.
-	DefaultPrefix = "limiter:"
+	// defaultPrefix starts every Redis key the store writes.
+	defaultPrefix = "limiter:"
 	// DefaultTimeout bounds each call to Redis. A healthy Redis answers a limiter script
 	// in about a millisecond, and its latency spikes (a fork for persistence, a slow
 	// command, a loaded client host) reach tens of milliseconds; 200 ms stays clear of
@@ -23,11 +23,11 @@ const (
 	// breaker (on by default), only the calls of about the first second after Redis stops
 	// answering pay it.
 	DefaultTimeout = 200 * time.Millisecond
-	// DefaultClockTolerance is how far a client clock (WithClientClock) may fall behind
+	// defaultClockTolerance is how far a client clock (WithClientClock) may fall behind
 	// real time before the store refuses its calls, and what every TTL is padded by: far
 	// more than a test holding a fake clock still needs, and a minute of extra memory per
 	// key (see WithClockTolerance).
-	DefaultClockTolerance = time.Minute
+	defaultClockTolerance = time.Minute
 )
 
 // Option configures a Store made by New. A nil Option is ignored; an Option given a value
@@ -69,16 +69,15 @@ func WithPrefix(p string) Option {
 	return optionFunc(func(o *options) { o.prefix = escape(p) })
 }
 
-// WithTimeout bounds every call to Redis (Apply, Refund, ApplyAll and the semaphore
-// operations, with or without batching): the call returns by this deadline, or by the
-// caller's context's earlier one, with an error wrapping store.ErrUnavailable and
-// context.DeadlineExceeded. The default is DefaultTimeout (200 ms); d = 0 leaves the
-// caller's context alone; d < 0 is an error.
+// WithTimeout bounds every call to Redis (every method of the Store, with or without
+// batching): the call returns by this deadline, or by the caller's context's earlier one,
+// with an error wrapping store.ErrUnavailable and context.DeadlineExceeded. The default
+// is DefaultTimeout (200 ms); d = 0 leaves the caller's context alone; d < 0 is an error.
 //
 // The bound holds whatever the client's options; with a client created without
-// ContextTimeoutEnabled: true, a timed-out call is left to finish behind it (at most
-// MaxAbandonedCalls calls run so at once), so prefer ContextTimeoutEnabled. See docs/distributed.md
-// ("Failure modes").
+// ContextTimeoutEnabled: true, a timed-out call is left to finish behind it (at most 64
+// calls run so at once; a call beyond them waits for one to end, within its own
+// deadline), so prefer ContextTimeoutEnabled. See docs/distributed.md ("Failure modes").
 func WithTimeout(d time.Duration) Option {
 	return optionFunc(func(o *options) {
 		if d < 0 {
@@ -100,7 +99,7 @@ func WithTimeout(d time.Duration) Option {
 //
 // Redis expires keys on its own clock, so a client clock that falls behind real time
 // could outlive a key's TTL and start a fresh count. The store prevents it: every TTL is
-// padded by the tolerance (WithClockTolerance, default DefaultClockTolerance), and a call
+// padded by the tolerance (WithClockTolerance, default 1 minute), and a call
 // made when c has fallen more than the tolerance behind real time, compared with calls
 // old enough for their keys to have expired, fails with an error wrapping
 // algo.ErrInvalidConfig instead of deciding. Clients sharing keys must keep their clocks
@@ -118,7 +117,7 @@ func WithClientClock(c clockx.Clock) Option {
 // WithClockTolerance sets how far the clock of WithClientClock may fall behind real time
 // (a fake clock standing still, a clock stepped back) before the store refuses its calls,
 // and pads every TTL the scripts set by d so that no key expires while the client clock
-// still needs it. The default is DefaultClockTolerance (1 minute); a larger d keeps every
+// still needs it. The default is 1 minute; a larger d keeps every
 // key d longer in Redis's memory. d ≤ 0 is an error. Without WithClientClock the scripts
 // read the server's TIME and the option has no effect.
 func WithClockTolerance(d time.Duration) Option {
@@ -131,18 +130,20 @@ func WithClockTolerance(d time.Duration) Option {
 	})
 }
 
-// WithBatching makes Apply and Refund of concurrent callers share round trips: the store
-// sends their EVALSHA commands as pipelines of at most b.MaxBatch commands, with at most
-// b.MaxInFlight pipelines in flight. There is no timer: a call made while nothing is in
-// flight is sent at once, so a lone caller sees one round trip, and a call made while
-// pipelines are busy queues until one comes back. The zero Batching means the defaults (see
-// Batching); a negative field is an error. Without this option, each call is its own round trip.
+// WithBatching makes the calls of concurrent callers share round trips: every script the
+// store runs (Apply, Refund, Peek, Reset, ApplyAll and the semaphore operations) goes to
+// Redis in pipelines of at most b.MaxBatch commands, with at most b.MaxInFlight pipelines
+// in flight. There is no timer: a call made while nothing is in flight is sent at once, so
+// a lone caller sees one round trip, and a call made while pipelines are busy queues until
+// one comes back. The zero Batching means the defaults (see Batching); a negative field is
+// an error. Without this option, each call is its own round trip; with WithReplicaAck,
+// this option is ignored.
 //
-// Each call still gets exactly the Decision it would get without batching, and failures stay
-// per call: WithTimeout bounds a call's wait in the queue and on the wire together, and a
-// caller whose context ends returns at once. The store runs b.MaxInFlight flusher goroutines
-// until Close, which answers the calls already queued. ApplyAll with several rules and the
-// semaphore operations are not batched. See docs/distributed.md ("Batching").
+// Each call still gets exactly the answer it would get without batching, and failures
+// stay per call: WithTimeout bounds a call's wait in the queue and on the wire together,
+// and a caller whose context ends returns at once. The store runs b.MaxInFlight flusher
+// goroutines until Close, which answers the calls already queued. See docs/distributed.md
+// ("Batching").
 func WithBatching(b Batching) Option {
 	return optionFunc(func(o *options) {
 		if b.MaxBatch < 0 || b.MaxInFlight < 0 {

@@ -1,7 +1,6 @@
 package distributed
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -21,8 +20,8 @@ type replicaAck struct {
 	timeout  time.Duration
 }
 
-// WithReplicaAck makes every script call (Apply, Refund, ApplyAll, the semaphore
-// operations) count only once replicas replicas hold its writes: the store sends the
+// WithReplicaAck makes every script call (every method of the Store but Clock and Close)
+// count only once replicas replicas hold its writes: the store sends the
 // script and a WAIT replicas timeout in one pipeline (still one round trip, on the
 // connection that ran the script), and fails the call with an error wrapping
 // ErrNotReplicated and store.ErrUnavailable when WAIT confirms fewer replicas. The
@@ -57,47 +56,15 @@ func (r *replicaAck) waitMillis() int64 {
 	return int64((r.timeout + time.Millisecond - 1) / time.Millisecond)
 }
 
-// runAcked runs sc and WAIT as one pipeline on the server that owns keys[0] and returns the
-// script's reply once r.replicas replicas have acknowledged it. WAIT counts the writes of
-// the connection it runs on, so both commands go on one connection of one server: the
-// client itself for a single server or a failover client, the key's master on a Cluster.
-func (s *Store) runAcked(ctx context.Context, sc *redis.Script, keys []string, args []any) (any, error) {
-	node, err := s.nodeFor(ctx, keys[0])
-	if err != nil {
-		return nil, err
-	}
-	pipe := node.Pipeline()
-	cmd := sc.EvalSha(ctx, pipe, keys, args...)
-	wait := pipe.Do(ctx, "wait", s.ack.replicas, s.ack.waitMillis())
-	_, _ = pipe.Exec(ctx) // each command's outcome is read below
-	if isNoScript(cmd.Err()) {
-		// The script did not run: send its source, which also caches it there.
-		cmd = sc.Eval(ctx, pipe, keys, args...)
-		wait = pipe.Do(ctx, "wait", s.ack.replicas, s.ack.waitMillis())
-		_, _ = pipe.Exec(ctx)
-	}
-	reply, err := cmd.Result()
-	if err != nil {
-		return nil, err
-	}
+// check is the outcome of the WAIT that followed a script call (see Store.sendOnNode):
+// nil once r.replicas replicas acknowledged the call's writes.
+func (r *replicaAck) check(wait *redis.Cmd) error {
 	acked, err := wait.Int64()
 	if err != nil {
-		return nil, fmt.Errorf("%w: WAIT: %w", ErrNotReplicated, err)
+		return fmt.Errorf("%w: WAIT: %w", ErrNotReplicated, err)
 	}
-	if acked < int64(s.ack.replicas) {
-		return nil, fmt.Errorf("%w: %d of %d replicas within %v", ErrNotReplicated, acked, s.ack.replicas, s.ack.timeout)
+	if acked < int64(r.replicas) {
+		return fmt.Errorf("%w: %d of %d replicas within %v", ErrNotReplicated, acked, r.replicas, r.timeout)
 	}
-	return reply, nil
-}
-
-// nodeFor returns the client of the one server that owns key.
-func (s *Store) nodeFor(ctx context.Context, key string) (redis.UniversalClient, error) {
-	switch c := s.client.(type) {
-	case *redis.ClusterClient:
-		return c.MasterForKey(ctx, key)
-	case *redis.Ring:
-		return c.GetShardClientForKey(key)
-	default:
-		return s.client, nil
-	}
+	return nil
 }

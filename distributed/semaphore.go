@@ -4,9 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/internal/luawire"
 	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/store"
 )
@@ -19,8 +18,9 @@ var _ store.SemaphoreStore = (*Store)(nil)
 // Slot is "sem", so the two never collide; all four keys share the name's hash tag.
 const semSlot = "sem"
 
-// semScript runs algo.Semaphore's Lua twin; one script serves every operation.
-var semScript = redis.NewScript(algo.Semaphore{}.Script().Source)
+// semEntry runs algo.Semaphore's Lua twin through the transport; one script serves every
+// operation.
+var semEntry = newEntry(algo.Semaphore{}.Script())
 
 // Acquire tries once to grant token a permit of the semaphore name, atomically in Redis at
 // the server's time (or WithClientClock's). See store.SemaphoreStore for the rules; the
@@ -44,7 +44,7 @@ func (s *Store) Acquire(ctx context.Context, name string, cfg algo.Semaphore, to
 	if !ok || n[0] > 1 {
 		return algo.SemaphoreResult{}, semBadReply("acquire", name, reply, "want 4 integers ≥ 0, the first 0 or 1")
 	}
-	retry := algo.Never // MaxMicros and beyond, as in an "apply" reply (algo.ParseDecision)
+	retry := algo.Never // MaxMicros and beyond, as in an "apply" reply (luawire.Duration)
 	if n[3] < algo.MaxMicros {
 		retry = time.Duration(n[3]) * time.Microsecond
 	}
@@ -118,7 +118,7 @@ func (s *Store) semRun(ctx context.Context, op, name, token string, queue int64,
 	}
 	keys := stateKeys(s.prefix, name, semSlot, cfg.Script().Keys)
 	args := cfg.AppendArgs(append(make([]any, 0, 7), op, nowArg, token, queue))
-	reply, err, _ := s.run(ctx, semScript, keys, args) // keys and args are not recycled
+	reply, err := s.exec(ctx, semEntry, keys, args)
 	if err != nil {
 		return nil, s.callFailed(ctx, semCall(op, name), keys, err)
 	}
@@ -136,7 +136,7 @@ func semCall(op, name string) string { return "semaphore " + op + " on " + quote
 // semBadReply is the error of a reply that does not follow the script's convention
 // (algo.Semaphore.Script): want says what it should have been.
 func semBadReply(op, name string, reply any, want string) error {
-	return badReply(semCall(op, name), &algo.ReplyError{Reply: reply, Problem: want})
+	return badReply(semCall(op, name), &luawire.ReplyError{Reply: reply, Problem: want})
 }
 
 // semQueueMicros converts a queue TTL to whole µs, clamped to [0, algo.MaxMicros].

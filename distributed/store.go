@@ -12,6 +12,7 @@ import (
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/internal/luawire"
 	"github.com/ratekit/limiter/internal/nilcheck"
 	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/store"
@@ -48,16 +49,6 @@ type Store struct {
 	denials *denialCache // nil unless WithDenialCache
 }
 
-// scriptEntry pairs an algorithm's Lua source with the go-redis Script that runs it.
-type scriptEntry struct {
-	def *algo.Script
-	run *redis.Script
-	sha string // run's SHA-1, read once: Script.Hash takes a lock
-	// cfg caches the config arguments (AppendArgs) of the last algorithm of package algo
-	// run with this script, so that a limiter's calls format and box them once.
-	cfg atomic.Pointer[configArgs]
-}
-
 // configArgs is an algorithm config and the ARGV tail its AppendArgs produced.
 type configArgs struct {
 	a    algo.Algorithm
@@ -83,8 +74,8 @@ func (e *scriptEntry) config(sa algo.Scripted, a algo.Algorithm) []any {
 	return tail
 }
 
-// callBuf holds the KEYS and ARGV slices of one call. go-redis copies both into its command
-// before sending it, so they are recycled through bufPool once the call returns.
+// callBuf holds the KEYS and ARGV slices of one call. The transport copies both into its
+// call (see exec), so they are recycled through bufPool once exec returns.
 type callBuf struct {
 	keys []string
 	args []any
@@ -93,14 +84,6 @@ type callBuf struct {
 var bufPool = sync.Pool{New: func() any { return &callBuf{keys: make([]string, 0, 2), args: make([]any, 0, 8)} }}
 
 func getBuf() *callBuf { return bufPool.Get().(*callBuf) }
-
-// recycle puts b back in the pool unless left says that a call given up on may still
-// be reading it (see guard.do): then the garbage collector takes it.
-func recycle(b *callBuf, left bool) {
-	if !left {
-		putBuf(b)
-	}
-}
 
 func putBuf(b *callBuf) {
 	clear(b.keys)
@@ -119,7 +102,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 	if nilcheck.Nil(client) {
 		return nil, fmt.Errorf("%w: distributed.New: the client is nil", algo.ErrInvalidConfig)
 	}
-	o := options{prefix: DefaultPrefix, timeout: DefaultTimeout, tol: DefaultClockTolerance, real: time.Now}
+	o := options{prefix: defaultPrefix, timeout: DefaultTimeout, tol: defaultClockTolerance, real: time.Now}
 	for _, opt := range opts {
 		if opt != nil {
 			opt.apply(&o)
@@ -139,7 +122,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 		s.denials = newDenialCache(*o.denials, o.clock)
 	}
 	if o.batching != nil && o.ack == nil {
-		s.batch = newBatcher(client, o.timeout, *o.batching, &s.guard)
+		s.batch = newBatcher(s, *o.batching)
 	}
 	return s, nil
 }
@@ -174,13 +157,13 @@ func (s *Store) check(ctx context.Context, key string, a algo.Algorithm, req alg
 
 // applyScript is Apply's round trip, once the arguments are checked.
 func (s *Store) applyScript(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
-	return s.decide(ctx, "apply", "script", key, a, req, algo.ApplyArgs)
+	return s.decide(ctx, "apply", "script", key, a, req, luawire.Apply)
 }
 
 // decide runs a's script on key with the arguments encode builds (an apply or a peek)
 // and parses its Decision; op and what name the call in its errors.
 func (s *Store) decide(ctx context.Context, op, what, key string, a algo.Algorithm, req algo.Request,
-	encode func(dst []any, now int64, req algo.Request, config []any) []any) (algo.Decision, error) {
+	encode func(dst []any, now, n int64, maxWait time.Duration, config []any) []any) (algo.Decision, error) {
 	sa, e, err := s.script(a)
 	if err != nil {
 		return algo.Decision{}, err
@@ -191,21 +174,21 @@ func (s *Store) decide(ctx context.Context, op, what, key string, a algo.Algorit
 	}
 	b := getBuf()
 	b.keys = appendStateKeys(b.keys, s.prefix, key, a.Slot(), e.def.Keys)
-	b.args = encode(b.args, now, req, e.config(sa, a))
+	b.args = encode(b.args, now, req.N, req.MaxWait, e.config(sa, a))
 	b.args[1] = nowArg // ARGV[2], with the TTL padding of a client clock (see clock.go)
-	reply, err, left := s.exec(ctx, e, b.keys, b.args)
-	defer recycle(b, left)
+	reply, err := s.exec(ctx, e, b.keys, b.args)
+	defer putBuf(b)
 	if err != nil {
 		return algo.Decision{}, s.fail(ctx, op, key, b.keys, a, err)
 	}
-	d, err := algo.ParseDecision(reply)
+	d, err := luawire.ParseDecision(reply)
 	if err != nil {
 		return algo.Decision{}, badReply(fmt.Sprintf("%s %s on key %s", a.Name(), what, quoteKey(key)), err)
 	}
 	if err := s.finished(now); err != nil {
 		return algo.Decision{}, err
 	}
-	return d, nil
+	return algo.Decision(d), nil
 }
 
 // Refund gives back n permits of the grant of key under a identified by at (its
@@ -228,14 +211,14 @@ func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int6
 	}
 	b := getBuf()
 	b.keys = appendStateKeys(b.keys, s.prefix, key, a.Slot(), e.def.Keys)
-	b.args = algo.RefundArgs(b.args, now, n, at, e.config(sa, a))
+	b.args = luawire.Refund(b.args, now, n, at, e.config(sa, a))
 	b.args[1] = nowArg
-	reply, err, left := s.exec(ctx, e, b.keys, b.args)
-	defer recycle(b, left)
+	reply, err := s.exec(ctx, e, b.keys, b.args)
+	defer putBuf(b)
 	if err != nil {
 		return s.fail(ctx, "refund", key, b.keys, a, err)
 	}
-	if err := algo.ParseRefund(reply); err != nil {
+	if err := luawire.ParseRefund(reply); err != nil {
 		return badReply(fmt.Sprintf("%s refund on key %s", a.Name(), quoteKey(key)), err)
 	}
 	return nil
@@ -256,7 +239,7 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// script returns a's Lua twin and its go-redis Script, creating the latter once per name.
+// script returns a's Lua twin and its transport entry, created once per name.
 func (s *Store) script(a algo.Algorithm) (algo.Scripted, *scriptEntry, error) {
 	sa, ok := a.(algo.Scripted)
 	if !ok {
@@ -276,53 +259,11 @@ func (s *Store) script(a algo.Algorithm) (algo.Scripted, *scriptEntry, error) {
 		return nil, nil, fmt.Errorf("%w: two algorithms named %q have different scripts (%T)",
 			algo.ErrInvalidConfig, name, a)
 	}
-	run := redis.NewScript(def.Source)
-	v, _ := s.scripts.LoadOrStore(name, &scriptEntry{def: def, run: run, sha: run.Hash()})
+	v, _ := s.scripts.LoadOrStore(name, newEntry(def))
 	e := v.(*scriptEntry)
 	if e.def != def && e.def.Source != def.Source {
 		return nil, nil, fmt.Errorf("%w: two algorithms named %q have different scripts (%T)",
 			algo.ErrInvalidConfig, name, a)
 	}
 	return sa, e, nil
-}
-
-// exec runs e's script for Apply, Refund and Peek: in the next pipeline with
-// WithBatching; otherwise on its own, as a Redis 7 function (FCALL, see functions.go) when
-// the script has a library and the server has functions, else with run. left is run's.
-func (s *Store) exec(ctx context.Context, e *scriptEntry, keys []string, args []any) (reply any, err error, left bool) {
-	if s.batch != nil {
-		reply, err = s.batch.do(ctx, e, keys, args)
-		return reply, err, false // the batcher copies keys and args into its own call
-	}
-	if e.def.Library != "" && s.ack == nil && !s.evalOnly.Load() {
-		return s.runFunction(ctx, e, keys, args)
-	}
-	return s.run(ctx, e.run, keys, args)
-}
-
-// run executes the script with EVALSHA, falling back to EVAL (which also caches the script
-// on that server) when the server answers NOSCRIPT. It returns by the store's timeout (or
-// ctx's earlier deadline) whatever the client's options; left reports a call given up on
-// that still runs, still reading keys and args (see guard.do).
-func (s *Store) run(ctx context.Context, sc *redis.Script, keys []string, args []any) (reply any, err error, left bool) {
-	if s.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.timeout)
-		defer cancel()
-	}
-	if s.guard.inline {
-		reply, err = s.call(ctx, sc, keys, args)
-		return reply, err, false
-	}
-	return s.guard.do(ctx, func(ctx context.Context) (any, error) {
-		return s.call(ctx, sc, keys, args)
-	}, nil)
-}
-
-// call sends the script, with its WAIT under WithReplicaAck.
-func (s *Store) call(ctx context.Context, sc *redis.Script, keys []string, args []any) (any, error) {
-	if s.ack != nil {
-		return s.runAcked(ctx, sc, keys, args)
-	}
-	return sc.Run(ctx, s.client, keys, args...).Result()
 }

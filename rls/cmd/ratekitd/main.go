@@ -81,7 +81,7 @@ func parseFlags(args []string, out io.Writer) (*flags, error) {
 	fs.DurationVar(&f.store.timeout, "redis-timeout", distributed.DefaultTimeout, "bound on each Redis call")
 	fs.BoolVar(&f.store.batching, "redis-batching", false, "share pipelines between concurrent calls (distributed.WithBatching)")
 	fs.BoolVar(&f.store.denialCache, "denial-cache", false, "answer a key Redis just denied locally until its RetryAfter (distributed.WithDenialCache)")
-	fs.IntVar(&f.store.denialEntries, "denial-cache-entries", distributed.DefaultDenialCacheEntries, "keys the denial cache remembers")
+	fs.IntVar(&f.store.denialEntries, "denial-cache-entries", 10_000, "keys the denial cache remembers")
 	fs.DurationVar(&f.store.denialMaxAge, "denial-cache-max-age", 0, "longest reuse of one denial (0: until its RetryAfter)")
 	fs.Int64Var(&f.store.lease, "lease", 0, "serve hot keys from local slices of this many permits (package leasing; 0: off)")
 	fs.DurationVar(&f.store.leaseTTL, "lease-ttl", 100*time.Millisecond, "how long a lease lives (leasing.WithTTL)")

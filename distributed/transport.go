@@ -1,0 +1,366 @@
+package distributed
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/limiter/algo"
+)
+
+// The transport: every script the store runs (an algorithm's apply, refund and peek, a
+// composite of ApplyAll, Reset's DEL, the semaphore's operations) goes to Redis through
+// exec, the one place that chooses how it is sent and recovers a script the server lost.
+//
+//   - How it is named: FCALL when the script comes as a Redis 7 function library
+//     (algo.Script's Library) and the server has functions; EVALSHA otherwise. No probe
+//     is sent ahead of the calls: the first FCALL is the probe.
+//   - How it travels: alone, within the store's timeout and guard (bounded.go); in the
+//     next pipeline with WithBatching (batch.go); or, under WithReplicaAck, in a pipeline
+//     with WAIT on the connection of the key's master (replica.go).
+//   - What a lost script costs: a server that does not have the function (never loaded,
+//     restarted, failed over to a replica that lacks it, FUNCTION FLUSH; on a Cluster each
+//     node has its own) answers "Function not found", and the call goes again with
+//     FUNCTION LOAD before it, on the key's node, in one pipeline; a server that lost the
+//     script answers NOSCRIPT, and the call goes again as EVAL, which also caches it. A
+//     server without functions (Redis before 7: FCALL is an unknown command) or a user the
+//     ACL denies them makes the store send EVALSHA from then on, for every call and node.
+//     Neither error means the script ran, so sending it again cannot apply it twice.
+
+// scriptEntry is one script as the transport sends it: its source, SHA-1 and, when it
+// has a library, its function.
+type scriptEntry struct {
+	def *algo.Script
+	sha string // SHA-1 of def.Source, for EVALSHA
+	// cfg caches the config arguments (AppendArgs) of the last algorithm of package algo
+	// run with this script, so that a limiter's calls format and box them once.
+	cfg atomic.Pointer[configArgs]
+}
+
+func newEntry(def *algo.Script) *scriptEntry {
+	sum := sha1.Sum([]byte(def.Source))
+	return &scriptEntry{def: def, sha: hex.EncodeToString(sum[:])}
+}
+
+// step is how a call is sent next.
+type step uint8
+
+const (
+	stepFCALL   step = iota // FCALL function
+	stepLoad                // FUNCTION LOAD REPLACE, then FCALL, on the key's node
+	stepEVALSHA             // EVALSHA sha
+	stepEVAL                // EVAL source
+)
+
+// maxRounds bounds the sends of one call: a lost function costs FCALL then LOAD+FCALL, a
+// server without functions FCALL, EVALSHA, EVAL; a Cluster slot moving under a load one
+// more.
+const maxRounds = 4
+
+// The states of a batched call. A call is owned by its caller until it is queued; from
+// then on exactly one of two parties puts it back in the pool: the caller, once it has
+// read its answer (the flusher moved it waiting → answered and signalled ready), or the
+// flusher, when the caller gave up first (the caller moved it waiting → abandoned and left).
+const (
+	callWaiting int32 = iota
+	callAnswered
+	callAbandoned
+)
+
+// call is one script call on its way to Redis. Calls are pooled: a decision allocates
+// none of this.
+type call struct {
+	args []any // the whole command: FCALL fn (or EVALSHA sha, EVAL src), numkeys, KEYS..., ARGV...
+	e    *scriptEntry
+	step step
+	cmd  *redis.Cmd
+
+	// Batching (batch.go).
+	start time.Time // when it was queued; zero without a timeout
+	reply any
+	err   error
+	state atomic.Int32
+	ready chan struct{} // capacity 1: the flusher's one signal that reply and err are set
+}
+
+var callPool = sync.Pool{New: func() any {
+	return &call{args: make([]any, 0, 16), ready: make(chan struct{}, 1)}
+}}
+
+// newCall returns a pooled call of e's script on keys with argv, both copied: the caller
+// may reuse them as soon as newCall returns.
+func (s *Store) newCall(e *scriptEntry, keys []string, argv []any) *call {
+	c := callPool.Get().(*call)
+	c.e = e
+	c.args = append(c.args, nil, nil, len(keys))
+	for _, k := range keys {
+		c.args = append(c.args, k)
+	}
+	c.args = append(c.args, argv...)
+	if e.def.Library != "" && !s.evalOnly.Load() {
+		c.to(stepFCALL)
+	} else {
+		c.to(stepEVALSHA)
+	}
+	return c
+}
+
+func putCall(c *call) {
+	clear(c.args)
+	c.args = c.args[:0]
+	c.e, c.start, c.cmd, c.reply, c.err = nil, time.Time{}, nil, nil, nil
+	c.state.Store(callWaiting)
+	callPool.Put(c)
+}
+
+// to sets how c is sent next.
+func (c *call) to(st step) {
+	c.step = st
+	switch st {
+	case stepFCALL, stepLoad:
+		c.args[0], c.args[1] = "fcall", c.e.def.Function
+	case stepEVALSHA:
+		c.args[0], c.args[1] = "evalsha", c.e.sha
+	case stepEVAL:
+		c.args[0], c.args[1] = "eval", c.e.def.Source
+	}
+}
+
+// command returns a new command for c as it stands, kept in c.cmd.
+func (c *call) command(ctx context.Context) *redis.Cmd {
+	c.cmd = redis.NewCmd(ctx, c.args...)
+	c.cmd.SetFirstKeyPos(3) // KEYS start at the fourth argument, as Cluster routing needs
+	return c.cmd
+}
+
+// firstKey is the call's first key, which names the server that owns all of them.
+func (c *call) firstKey() string { return c.args[3].(string) }
+
+// exec runs e's script on keys with argv and returns its reply: in the next pipeline with
+// WithBatching, else on its own within the store's timeout (or ctx's earlier deadline)
+// whatever the client's options (see guard). keys and argv are copied: the caller may
+// reuse them when exec returns.
+func (s *Store) exec(ctx context.Context, e *scriptEntry, keys []string, argv []any) (any, error) {
+	c := s.newCall(e, keys, argv)
+	if s.batch != nil {
+		return s.batch.do(ctx, c) // the batcher owns c from here on
+	}
+	if s.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.timeout)
+		defer cancel()
+	}
+	if s.guard.inline {
+		reply, err := s.send(ctx, c)
+		putCall(c)
+		return reply, err
+	}
+	reply, err, left := s.guard.do(ctx, func(ctx context.Context) (any, error) {
+		return s.send(ctx, c)
+	}, func() { putCall(c) })
+	if !left { // else the call still running owns c
+		putCall(c)
+	}
+	return reply, err
+}
+
+// send sends one call, again as recover says until it succeeds or cannot be recovered.
+func (s *Store) send(ctx context.Context, c *call) (any, error) {
+	for round := 1; ; round++ {
+		var reply any
+		var err error
+		if c.step == stepLoad || s.ack != nil {
+			reply, err = s.sendOnNode(ctx, c)
+		} else {
+			_ = s.client.Process(ctx, c.command(ctx))
+			reply, err = c.cmd.Result()
+		}
+		if round == maxRounds || !s.recover(c, err, nil) {
+			return reply, err
+		}
+	}
+}
+
+// sendBatch sends calls as one pipeline, sends again those recover says how to, and
+// leaves each call's reply and error in it.
+//
+// After NOSCRIPT, the first call of each script goes as EVAL, which runs and caches it,
+// followed by the others as EVALSHA: on one server, commands of one pipeline run in
+// order, so they find the script cached; on a Cluster, those routed to another node meet
+// NOSCRIPT again and go in the next round. A missing function is loaded likewise, once
+// per script and round, before the pipeline. Sending the source or the library only where
+// needed keeps a cold start from shipping it once per command.
+func (s *Store) sendBatch(ctx context.Context, pipe redis.Pipeliner, calls []*call) {
+	live := calls
+	for r := (round{n: 1}); len(live) > 0; r.n++ {
+		for _, c := range live {
+			if c.step == stepLoad {
+				c.reply, c.err = s.sendOnNode(ctx, c)
+				continue
+			}
+			_ = pipe.Process(ctx, c.command(ctx))
+		}
+		_, _ = pipe.Exec(ctx) // the outcome of each command is read below
+		var again []*call     // allocated only when a script was lost
+		r.first = r.first[:0]
+		for _, c := range live {
+			if c.step != stepLoad {
+				c.reply, c.err = c.cmd.Result()
+			}
+			if r.n < maxRounds && s.recover(c, c.err, &r) {
+				again = append(again, c)
+			}
+		}
+		live = again
+	}
+	for _, c := range calls {
+		if c.err == nil && c.reply == nil {
+			c.err = errNoReply // not seen: a pipeline always sets a reply or an error
+		}
+		c.cmd = nil
+	}
+}
+
+// round is what recover remembers of one round of a pipeline: its number, and the
+// scripts already sent as EVAL or with their library in it.
+type round struct {
+	n     int
+	first []*scriptEntry
+}
+
+// firstOf reports whether e is to be sent with its source or library: always for a call
+// sent alone (r nil) and from the second round on (the calls left are those routed to
+// other Cluster nodes), else for the first call of e in the round.
+func (r *round) firstOf(e *scriptEntry) bool {
+	if r == nil || r.n > 1 {
+		return true
+	}
+	for _, f := range r.first {
+		if f == e {
+			return false
+		}
+	}
+	r.first = append(r.first, e)
+	return true
+}
+
+// recover says how c is sent again after err, the one place where a lost script or
+// function is recovered; false: c is done (err is nil or is its error). r is nil for a
+// call sent alone.
+func (s *Store) recover(c *call, err error, r *round) bool {
+	if err == nil {
+		return false
+	}
+	switch c.step {
+	case stepFCALL, stepLoad:
+		switch {
+		case noFunctions(err):
+			s.evalOnly.Store(true)
+			c.to(stepEVALSHA)
+		case isNoFunction(err):
+			if r.firstOf(c.e) {
+				c.to(stepLoad)
+			} else {
+				c.to(stepFCALL) // after the load this round makes
+			}
+		case c.step == stepLoad && isRedirect(err):
+			// The slot moved between finding its node and the call (a resharding): the
+			// client follows the redirection, and loads there if need be.
+			c.to(stepFCALL)
+		default:
+			return false
+		}
+	case stepEVALSHA:
+		if !isNoScript(err) {
+			return false
+		}
+		if r.firstOf(c.e) {
+			c.to(stepEVAL)
+		}
+	default: // EVAL: nothing left to recover
+		return false
+	}
+	return true
+}
+
+// sendOnNode sends c in a pipeline on the connection of the server that owns its keys:
+// after FUNCTION LOAD REPLACE of its library (stepLoad; two callers may race to it), and
+// followed by WAIT under WithReplicaAck, since WAIT counts the writes of the connection
+// it runs on.
+func (s *Store) sendOnNode(ctx context.Context, c *call) (any, error) {
+	node, err := s.nodeFor(ctx, c.firstKey())
+	if err != nil {
+		return nil, err
+	}
+	pipe := node.Pipeline()
+	var load *redis.StringCmd
+	if c.step == stepLoad {
+		load = pipe.FunctionLoadReplace(ctx, c.e.def.Library)
+	}
+	_ = pipe.Process(ctx, c.command(ctx))
+	var wait *redis.Cmd
+	if s.ack != nil {
+		wait = pipe.Do(ctx, "wait", s.ack.replicas, s.ack.waitMillis())
+	}
+	_, _ = pipe.Exec(ctx) // each command's outcome is read below
+	if load != nil && load.Err() != nil {
+		return nil, load.Err()
+	}
+	reply, err := c.cmd.Result()
+	if err != nil || wait == nil {
+		return reply, err
+	}
+	return reply, s.ack.check(wait)
+}
+
+// nodeFor returns the client of the one server that owns key.
+func (s *Store) nodeFor(ctx context.Context, key string) (redis.UniversalClient, error) {
+	switch c := s.client.(type) {
+	case *redis.ClusterClient:
+		return c.MasterForKey(ctx, key)
+	case *redis.Ring:
+		return c.GetShardClientForKey(key)
+	default:
+		return s.client, nil
+	}
+}
+
+// errNoReply is the error of a command that a pipeline left without reply nor error.
+var errNoReply = errors.New("distributed: pipeline returned no reply for the command")
+
+// isNoScript reports a NOSCRIPT reply, raw or as go-redis's ErrNoScript.
+func isNoScript(err error) bool {
+	return err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT"))
+}
+
+// isRedirect reports a Cluster redirection, MOVED or ASK.
+func isRedirect(err error) bool {
+	return redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK")
+}
+
+// isNoFunction reports the reply of FCALL for a function the server does not have.
+func isNoFunction(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && strings.Contains(re.Error(), "Function not found")
+}
+
+// noFunctions reports a server that cannot run functions for this client: FCALL or
+// FUNCTION is an unknown command (Redis before 7, or renamed away), or the ACL denies it.
+func noFunctions(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := strings.ToLower(err.Error())
+	if strings.HasPrefix(msg, "err unknown command") {
+		return strings.Contains(msg, "fcall") || strings.Contains(msg, "function")
+	}
+	return strings.HasPrefix(msg, "noperm") && (strings.Contains(msg, "fcall") || strings.Contains(msg, "function"))
+}

@@ -1,0 +1,51 @@
+package luawire_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/ratekit/limiter/internal/luawire"
+)
+
+// TestLibrary: the part before the last per-call line loads once, the rest is the
+// function's body; a script without the line has no library.
+func TestLibrary(t *testing.T) {
+	if fn, lib := luawire.Library("return 1"); fn != "" || lib != "" {
+		t.Errorf("Library of a script without a per-call line = %q, %q; want none", fn, lib)
+	}
+	// A composite: each rule's source carries the line inside its function; the driver's
+	// line, the last, splits the library.
+	rule := "local x = 1\n" + luawire.PerCall + " rule\nreturn x\n"
+	src := "local rule = function(KEYS, ARGV)\n" + rule + "end\nlocal y = 2\n" + luawire.PerCall + " driver\nreturn rule()\n"
+	fn, lib := luawire.Library(src)
+	if !strings.HasPrefix(fn, "ratekit_") || !strings.HasPrefix(lib, "#!lua name="+fn+"\n") {
+		t.Fatalf("Library = %q, %.40q", fn, lib)
+	}
+	load, call, ok := strings.Cut(lib, "local function call(keys, args)\n")
+	if !ok || !strings.Contains(load, "local y = 2") || !strings.Contains(load, "-- ---- per call: rule") ||
+		!strings.HasPrefix(call, "KEYS, ARGV = keys, args\n-- ---- per call: driver\nreturn rule()") {
+		t.Errorf("library split at the wrong line:\n%s", lib)
+	}
+	if !strings.HasSuffix(lib, "redis.register_function('"+fn+"', call)\n") {
+		t.Errorf("library does not register %s:\n%s", fn, lib)
+	}
+	if other, _ := luawire.Library(src + " "); other == fn {
+		t.Error("two sources share a function name")
+	}
+}
+
+// TestNowArgs: ARGV[2] as the scripts read it.
+func TestNowArgs(t *testing.T) {
+	if got := luawire.Now(luawire.ServerTime); got != "" {
+		t.Errorf("Now(ServerTime) = %#v, want \"\"", got)
+	}
+	if got := luawire.Now(42); got != int64(42) {
+		t.Errorf("Now(42) = %#v", got)
+	}
+	if got := luawire.PaddedNow(42, 0); got != int64(42) {
+		t.Errorf("PaddedNow(42, 0) = %#v, want 42", got)
+	}
+	if got := luawire.PaddedNow(-42, 7); got != "-42 7" {
+		t.Errorf("PaddedNow(-42, 7) = %#v, want \"-42 7\"", got)
+	}
+}

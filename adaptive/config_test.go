@@ -14,7 +14,7 @@ import (
 // ErrInvalidConfig (algo.ErrInvalidConfig), as every other constructor's does.
 func TestNewErrorsWrapErrInvalidConfig(t *testing.T) {
 	t.Parallel()
-	high := adaptive.LoadFunc(func() float64 { return 1 })
+	high := func() float64 { return 1 }
 	bad := map[string]struct {
 		a    adaptive.Algorithm
 		opts []adaptive.Option

@@ -43,12 +43,12 @@
 //
 // # Load shedding
 //
-// [WithLoadShedding] adds a second gate: while a [LoadSource] reports a load at or above
+// [WithLoadShedding] adds a second gate: while a load function reports a load at or above
 // a threshold (for instance 0.8 of the CPU), a request is also shed when the requests in
 // flight reach the capacity the limiter estimates by Little's law, the most successes per
 // second times the lowest latency of the last ten seconds. [SystemLoad] reads the
 // machine's CPU use from /proc/stat on Linux and falls back to the Go scheduler's latency
-// ([SchedulerLoad]) elsewhere; tests inject a [LoadFunc].
+// ([SchedulerLoad]) elsewhere; tests inject a constant.
 //
 // # Time
 //

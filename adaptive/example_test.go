@@ -41,7 +41,7 @@ func Example() {
 func ExampleWithLoadShedding() {
 	load := 0.95 // say, 95% CPU
 	l, _ := adaptive.New(adaptive.Gradient{},
-		adaptive.WithLoadShedding(adaptive.LoadFunc(func() float64 { return load }), 0.8))
+		adaptive.WithLoadShedding(func() float64 { return load }, 0.8))
 	// In production: adaptive.WithLoadShedding(adaptive.SystemLoad(), 0.8).
 	tok, ok, _ := l.TryAcquire(context.Background())
 	fmt.Println(ok) // no capacity estimate yet: nothing is shed on load alone

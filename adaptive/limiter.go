@@ -49,7 +49,7 @@ func (o Outcome) String() string {
 // moves the limit from these samples. A Limiter is safe for concurrent use.
 type Limiter struct {
 	clock     clockx.Clock
-	load      LoadSource
+	load      func() float64
 	threshold float64
 
 	mu       sync.Mutex
@@ -104,17 +104,18 @@ func WithClock(c clockx.Clock) Option {
 }
 
 // WithLoadShedding adds a load shedder in the spirit of Sentinel's BBR system protection:
-// while src reports a load at or above threshold, a request is also shed
+// while load reports a load at or above threshold (0 is idle, 1 is saturated: SystemLoad,
+// SchedulerLoad, or a func of your own; tests pass a constant), a request is also shed
 // when the requests in flight already reach the capacity the limiter estimates from its
 // own samples: the most successes completed in one second over the last ten seconds,
 // times the lowest latency seen in them (Little's law: the concurrency the service
-// sustains without queueing). Before a full second of samples nothing is shed. src is
-// read on every TryAcquire, so it should be cheap (SystemLoad caches its reading). By
-// default there is no shedder; a nil src removes it. A threshold that is not > 0 (with a
-// src) makes New return an error wrapping algo.ErrInvalidConfig.
-func WithLoadShedding(src LoadSource, threshold float64) Option {
+// sustains without queueing). Before a full second of samples nothing is shed. load is
+// called on every TryAcquire, so it must be cheap and safe for concurrent use (SystemLoad
+// caches its reading). By default there is no shedder; a nil load removes it. A threshold
+// that is not > 0 (with a load) makes New return an error wrapping algo.ErrInvalidConfig.
+func WithLoadShedding(load func() float64, threshold float64) Option {
 	return optionFunc(func(l *Limiter) {
-		l.load, l.threshold = src, threshold
+		l.load, l.threshold = load, threshold
 	})
 }
 
@@ -160,7 +161,7 @@ func (l *Limiter) acquire(ctx context.Context) (*Token, shed, error) {
 	shedding := false
 	if l.load != nil {
 		// Read outside the lock: a source may do I/O now and then.
-		shedding = l.load.Load() >= l.threshold
+		shedding = l.load() >= l.threshold
 	}
 	now := l.clock.Now()
 	l.mu.Lock()

@@ -73,7 +73,7 @@ func TestAcquireDone(t *testing.T) {
 	if _, err := New(nil); !errors.Is(err, algo.ErrInvalidConfig) {
 		t.Fatalf("New(nil) = %v", err)
 	}
-	if _, err := New(Fixed{Limit: 1}, WithLoadShedding(LoadFunc(func() float64 { return 1 }), 0)); !errors.Is(err, algo.ErrInvalidConfig) {
+	if _, err := New(Fixed{Limit: 1}, WithLoadShedding(func() float64 { return 1 }, 0)); !errors.Is(err, algo.ErrInvalidConfig) {
 		t.Fatalf("threshold 0: %v", err)
 	}
 }
@@ -156,7 +156,7 @@ func TestLoadShedding(t *testing.T) {
 	clk := clockx.NewFake(t0)
 	var load atomic.Value
 	load.Store(0.0)
-	l, err := New(Fixed{Limit: 100}, WithClock(clk), WithLoadShedding(LoadFunc(func() float64 { return load.Load().(float64) }), 0.8))
+	l, err := New(Fixed{Limit: 100}, WithClock(clk), WithLoadShedding(func() float64 { return load.Load().(float64) }, 0.8))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,19 +14,6 @@ import (
 	"github.com/ratekit/limiter/clockx"
 )
 
-// LoadSource reports how loaded the process's machine is: 0 is idle, 1 is saturated.
-// WithLoadShedding reads it on every TryAcquire, so it must be cheap and safe for concurrent
-// use. Tests inject a LoadFunc to make the shedder deterministic.
-type LoadSource interface {
-	Load() float64
-}
-
-// LoadFunc adapts a function to a LoadSource.
-type LoadFunc func() float64
-
-// Load returns f().
-func (f LoadFunc) Load() float64 { return f() }
-
 // loadEvery is how often SystemLoad and SchedulerLoad read their counters: the load they
 // report is that of the last full period.
 const loadEvery = time.Second
@@ -39,11 +26,12 @@ const defaultSchedulerBudget = 10 * time.Millisecond
 // counted in /proc/stat (user, nice, system, irq, softirq, steal against those plus idle
 // and iowait) over the last second. Where /proc/stat cannot be read (other systems) it
 // falls back to SchedulerLoad(10 * time.Millisecond). The first reading, before a full
-// second has passed, is 0.
-func SystemLoad() LoadSource {
+// second has passed, is 0. The function is safe for concurrent use and cheap: it reads the
+// counters at most once a second.
+func SystemLoad() func() float64 {
 	if runtime.GOOS == "linux" {
 		if _, _, ok := readProcStat(); ok {
-			return newSampledLoad(clockx.Real(), loadEvery, readProcStat)
+			return newSampledLoad(clockx.Real(), loadEvery, readProcStat).Load
 		}
 	}
 	return SchedulerLoad(defaultSchedulerBudget)
@@ -53,12 +41,12 @@ func SystemLoad() LoadSource {
 // runnable (runtime/metrics /sched/latencies:seconds) over the last second, divided by
 // budget: 1 when it reaches budget. A process whose goroutines queue for the CPU is short
 // of it, whatever the machine. A budget ≤ 0 means 10 ms.
-func SchedulerLoad(budget time.Duration) LoadSource {
+func SchedulerLoad(budget time.Duration) func() float64 {
 	if budget <= 0 {
 		budget = defaultSchedulerBudget
 	}
 	s := &schedLatency{budget: budget, sample: []metrics.Sample{{Name: "/sched/latencies:seconds"}}}
-	return newSampledLoad(clockx.Real(), loadEvery, s.read)
+	return newSampledLoad(clockx.Real(), loadEvery, s.read).Load
 }
 
 // sampledLoad turns cumulative counters (busy and total, in any unit) into the busy share

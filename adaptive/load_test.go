@@ -66,9 +66,9 @@ func TestQuantile(t *testing.T) {
 func TestSystemLoadReads(t *testing.T) {
 	t.Parallel()
 	// Real sources: only that they answer within [0, 1].
-	for _, src := range []LoadSource{SystemLoad(), SchedulerLoad(0)} {
-		if v := src.Load(); v < 0 || v > 1 {
-			t.Errorf("%T: Load() = %v, want within [0, 1]", src, v)
+	for i, load := range []func() float64{SystemLoad(), SchedulerLoad(0)} {
+		if v := load(); v < 0 || v > 1 {
+			t.Errorf("load %d (SystemLoad, SchedulerLoad) = %v, want within [0, 1]", i, v)
 		}
 	}
 }

@@ -15,14 +15,14 @@ var _ store.Clocked = (*Store)(nil)
 const (
 	// defaultPrefix starts every Redis key the store writes.
 	defaultPrefix = "limiter:"
-	// DefaultTimeout bounds each call to Redis. A healthy Redis answers a limiter script
+	// defaultTimeout bounds each call to Redis (WithTimeout). A healthy Redis answers a limiter script
 	// in about a millisecond, and its latency spikes (a fork for persistence, a slow
 	// command, a loaded client host) reach tens of milliseconds; 200 ms stays clear of
 	// those while keeping what a hung server costs a request small: a limiter sits on the
 	// request path, where seconds are not an option. With the limiter facade's circuit
 	// breaker (on by default), only the calls of about the first second after Redis stops
 	// answering pay it.
-	DefaultTimeout = 200 * time.Millisecond
+	defaultTimeout = 200 * time.Millisecond
 	// defaultClockTolerance is how far a client clock (WithClientClock) may fall behind
 	// real time before the store refuses its calls, and what every TTL is padded by: far
 	// more than a test holding a fake clock still needs, and a minute of extra memory per
@@ -72,7 +72,7 @@ func WithPrefix(p string) Option {
 // WithTimeout bounds every call to Redis (every method of the Store, with or without
 // batching): the call returns by this deadline, or by the caller's context's earlier one,
 // with an error wrapping store.ErrUnavailable and context.DeadlineExceeded. The default
-// is DefaultTimeout (200 ms); d = 0 leaves the caller's context alone; d < 0 is an error.
+// is 200 ms; d = 0 leaves the caller's context alone; d < 0 is an error.
 //
 // The bound holds whatever the client's options; with a client created without
 // ContextTimeoutEnabled: true, a timed-out call is left to finish behind it (at most 64

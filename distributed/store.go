@@ -102,7 +102,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 	if nilcheck.Nil(client) {
 		return nil, fmt.Errorf("%w: distributed.New: the client is nil", algo.ErrInvalidConfig)
 	}
-	o := options{prefix: defaultPrefix, timeout: DefaultTimeout, tol: defaultClockTolerance, real: time.Now}
+	o := options{prefix: defaultPrefix, timeout: defaultTimeout, tol: defaultClockTolerance, real: time.Now}
 	for _, opt := range opts {
 		if opt != nil {
 			opt.apply(&o)

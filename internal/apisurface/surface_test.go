@@ -18,7 +18,7 @@ import (
 // limit is the most exported identifiers the core module may have (issue 22 aims at
 // 340). Lower it whenever the count falls; never raise it without a reason in the
 // CHANGELOG.
-const limit = 395
+const limit = 340
 
 // docLimit is the most lines `go doc -all .` may print for the root package (issue 22
 // aims at 400).

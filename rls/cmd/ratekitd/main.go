@@ -21,7 +21,6 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/ratekit/limiter"
-	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/rls/server"
 	"github.com/ratekit/limiter/store"
@@ -78,7 +77,7 @@ func parseFlags(args []string, out io.Writer) (*flags, error) {
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.store.redis, "redis", "", "Redis URL: redis://[user:password@]host:port[/db] (rediss:// for TLS), or redis+cluster://host:port[,host:port...]; empty: in memory")
 	fs.StringVar(&f.store.prefix, "redis-prefix", "ratekitd:", "prefix of every Redis key")
-	fs.DurationVar(&f.store.timeout, "redis-timeout", distributed.DefaultTimeout, "bound on each Redis call")
+	fs.DurationVar(&f.store.timeout, "redis-timeout", 200*time.Millisecond, "bound on each Redis call")
 	fs.BoolVar(&f.store.batching, "redis-batching", false, "share pipelines between concurrent calls (distributed.WithBatching)")
 	fs.BoolVar(&f.store.denialCache, "denial-cache", false, "answer a key Redis just denied locally until its RetryAfter (distributed.WithDenialCache)")
 	fs.IntVar(&f.store.denialEntries, "denial-cache-entries", 10_000, "keys the denial cache remembers")

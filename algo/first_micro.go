@@ -8,7 +8,7 @@ package algo
 // (a retry at RetryAfter denied again, or granted a µs before it). It moves at most
 // firstMicroSteps µs each way (the rounding costs one; more only where float64 no longer
 // resolves a µs of refill, near 2^53 permits); estimates of MaxMicros or more are kept.
-// The Lua twins (token_bucket.lua, leaky_bucket.lua) have the same function, first_micro.
+// Its Lua twin is first_micro, in the prelude of every algorithm script (prelude.lua).
 func firstMicro(d, lo int64, ok func(d int64) bool) int64 {
 	if d >= MaxMicros {
 		return d

@@ -67,6 +67,18 @@ local function retry_after(wait, mw)
   return dur(wait - mw)
 end
 
+-- first_micro is algo.firstMicro: the least d ≥ lo at which ok(d) holds, from the
+-- estimate d, moved at most 4 µs each way; estimates of MAX_MICROS or more are kept.
+-- The token and leaky buckets place their retry and reset times with it.
+local function first_micro(d, lo, ok)
+  if d >= MAX_MICROS then return d end
+  local i = 0
+  while i < 4 and d > lo and ok(d - 1) do d, i = d - 1, i + 1 end
+  i = 0
+  while i < 4 and d < MAX_MICROS and not ok(d) do d, i = d + 1, i + 1 end
+  return d
+end
+
 -- floor_div divides integers rounding towards minus infinity, like algo.floorDiv. The
 -- rounded quotient of two integers below 2^53 never crosses an integer, so it is exact.
 local function floor_div(a, b) return math.floor(a / b) end

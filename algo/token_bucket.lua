@@ -46,17 +46,6 @@ local function advance(t)
   return tokens, t
 end
 
--- first_micro is algo.firstMicro: the least d ≥ lo at which ok(d) holds, from the
--- estimate d, moved at most 4 µs each way; estimates of MAX_MICROS or more are kept.
-local function first_micro(d, lo, ok)
-  if d >= MAX_MICROS then return d end
-  local i = 0
-  while i < 4 and d > lo and ok(d - 1) do d, i = d - 1, i + 1 end
-  i = 0
-  while i < 4 and d < MAX_MICROS and not ok(d) do d, i = d + 1, i + 1 end
-  return d
-end
-
 -- until_full is the time in µs from t (≥ last) until a bucket holding b tokens at last,
 -- refilling at r, holds burst tokens by advance's arithmetic (TokenBucket.untilFullFrom).
 -- b nil: a fresh bucket, full already.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/distributed"
+	"github.com/ratekit/limiter/internal/multirules"
 	"github.com/ratekit/limiter/internal/redistest"
 	"github.com/ratekit/limiter/internal/teststore"
 )
@@ -43,7 +44,7 @@ func dumpKeys(t *testing.T, c redis.Cmdable, prefix string) map[string][2]any {
 func TestApplyAllDenialTouchesNothing(t *testing.T) {
 	t.Parallel()
 	c := redistest.WithoutExpiry(redistest.Start(t).Client(t))
-	for name, rules := range multiRuleSets() {
+	for name, rules := range multirules.Sets() {
 		checkDenialTouchesNothing(t, c, name, rules)
 	}
 }

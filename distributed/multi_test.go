@@ -11,48 +11,12 @@ import (
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/distributed"
+	"github.com/ratekit/limiter/internal/multirules"
 	"github.com/ratekit/limiter/internal/redistest"
 	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/store"
 )
-
-// multiRuleSets are the composites driven against both stores: windows at two levels, the
-// two token buckets of "100 per second AND 20 per 100 ms" (the second one named, since both
-// use the slot "tb"), and mixes of every other algorithm, including one algorithm twice.
-func multiRuleSets() map[string][]algo.Algorithm {
-	return map[string][]algo.Algorithm{
-		"windows": {
-			algo.FixedWindow{Limit: 10, Window: 10 * time.Millisecond},
-			algo.FixedWindow{Limit: 3, Window: time.Millisecond},
-		},
-		"buckets": {
-			algo.TokenBucket{Rate: 1000, Burst: 20},
-			algo.Named(algo.TokenBucket{Rate: 1500, Burst: 4}, "short"),
-		},
-		"mixed": {
-			algo.SlidingWindowLog{Limit: 5, Window: 7 * time.Millisecond},
-			algo.GCRA{Rate: 1e3 / 3, Burst: 5},
-			algo.LeakyBucket{Rate: 333.3, Capacity: 4},
-			algo.Named(algo.SlidingWindowLog{Limit: 9, Window: 20 * time.Millisecond}, "long"),
-		},
-		"every algorithm": {
-			algo.FixedWindow{Limit: 9, Window: 5 * time.Millisecond},
-			algo.SlidingWindowLog{Limit: 8, Window: 6 * time.Millisecond},
-			algo.SlidingWindowCounter{Limit: 7, Window: 4 * time.Millisecond},
-			algo.TokenBucket{Rate: 2500, Burst: 6},
-			algo.LeakyBucket{Rate: 2000, Capacity: 5},
-			algo.GCRA{Rate: 3000, Burst: 7},
-			algo.SmoothBursty{Rate: 2800, MaxBurstSeconds: 0.002},
-			algo.SmoothWarmingUp{Rate: 3500, Warmup: 2 * time.Millisecond},
-		},
-		"smooth": {
-			algo.SlidingWindowCounter{Limit: 9, Window: 11 * time.Millisecond},
-			algo.SmoothBursty{Rate: 700, MaxBurstSeconds: 0.01},
-			algo.SmoothWarmingUp{Rate: 900, Warmup: 5 * time.Millisecond},
-		},
-	}
-}
 
 // multiStep is one call of a random timeline.
 type multiStep struct {
@@ -88,7 +52,7 @@ func multiTimeline(seed uint64, steps int) []multiStep {
 func TestApplyAllMatchesLocal(t *testing.T) {
 	t.Parallel()
 	c := redistest.WithoutExpiry(redistest.Start(t).Client(t)) // fake clocks against real TTLs
-	for name, rules := range multiRuleSets() {
+	for name, rules := range multirules.Sets() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			const seed = 20260106
@@ -148,7 +112,7 @@ func TestApplyAllOneRoundTrip(t *testing.T) {
 			c.AddHook(hook)
 			ctx := ctxTimeout(t, 30*time.Second)
 			s := newStore(t, c, append(tc.opts, distributed.WithClientClock(fakeClock()))...)
-			rules := multiRuleSets()["mixed"]
+			rules := multirules.Sets()["mixed"]
 			for i := 0; i < 20; i++ {
 				if _, _, err := s.ApplyAll(ctx, "k", rules, algo.Request{N: 1}); err != nil {
 					t.Fatal(err)
@@ -264,7 +228,7 @@ func TestApplyAllCluster(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
 	c := redistest.WithoutExpiry(cl.Client(t))
 	ctx := ctxTimeout(t, time.Minute)
-	rules := multiRuleSets()["mixed"]
+	rules := multirules.Sets()["mixed"]
 	rclk, lclk := fakeClock(), fakeClock()
 	rs := newStore(t, c, distributed.WithClientClock(rclk))
 	ls := teststore.Local(t, local.WithClock(lclk), local.WithSweepInterval(0))

@@ -1,88 +1,17 @@
 package storetest
 
 import (
-	"fmt"
 	"math/rand"
 	"reflect"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/internal/multirules"
 	"github.com/ratekit/limiter/store"
 )
-
-// multiRuleSets are the composites the MultiApplier part drives, at the millisecond scale
-// of its timelines: windows at two levels, the two token buckets of "1000/s AND 1500/s
-// with a burst of 4" (the second named, both having the slot "tb"), mixes of every
-// algorithm, Penalty (which records no offence in a composite), and rules under the
-// namespace limiter.All gives a rule whose slot an earlier rule has (":<i>:<slot>").
-func multiRuleSets() map[string][]algo.Algorithm {
-	return map[string][]algo.Algorithm{
-		"windows": {
-			algo.FixedWindow{Limit: 10, Window: 10 * time.Millisecond},
-			algo.FixedWindow{Limit: 3, Window: time.Millisecond},
-		},
-		"buckets": {
-			algo.TokenBucket{Rate: 1000, Burst: 20},
-			algo.Named(algo.TokenBucket{Rate: 1500, Burst: 4}, "short"),
-		},
-		"mixed": {
-			algo.SlidingWindowLog{Limit: 5, Window: 7 * time.Millisecond},
-			algo.GCRA{Rate: 1e3 / 3, Burst: 5},
-			algo.LeakyBucket{Rate: 333.3, Capacity: 4},
-			algo.Named(algo.SlidingWindowLog{Limit: 9, Window: 20 * time.Millisecond}, "long"),
-		},
-		"every algorithm": {
-			algo.FixedWindow{Limit: 9, Window: 5 * time.Millisecond},
-			algo.SlidingWindowLog{Limit: 8, Window: 6 * time.Millisecond},
-			algo.SlidingWindowCounter{Limit: 7, Window: 4 * time.Millisecond},
-			algo.TokenBucket{Rate: 2500, Burst: 6},
-			algo.LeakyBucket{Rate: 2000, Capacity: 5},
-			algo.GCRA{Rate: 3000, Burst: 7},
-			algo.SmoothBursty{Rate: 2800, MaxBurstSeconds: 0.002},
-			algo.SmoothWarmingUp{Rate: 3500, Warmup: 2 * time.Millisecond},
-			algo.Penalty{Rule: algo.FixedWindow{Limit: 8, Window: 3 * time.Millisecond}, Block: time.Millisecond},
-		},
-		"namespaced": {
-			algo.FixedWindow{Limit: 6, Window: 5 * time.Millisecond},
-			inNamespace(2, algo.FixedWindow{Limit: 4, Window: 5 * time.Millisecond}),
-			algo.TokenBucket{Rate: 1500, Burst: 5},
-			inNamespace(4, algo.TokenBucket{Rate: 1000, Burst: 3}),
-		},
-	}
-}
-
-// inNamespace returns a under the slot ":<i>:<slot>", as limiter.All applies the i-th
-// rule of a composite when an earlier rule has its slot; otherwise unchanged.
-func inNamespace(i int, a algo.Algorithm) algo.Algorithm {
-	slot := ":" + strconv.Itoa(i) + ":" + a.Slot()
-	if s, ok := a.(algo.Scripted); ok {
-		return spacedScripted{s, slot}
-	}
-	return spaced{a, slot}
-}
-
-// spaced is an algorithm under another slot.
-type spaced struct {
-	algo.Algorithm
-	slot string
-}
-
-func (s spaced) Slot() string                   { return s.slot }
-func (s spaced) Unwrap() algo.Algorithm         { return s.Algorithm }
-func (s spaced) String() string                 { return s.slot + "=" + fmt.Sprint(s.Algorithm) }
-func (s spacedScripted) Slot() string           { return s.slot }
-func (s spacedScripted) String() string         { return s.slot + "=" + fmt.Sprint(s.Scripted) }
-func (s spacedScripted) Unwrap() algo.Algorithm { return s.Scripted }
-
-// spacedScripted is a scripted algorithm under another slot.
-type spacedScripted struct {
-	algo.Scripted
-	slot string
-}
 
 // runMulti checks store.MultiApplier, when the store implements it (else the part is
 // skipped): ApplyAll against a model, denials that change nothing, refunds of a
@@ -92,7 +21,7 @@ func runMulti(t *testing.T, f Factory) {
 		t.Skip("the store does not implement store.MultiApplier")
 	}
 	i := 0
-	for name, rules := range multiRuleSets() {
+	for name, rules := range multirules.Sets() {
 		seed := int64(8000 + i)
 		i++
 		t.Run("Model/"+name, func(t *testing.T) { t.Parallel(); checkMultiModel(t, f, rules, seed, scaled(1500)) })

@@ -2,8 +2,6 @@ package limiter_test
 
 import (
 	"context"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/ratekit/limiter/internal/redistest"
@@ -14,9 +12,10 @@ import (
 // clock; a client clock that runs slower (here: stands still) can still be inside a state's
 // life when Redis drops it, and a fresh state then grants again. The check must not depend
 // on real time, so real time is emulated: the scripts' TTLs are recorded instead of set
-// (comboTTLHook), kept on an emulated server clock that runs ahead of the client's by the
-// cLag steps, and a key is deleted when that clock passes its TTL, as Redis would. The
-// bound on the client's grants then shows whether a state can end before its life does.
+// (ttlShadow, put in front of every script by redistest.ShadowScripts), kept on an
+// emulated server clock that runs ahead of the client's by the cLag steps, and a key is
+// deleted when that clock passes its TTL, as Redis would. The bound on the client's
+// grants then shows whether a state can end before its life does.
 
 // modelClientLag is how far the emulated server clock may run ahead of the client clock:
 // the history (FixedWindow{10 per 1 s}, a client clock that does not move, 1.5 s
@@ -42,53 +41,6 @@ const ttlShadow = "local redis = setmetatable({call = function(cmd, ...) " +
 	"error('model TTL: ' .. c .. ' is not emulated (model_combo_ttl_test.go)') end " +
 	"return redis.call(cmd, ...) end}, {__index = redis})\n"
 
-// comboTTLHook is the go-redis hook putting ttlShadow in front of every script: EVAL's
-// body, and EVALSHA of an original pointed at its shadowed twin once known (go-redis sends
-// EVAL after NOSCRIPT, which caches the twin).
-type comboTTLHook struct{ shas sync.Map }
-
-func (h *comboTTLHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *comboTTLHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.rewrite(cmd)
-		return next(ctx, cmd)
-	}
-}
-
-func (h *comboTTLHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, cmd := range cmds {
-			h.rewrite(cmd)
-		}
-		return next(ctx, cmds)
-	}
-}
-
-func (h *comboTTLHook) rewrite(cmd redis.Cmder) {
-	args := cmd.Args()
-	if len(args) < 2 {
-		return
-	}
-	body, ok := args[1].(string)
-	if !ok {
-		return
-	}
-	switch strings.ToLower(cmd.Name()) {
-	case "evalsha", "evalsha_ro":
-		if twin, ok := h.shas.Load(body); ok {
-			args[1] = twin
-		}
-	case "eval", "eval_ro":
-		if strings.HasPrefix(body, ttlShadow) {
-			return
-		}
-		twin := ttlShadow + body
-		h.shas.Store(redis.NewScript(body).Hash(), redis.NewScript(twin).Hash())
-		args[1] = twin
-	}
-}
-
 // ttlRedis returns the client of the subtest's client-clock server: a server of its own
 // (its scripts differ from the other clients' under the same SHA-1s), without FCALL, so
 // that the store sends EVALSHA, which the hook rewrites.
@@ -97,9 +49,9 @@ func (e *comboEnv) ttlRedis() redis.UniversalClient {
 	defer e.mu.Unlock()
 	if e.ttlClient == nil {
 		srv := redistest.StartWithFlags(e.tb, "--rename-command", "FCALL", "")
-		c := srv.Client(e.tb)
-		c.AddHook(&comboTTLHook{})
-		e.ttlClient = c
+		// Every script runs behind ttlShadow: EVAL's body, and EVALSHA of an original
+		// pointed at its shadowed twin once known.
+		e.ttlClient = redistest.ShadowScripts(srv.Client(e.tb), ttlShadow, "")
 	}
 	return e.ttlClient
 }

@@ -22,16 +22,23 @@ import (
 // themselves must be tested separately, on unhooked clients.
 
 // WithoutExpiry installs on c a go-redis hook that runs every script with PEXPIRE turned
-// into a no-op, and returns c. Function libraries (FUNCTION LOAD) get the same shadow
-// after their #! line. EVAL bodies get a prologue shadowing redis.call, and EVALSHA
-// of an original script is pointed at its shadowed twin once the twin is known (go-redis
-// sends EVAL after a NOSCRIPT, which also caches the twin on that server). Other commands,
+// into a no-op (ShadowScripts with shadow and libShadow), and returns c. Other commands,
 // PEXPIRE sent directly included, are left alone.
 //
 // On a Cluster client the hook also goes on every node client (the store loads function
 // libraries through the node that owns a key), so call it before c's first command.
-func WithoutExpiry[C redis.UniversalClient](c C) C {
-	h := &noExpiry{}
+func WithoutExpiry[C redis.UniversalClient](c C) C { return ShadowScripts(c, shadow, libShadow) }
+
+// ShadowScripts installs on c a go-redis hook that runs every script after a Lua
+// prologue, and returns c: EVAL (and EVAL_RO) bodies get evalShadow in front, and
+// EVALSHA of an original script is pointed at its shadowed twin once the twin is known
+// (go-redis sends EVAL after a NOSCRIPT, which also caches the twin on that server).
+// Function libraries (FUNCTION LOAD) get libShadow right after their #! line; with
+// libShadow "" they are left alone. A prologue typically shadows redis.call (see shadow).
+//
+// On a Cluster client the hook also goes on every node client, as WithoutExpiry says.
+func ShadowScripts[C redis.UniversalClient](c C, evalShadow, libShadow string) C {
+	h := &scriptShadow{eval: evalShadow, lib: libShadow}
 	c.AddHook(h)
 	if cc, ok := any(c).(*redis.ClusterClient); ok {
 		cc.OnNewNode(func(node *redis.Client) { node.AddHook(h) })
@@ -39,9 +46,10 @@ func WithoutExpiry[C redis.UniversalClient](c C) C {
 	return c
 }
 
-// noExpiry is the hook of WithoutExpiry.
-type noExpiry struct {
-	shas sync.Map // SHA-1 of an original script → SHA-1 of its rewritten twin
+// scriptShadow is the hook of ShadowScripts.
+type scriptShadow struct {
+	eval, lib string
+	shas      sync.Map // SHA-1 of an original script → SHA-1 of its shadowed twin
 }
 
 // shadow replaces the global redis table, for the rest of the script, by one whose call
@@ -58,16 +66,16 @@ const libShadow = "local redis = {call = function(cmd, ...) " +
 	"error_reply = function(...) return redis.error_reply(...) end, " +
 	"register_function = redis.register_function}\n"
 
-func (h *noExpiry) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *scriptShadow) DialHook(next redis.DialHook) redis.DialHook { return next }
 
-func (h *noExpiry) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (h *scriptShadow) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		h.rewrite(cmd)
 		return next(ctx, cmd)
 	}
 }
 
-func (h *noExpiry) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (h *scriptShadow) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		for _, cmd := range cmds {
 			h.rewrite(cmd)
@@ -76,9 +84,10 @@ func (h *noExpiry) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 	}
 }
 
-// rewrite points EVALSHA at the rewritten twin once it is known, and turns EVAL of an
-// original script (the store's answer to NOSCRIPT) into EVAL of its twin.
-func (h *noExpiry) rewrite(cmd redis.Cmder) {
+// rewrite points EVALSHA at the shadowed twin once it is known, turns EVAL of an original
+// script (the store's answer to NOSCRIPT) into EVAL of its twin, and puts h.lib into
+// FUNCTION LOAD.
+func (h *scriptShadow) rewrite(cmd redis.Cmder) {
 	args := cmd.Args() // the command's own slice: changes are sent
 	if len(args) < 2 {
 		return
@@ -89,25 +98,28 @@ func (h *noExpiry) rewrite(cmd redis.Cmder) {
 	}
 	switch strings.ToLower(cmd.Name()) {
 	case "function":
+		if h.lib == "" {
+			return
+		}
 		// FUNCTION LOAD [REPLACE] code: the shadow goes right after the #! line, so the
-		// library's functions, under their own names, never set a TTL.
+		// library's functions, under their own names, run behind it.
 		last := len(args) - 1
 		code, ok := args[last].(string)
 		if len(args) < 3 || !strings.EqualFold(fmt.Sprint(args[1]), "load") || !ok || !strings.HasPrefix(code, "#!") {
 			return
 		}
-		if i := strings.IndexByte(code, '\n'); i >= 0 && !strings.HasPrefix(code[i+1:], libShadow) {
-			args[last] = code[:i+1] + libShadow + code[i+1:]
+		if i := strings.IndexByte(code, '\n'); i >= 0 && !strings.HasPrefix(code[i+1:], h.lib) {
+			args[last] = code[:i+1] + h.lib + code[i+1:]
 		}
-	case "evalsha":
+	case "evalsha", "evalsha_ro":
 		if twin, ok := h.shas.Load(body); ok {
 			args[1] = twin
 		}
-	case "eval":
-		if strings.HasPrefix(body, shadow) {
+	case "eval", "eval_ro":
+		if strings.HasPrefix(body, h.eval) {
 			return
 		}
-		twin := shadow + body
+		twin := h.eval + body
 		h.shas.Store(redis.NewScript(body).Hash(), redis.NewScript(twin).Hash())
 		args[1] = twin
 	}

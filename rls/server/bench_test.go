@@ -17,8 +17,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/ratekit/limiter/distributed"
+	"github.com/ratekit/limiter/internal/redistest"
 	"github.com/ratekit/limiter/local"
-	"github.com/ratekit/limiter/rls/internal/testredis"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -41,7 +41,7 @@ func BenchmarkShouldRateLimit(b *testing.B) {
 		benchServe(b, st, false, nil)
 	})
 	b.Run("redis", func(b *testing.B) {
-		addr := testredis.Start(b)
+		addr := redistest.Start(b).Addr()
 		c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, PoolSize: 64})
 		defer c.Close()
 		// A loaded machine (this one is shared) can hold a call past the default 200 ms;

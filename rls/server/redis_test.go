@@ -16,8 +16,8 @@ import (
 
 	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/distributed"
+	"github.com/ratekit/limiter/internal/redistest"
 	"github.com/ratekit/limiter/local"
-	"github.com/ratekit/limiter/rls/internal/testredis"
 )
 
 // redisStore is a distributed store on its own client, as each ratekitd process has.
@@ -38,7 +38,7 @@ func redisStore(tb testing.TB, addr string, opts ...distributed.Option) *distrib
 // window boundary that a slow run could cross.
 func TestTwoInstancesOnOneRedisEnforceOneLimit(t *testing.T) {
 	t.Parallel()
-	addr := testredis.Start(t)
+	addr := redistest.Start(t).Addr()
 	cfg := "domain: d\ndescriptors:\n  - key: user\n    rate_limit: {rate: 25/hour, algorithm: sliding-window-log}\n  - key: tenant\n    rate_limit: {unit: hour, requests_per_unit: 1000}\n"
 	a := startOn(t, cfg, redisStore(t, addr), Options{Concurrent: true})
 	b := startOn(t, cfg, redisStore(t, addr, distributed.WithDenialCache(distributed.DenialCache{})), Options{Concurrent: true})

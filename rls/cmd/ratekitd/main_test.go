@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/ratekit/limiter/rls/internal/testredis"
+	"github.com/ratekit/limiter/internal/redistest"
 )
 
 // syncBuffer is a log sink the server goroutine writes while the test reads.
@@ -125,7 +125,7 @@ func TestServesTheExamplesAndDrains(t *testing.T) {
 // together.
 func TestTwoRatekitdOnOneRedis(t *testing.T) {
 	t.Parallel()
-	addr := testredis.Start(t)
+	addr := redistest.Start(t).Addr()
 	a := start(t, "--config", "../../examples", "--redis", "redis://"+addr)
 	b := start(t, "--config", "../../examples", "--redis", "redis://"+addr, "--denial-cache")
 	// The hits alternate between the instances; the rule is a sliding log, which has no
@@ -190,7 +190,7 @@ func TestRedisURLs(t *testing.T) {
 // redis+cluster:// URL naming one node (the others are discovered).
 func TestTwoRatekitdOnOneRedisCluster(t *testing.T) {
 	t.Parallel()
-	nodes := testredis.StartCluster(t, 3)
+	nodes := redistest.StartCluster(t, 3).Addrs()
 	a := start(t, "--config", "../../examples", "--redis", "redis+cluster://"+nodes[0])
 	b := start(t, "--config", "../../examples", "--redis", "redis+cluster://"+strings.Join(nodes[1:], ","))
 	oks := 0

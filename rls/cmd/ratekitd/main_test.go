@@ -76,15 +76,25 @@ func startWith(tb testing.TB, h hooks, args ...string) *instance {
 
 func (in *instance) ask(tb testing.TB, kv ...string) rlsv3.RateLimitResponse_Code {
 	tb.Helper()
-	d := &ratelimitv3.RateLimitDescriptor{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		d.Entries = append(d.Entries, &ratelimitv3.RateLimitDescriptor_Entry{Key: kv[i], Value: kv[i+1]})
-	}
-	r, err := in.client.ShouldRateLimit(context.Background(), &rlsv3.RateLimitRequest{Domain: "edge", Descriptors: []*ratelimitv3.RateLimitDescriptor{d}})
+	return askClient(tb, in.client, kv...)
+}
+
+// askClient sends one descriptor of key/value pairs in the examples' domain, like Envoy.
+func askClient(tb testing.TB, c rlsv3.RateLimitServiceClient, kv ...string) rlsv3.RateLimitResponse_Code {
+	tb.Helper()
+	r, err := c.ShouldRateLimit(context.Background(), request(kv...))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return r.OverallCode
+}
+
+func request(kv ...string) *rlsv3.RateLimitRequest {
+	d := &ratelimitv3.RateLimitDescriptor{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		d.Entries = append(d.Entries, &ratelimitv3.RateLimitDescriptor_Entry{Key: kv[i], Value: kv[i+1]})
+	}
+	return &rlsv3.RateLimitRequest{Domain: "edge", Descriptors: []*ratelimitv3.RateLimitDescriptor{d}}
 }
 
 func TestServesTheExamplesAndDrains(t *testing.T) {

@@ -51,7 +51,7 @@ func run(in io.Reader, stdout io.Writer, svgPath string) error {
 }
 
 // columns in display order; a column is shown only when some row has it.
-var columns = []string{"ns/op", "decisions/s", "bytes/key", "ns/insert", "B/op", "allocs/op"}
+var columns = []string{"ns/op", "decisions/s", "p50-µs", "p99-µs", "bytes/key", "ns/insert", "B/op", "allocs/op"}
 
 func table(w io.Writer, rows []row) {
 	var show []string

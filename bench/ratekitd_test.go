@@ -1,0 +1,118 @@
+package bench
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/ratekit/limiter/distributed"
+	"github.com/ratekit/limiter/local"
+	"github.com/ratekit/limiter/rls/server"
+	"github.com/ratekit/limiter/store"
+)
+
+// rlsConfig limits each of 1000 users to far more than a benchmark sends, so every call is
+// a full decision (a counter read and written), as envoyproxy/ratelimit's INCRBY + EXPIRE.
+const rlsConfig = "domain: bench\ndescriptors:\n  - key: user\n    rate_limit: {unit: hour, requests_per_unit: 1000000000}\n"
+
+// BenchmarkRatekitdGRPC is ratekitd's service (rls/server) behind a real gRPC server and
+// client on loopback TCP, one descriptor per call from 16 × GOMAXPROCS callers: the
+// decisions/s and p50/p99 latency an Envoy fleet would see, in memory and on Redis. It is
+// the same measurement as rls/server's BenchmarkShouldRateLimit, here beside the others.
+func BenchmarkRatekitdGRPC(b *testing.B) {
+	b.Run("ratekit-memory", func(b *testing.B) {
+		st, err := local.New()
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer st.Close()
+		benchRLS(b, st, false)
+	})
+	b.Run("ratekit-redis", func(b *testing.B) {
+		// A loaded machine can hold a call past the default 200 ms; this measures
+		// throughput, not the failure policy.
+		st, err := distributed.New(redisClient(b, redisServer(b)), distributed.WithPrefix("bench:"), distributed.WithTimeout(5*time.Second))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer st.Close()
+		benchRLS(b, st, true)
+	})
+}
+
+func benchRLS(b *testing.B, st store.Store, concurrent bool) {
+	path := filepath.Join(b.TempDir(), "bench.yaml")
+	if err := os.WriteFile(path, []byte(rlsConfig), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	cfg, err := server.Load(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	svc, err := server.New(cfg, st, server.Options{Concurrent: concurrent})
+	if err != nil {
+		b.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	rlsv3.RegisterRateLimitServiceServer(gs, svc)
+	go gs.Serve(lis)
+	defer gs.Stop()
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	client := rlsv3.NewRateLimitServiceClient(conn)
+	reqs := make([]*rlsv3.RateLimitRequest, 1000)
+	for i := range reqs {
+		entry := &ratelimitv3.RateLimitDescriptor_Entry{Key: "user", Value: strconv.Itoa(i)}
+		reqs[i] = &rlsv3.RateLimitRequest{Domain: "bench", Descriptors: []*ratelimitv3.RateLimitDescriptor{{Entries: []*ratelimitv3.RateLimitDescriptor_Entry{entry}}}}
+	}
+	var (
+		mu  sync.Mutex
+		lat []time.Duration
+	)
+	b.SetParallelism(16) // a gateway fleet keeps many calls in flight
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		mine := make([]time.Duration, 0, 1024)
+		for i := 0; pb.Next(); i += 7 {
+			t0 := time.Now()
+			r, err := client.ShouldRateLimit(context.Background(), reqs[i%len(reqs)])
+			mine = append(mine, time.Since(t0))
+			if err != nil || r.OverallCode != rlsv3.RateLimitResponse_OK {
+				b.Errorf("call: %v %v", r, err)
+				return
+			}
+		}
+		mu.Lock()
+		lat = append(lat, mine...)
+		mu.Unlock()
+	})
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "decisions/s")
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+}

@@ -7,12 +7,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -28,8 +30,8 @@ const rlsConfig = "domain: bench\ndescriptors:\n  - key: user\n    rate_limit: {
 
 // BenchmarkRatekitdGRPC is ratekitd's service (rls/server) behind a real gRPC server and
 // client on loopback TCP, one descriptor per call from 16 × GOMAXPROCS callers: the
-// decisions/s and p50/p99 latency an Envoy fleet would see, in memory and on Redis. It is
-// the same measurement as rls/server's BenchmarkShouldRateLimit, here beside the others.
+// decisions/s and p50/p99 latency an Envoy fleet would see, in memory and on Redis. On Redis it
+// also reports the Redis commands per decision (envoyproxy/ratelimit: INCRBY + EXPIRE, 2).
 func BenchmarkRatekitdGRPC(b *testing.B) {
 	b.Run("ratekit-memory", func(b *testing.B) {
 		st, err := local.New()
@@ -37,21 +39,24 @@ func BenchmarkRatekitdGRPC(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer st.Close()
-		benchRLS(b, st, false)
+		benchRLS(b, st, nil)
 	})
 	b.Run("ratekit-redis", func(b *testing.B) {
 		// A loaded machine can hold a call past the default 200 ms; this measures
 		// throughput, not the failure policy.
-		st, err := distributed.New(redisClient(b, redisServer(b)), distributed.WithPrefix("bench:"), distributed.WithTimeout(5*time.Second))
+		c := redisClient(b, redisServer(b))
+		st, err := distributed.New(c, distributed.WithPrefix("bench:"), distributed.WithTimeout(5*time.Second))
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer st.Close()
-		benchRLS(b, st, true)
+		benchRLS(b, st, c)
 	})
 }
 
-func benchRLS(b *testing.B, st store.Store, concurrent bool) {
+// benchRLS measures the service on st; rc, the client of st's Redis (nil in memory), adds
+// the Redis commands each decision costs (INFO commandstats: the script and those it runs).
+func benchRLS(b *testing.B, st store.Store, rc *redis.Client) {
 	path := filepath.Join(b.TempDir(), "bench.yaml")
 	if err := os.WriteFile(path, []byte(rlsConfig), 0o600); err != nil {
 		b.Fatal(err)
@@ -60,7 +65,7 @@ func benchRLS(b *testing.B, st store.Store, concurrent bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	svc, err := server.New(cfg, st, server.Options{Concurrent: concurrent})
+	svc, err := server.New(cfg, st, server.Options{Concurrent: rc != nil})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -87,6 +92,7 @@ func benchRLS(b *testing.B, st store.Store, concurrent bool) {
 		mu  sync.Mutex
 		lat []time.Duration
 	)
+	before := redisCommands(b, rc)
 	b.SetParallelism(16) // a gateway fleet keeps many calls in flight
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -115,4 +121,30 @@ func benchRLS(b *testing.B, st store.Store, concurrent bool) {
 	b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "decisions/s")
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+	if rc != nil {
+		b.ReportMetric(float64(redisCommands(b, rc)-before)/float64(b.N), "redis-cmds/decision")
+	}
+}
+
+// redisCommands is the number of commands Redis has run but INFO itself, from INFO
+// commandstats (cmdstat_x:calls=N,...); 0 without a client.
+func redisCommands(b *testing.B, rc *redis.Client) int64 {
+	if rc == nil {
+		return 0
+	}
+	info, err := rc.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var n int64
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
+		if !ok || name == "cmdstat_info" {
+			continue
+		}
+		calls, _, _ := strings.Cut(rest, ",")
+		v, _ := strconv.ParseInt(calls, 10, 64)
+		n += v
+	}
+	return n
 }

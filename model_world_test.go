@@ -71,6 +71,17 @@ func (r *modelRecorder) expiring(key string, a algo.Algorithm, d *algo.Decision)
 	}
 }
 
+// refunded notes that a refund on key may have moved its state's fresh instant: a state
+// that gave back everything is fresh sooner than its last grant said (a window whose only
+// grant was refunded is fresh once it begins), and which config it was written under is
+// no longer known. So from now on any call may find it expired (the stores' expiry after a
+// refund is tested by the stores' own suites; here it only moves the floor).
+func (r *modelRecorder) refunded(key string) {
+	if k, ok := r.expiry[key]; ok {
+		r.expiry[key] = modelTTLKey{fresh: min(k.fresh, r.clk.Now().UnixMicro())}
+	}
+}
+
 func (r *modelRecorder) Apply(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
 	r.expiring(key, a, nil)
 	if r.ttl != nil && r.tracked[key] != nil {
@@ -122,6 +133,7 @@ func (r *modelRecorder) Refund(ctx context.Context, key string, a algo.Algorithm
 		r.trace = append(r.trace, fmt.Sprintf("Refund(%s n=%d at=%d)%s", key, n, at, errSuffix(err)))
 		if err == nil {
 			h.cancel(n, at)
+			r.refunded(key)
 		}
 	}
 	return err

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -31,7 +30,8 @@ const rlsConfig = "domain: bench\ndescriptors:\n  - key: user\n    rate_limit: {
 // BenchmarkRatekitdGRPC is ratekitd's service (rls/server) behind a real gRPC server and
 // client on loopback TCP, one descriptor per call from 16 × GOMAXPROCS callers: the
 // decisions/s and p50/p99 latency an Envoy fleet would see, in memory and on Redis. On Redis it
-// also reports the Redis commands per decision (envoyproxy/ratelimit: INCRBY + EXPIRE, 2).
+// also reports what the server spent per decision (meterServer), the Redis commands among
+// it (cmds/op; envoyproxy/ratelimit: INCRBY + EXPIRE, 2).
 func BenchmarkRatekitdGRPC(b *testing.B) {
 	b.Run("ratekit-memory", func(b *testing.B) {
 		st, err := local.New()
@@ -55,7 +55,7 @@ func BenchmarkRatekitdGRPC(b *testing.B) {
 }
 
 // benchRLS measures the service on st; rc, the client of st's Redis (nil in memory), adds
-// the Redis commands each decision costs (INFO commandstats: the script and those it runs).
+// what the server spent per decision (meterServer).
 func benchRLS(b *testing.B, st store.Store, rc *redis.Client) {
 	path := filepath.Join(b.TempDir(), "bench.yaml")
 	if err := os.WriteFile(path, []byte(rlsConfig), 0o600); err != nil {
@@ -92,7 +92,10 @@ func benchRLS(b *testing.B, st store.Store, rc *redis.Client) {
 		mu  sync.Mutex
 		lat []time.Duration
 	)
-	before := redisCommands(b, rc)
+	var meter *serverMeter
+	if rc != nil {
+		meter = meterServer(b, rc)
+	}
 	b.SetParallelism(16) // a gateway fleet keeps many calls in flight
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -121,30 +124,7 @@ func benchRLS(b *testing.B, st store.Store, rc *redis.Client) {
 	b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "decisions/s")
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
-	if rc != nil {
-		b.ReportMetric(float64(redisCommands(b, rc)-before)/float64(b.N), "redis-cmds/decision")
+	if meter != nil {
+		meter.report(b, b.N)
 	}
-}
-
-// redisCommands is the number of commands Redis has run but INFO itself, from INFO
-// commandstats (cmdstat_x:calls=N,...); 0 without a client.
-func redisCommands(b *testing.B, rc *redis.Client) int64 {
-	if rc == nil {
-		return 0
-	}
-	info, err := rc.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var n int64
-	for _, line := range strings.Split(info, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
-		if !ok || name == "cmdstat_info" {
-			continue
-		}
-		calls, _, _ := strings.Cut(rest, ",")
-		v, _ := strconv.ParseInt(calls, 10, 64)
-		n += v
-	}
-	return n
 }

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/distributed"
-	"github.com/ratekit/limiter/internal/benchtest"
 	"github.com/ratekit/limiter/leasing"
 )
 
@@ -27,14 +25,16 @@ func BenchmarkRedisHotKey(b *testing.B) {
 	addr := redisServer(b)
 	a := algo.TokenBucket{Rate: 1e9, Burst: 1e9}
 	b.Run("ratekit-token-bucket", func(b *testing.B) {
-		s, err := distributed.New(redisClient(b, addr), distributed.WithPrefix("bench:"))
+		c := redisClient(b, addr)
+		s, err := distributed.New(c, distributed.WithPrefix("bench:"))
 		if err != nil {
 			b.Fatal(err)
 		}
-		benchFacade(b, s, a)
+		benchFacade(b, c, s, a)
 	})
 	b.Run("ratekit-token-bucket-leased-100", func(b *testing.B) {
-		s, err := distributed.New(redisClient(b, addr), distributed.WithPrefix("bench:"))
+		c := redisClient(b, addr)
+		s, err := distributed.New(c, distributed.WithPrefix("bench:"))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -43,12 +43,13 @@ func BenchmarkRedisHotKey(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { _ = ls.Close() })
-		benchFacade(b, ls, a)
+		benchFacade(b, c, ls, a)
 	})
 	b.Run("redis_rate-gcra", func(b *testing.B) {
-		l := redis_rate.NewLimiter(redisClient(b, addr))
+		c := redisClient(b, addr)
+		l := redis_rate.NewLimiter(c)
 		lim := redis_rate.Limit{Rate: 1e9, Burst: 1e9, Period: time.Second}
-		runRedisKeys(b, hotKey, func(ctx context.Context, key string) error {
+		runRedisKeys(b, c, hotKey, func(ctx context.Context, key string) error {
 			_, err := l.Allow(ctx, key, lim)
 			return err
 		})
@@ -72,31 +73,29 @@ func BenchmarkRedisAbuse(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			before := commands(b, c)
-			benchFacade(b, s, a)
-			b.ReportMetric(float64(commands(b, c)-before-1)/b.Elapsed().Seconds(), "redis-cmds/s")
+			u := benchFacade(b, c, s, a)
+			b.ReportMetric(float64(u.calls)/b.Elapsed().Seconds(), "redis-cmds/s")
 		})
 	}
 	b.Run("redis_rate-gcra", func(b *testing.B) {
 		c := redisClient(b, addr)
 		l := redis_rate.NewLimiter(c)
 		lim := redis_rate.Limit{Rate: redisRate, Burst: redisBurst, Period: time.Second}
-		before := commands(b, c)
-		runRedisKeys(b, hotKey, func(ctx context.Context, key string) error {
+		u := runRedisKeys(b, c, hotKey, func(ctx context.Context, key string) error {
 			_, err := l.Allow(ctx, key, lim)
 			return err
 		})
-		b.ReportMetric(float64(commands(b, c)-before-1)/b.Elapsed().Seconds(), "redis-cmds/s")
+		b.ReportMetric(float64(u.calls)/b.Elapsed().Seconds(), "redis-cmds/s")
 	})
 }
 
-// benchFacade runs the facade's Allow over s on the hot key.
-func benchFacade(b *testing.B, s limiterStore, a algo.Algorithm) {
+// benchFacade runs the facade's Allow over s (a store on the Redis of c) on the hot key.
+func benchFacade(b *testing.B, c *redis.Client, s limiterStore, a algo.Algorithm) serverUse {
 	l, err := limiter.New(s, a)
 	if err != nil {
 		b.Fatal(err)
 	}
-	runRedisKeys(b, hotKey, func(ctx context.Context, key string) error {
+	return runRedisKeys(b, c, hotKey, func(ctx context.Context, key string) error {
 		_, err := l.Allow(ctx, key)
 		return err
 	})
@@ -106,28 +105,4 @@ type limiterStore interface {
 	Apply(context.Context, string, algo.Algorithm, algo.Request) (algo.Decision, error)
 	Refund(context.Context, string, algo.Algorithm, int64, int64) error
 	Close() error
-}
-
-// runRedisKeys runs call from 64 goroutines over keys and reports decisions/s.
-func runRedisKeys(b *testing.B, keys []string, call func(ctx context.Context, key string) error) {
-	benchtest.Decisions(b, redisGoroutines, keys, call)
-}
-
-// commands reads total_commands_processed from INFO stats.
-func commands(b *testing.B, c *redis.Client) int64 {
-	s, err := c.Info(context.Background(), "stats").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, line := range strings.Split(s, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "total_commands_processed:"); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				b.Fatal(err)
-			}
-			return n
-		}
-	}
-	b.Fatal("no total_commands_processed in INFO stats")
-	return 0
 }

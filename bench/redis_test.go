@@ -54,34 +54,64 @@ var redisKeyList = func() []string {
 	return keys
 }()
 
-// runRedis runs call from 64 goroutines over the 10k keys and reports decisions/s, and the
-// Redis server's own time per decision (serverStats).
+// runRedis runs call from 64 goroutines over the 10k keys and reports decisions/s and
+// what the Redis server spent per decision (meterServer).
 func runRedis(b *testing.B, c *redis.Client, call func(ctx context.Context, key string) error) {
-	done := serverStats(b, c)
-	benchtest.Decisions(b, redisGoroutines, redisKeyList, call)
-	done(b.N)
+	runRedisKeys(b, c, redisKeyList, call)
 }
 
-// serverStats resets the server's INFO commandstats and returns the function that, after
-// the run of n decisions, reports server-cpu-µs/op, the CPU time (user + system, INFO cpu)
-// the server spent per decision, its network work included, and script-µs/call, the
-// usec_per_call of the script command (EVALSHA or FCALL; the commands a script runs are
-// counted inside it) in INFO commandstats.
-func serverStats(b *testing.B, c *redis.Client) func(n int) {
-	ctx := context.Background()
-	if err := c.ConfigResetStat(ctx).Err(); err != nil {
+// runRedisKeys runs call from 64 goroutines over keys and reports decisions/s and what the
+// Redis server spent per decision (meterServer).
+func runRedisKeys(b *testing.B, c *redis.Client, keys []string, call func(ctx context.Context, key string) error) serverUse {
+	m := meterServer(b, c)
+	benchtest.Decisions(b, redisGoroutines, keys, call)
+	return m.report(b, b.N)
+}
+
+// serverUse is what a Redis server spent on a run: CPU seconds (INFO cpu), µs inside the
+// top-level commands and the number of commands (INFO commandstats).
+type serverUse struct {
+	cpu   float64 // used_cpu_user + used_cpu_sys, s
+	usec  float64 // µs inside the top-level commands (see cmdUse)
+	calls int64   // commands, those the scripts run included (see cmdUse)
+}
+
+// serverMeter measures what one Redis server spends on a run.
+type serverMeter struct {
+	c    *redis.Client
+	cpu0 float64
+}
+
+// meterServer resets the server's statistics (CONFIG RESETSTAT: INFO commandstats and
+// total_commands_processed start from 0) and notes its CPU time, before a run.
+func meterServer(b *testing.B, c *redis.Client) *serverMeter {
+	if err := c.ConfigResetStat(context.Background()).Err(); err != nil {
 		b.Fatal(err)
 	}
-	cpu0 := serverCPU(b, c)
-	return func(n int) {
-		cpu := serverCPU(b, c) - cpu0
-		info, err := c.Info(ctx, "commandstats").Result()
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportMetric(cpu*1e6/float64(n), "server-cpu-µs/op")
-		b.ReportMetric(scriptMicros(info), "script-µs/call")
+	return &serverMeter{c: c, cpu0: serverCPU(b, c)}
+}
+
+// report, after a run of n decisions, reports per decision (n > 0):
+//   - srv-cpu-µs/op: the server's CPU time (user + system, INFO cpu), its network work
+//     (reading, parsing, writing replies) included: what a decision costs a Redis node;
+//   - srv-cmd-µs/op: the µs inside the commands (INFO commandstats usec), the script and
+//     what it runs: the part of the above the limiter's Lua decides;
+//   - cmds/op: the commands Redis ran, a script and each command it runs counted apart.
+//
+// It returns the totals.
+func (m *serverMeter) report(b *testing.B, n int) serverUse {
+	u := serverUse{cpu: serverCPU(b, m.c) - m.cpu0}
+	info, err := m.c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
 	}
+	u.usec, u.calls = cmdUse(info)
+	if n > 0 {
+		b.ReportMetric(u.cpu*1e6/float64(n), "srv-cpu-µs/op")
+		b.ReportMetric(u.usec/float64(n), "srv-cmd-µs/op")
+		b.ReportMetric(float64(u.calls)/float64(n), "cmds/op")
+	}
+	return u
 }
 
 // serverCPU is the server's used_cpu_user + used_cpu_sys (INFO cpu), in seconds.
@@ -101,26 +131,49 @@ func serverCPU(b *testing.B, c *redis.Client) float64 {
 	return total
 }
 
-// scriptMicros reads INFO commandstats: the usec_per_call of the busiest of evalsha, eval
-// and fcall (0 if none ran). A line looks like
+// cmdUse reads INFO commandstats, whose lines look like
 // cmdstat_evalsha:calls=5,usec=40,usec_per_call=8.00,rejected_calls=0,failed_calls=0.
-func scriptMicros(info string) float64 {
-	var calls, usec float64
+// calls counts every command but the bookkeeping of the benchmark and of the client's
+// connections (INFO, CONFIG, HELLO, CLIENT, PING, SELECT, AUTH). Redis counts a command a
+// script runs (or EXEC) both on its own line and inside the script's usec, so usec sums only
+// the scripts and transactions (EVAL*, FCALL*, EXEC) when any ran, and every counted command
+// otherwise.
+func cmdUse(info string) (usec float64, calls int64) {
+	var all, outer float64
+	var sawOuter bool
 	for _, line := range strings.Split(info, "\n") {
 		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || (name != "cmdstat_evalsha" && name != "cmdstat_eval" && name != "cmdstat_fcall") {
+		name, ok2 := strings.CutPrefix(name, "cmdstat_")
+		if !ok || !ok2 {
 			continue
 		}
-		f := map[string]float64{}
+		cmd, _, _ := strings.Cut(name, "|") // config|resetstat, client|setinfo
+		switch cmd {
+		case "info", "config", "hello", "client", "ping", "select", "auth":
+			continue
+		}
+		var n, us float64
 		for _, kv := range strings.Split(rest, ",") {
 			k, v, _ := strings.Cut(kv, "=")
-			f[k], _ = strconv.ParseFloat(v, 64)
+			switch k {
+			case "calls":
+				n, _ = strconv.ParseFloat(v, 64)
+			case "usec":
+				us, _ = strconv.ParseFloat(v, 64)
+			}
 		}
-		if f["calls"] > calls {
-			calls, usec = f["calls"], f["usec_per_call"]
+		calls += int64(n)
+		all += us
+		switch cmd {
+		case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro", "exec":
+			outer += us
+			sawOuter = true
 		}
 	}
-	return usec
+	if sawOuter {
+		return outer, calls
+	}
+	return all, calls
 }
 
 // redisClient returns a client of the Redis at addr, emptied first (FLUSHALL; function
@@ -137,13 +190,17 @@ func redisClient(b *testing.B, addr string) *redis.Client {
 	return c
 }
 
-// BenchmarkRedis: 64 goroutines, 10k keys, one go-redis client per contender.
+// BenchmarkRedis: 64 goroutines, 10k keys, one go-redis client per contender. The
+// windowed algorithms count redisBurst permits per second, as ulule-redis does (its fixed
+// window of one second starts at a key's first hit, ours at the epoch's seconds).
 func BenchmarkRedis(b *testing.B) {
 	addr := redisServer(b) // one server for the sub-benchmarks, each of which empties it
 	for _, a := range []algo.Algorithm{
 		algo.TokenBucket{Rate: redisRate, Burst: redisBurst},
 		algo.GCRA{Rate: redisRate, Burst: redisBurst},
 		algo.SlidingWindowLog{Limit: redisBurst, Window: time.Second},
+		algo.FixedWindow{Limit: redisBurst, Window: time.Second},
+		algo.SlidingWindowCounter{Limit: redisBurst, Window: time.Second},
 	} {
 		b.Run("ratekit-"+a.Name(), func(b *testing.B) {
 			c := redisClient(b, addr)
@@ -231,7 +288,7 @@ func benchCeiling(b *testing.B, addr string, fcall bool) {
 		cmd = append(cmd, sha)
 	}
 	host, port := splitAddr(addr)
-	done := serverStats(b, c)
+	m := meterServer(b, c)
 	args := append([]string{"-h", host, "-p", port,
 		"-c", strconv.Itoa(redisGoroutines), "-n", strconv.Itoa(ceilingRequests), "-r", strconv.Itoa(redisKeys),
 		"--csv"}, cmd...)
@@ -247,7 +304,7 @@ func benchCeiling(b *testing.B, addr string, fcall bool) {
 	}
 	b.ReportMetric(rps, "decisions/s")
 	b.ReportMetric(1e9/rps, "ns/op")
-	done(ceilingRequests)
+	m.report(b, ceilingRequests)
 }
 
 // parseCSVRate reads the requests per second of redis-benchmark --csv: a header line then

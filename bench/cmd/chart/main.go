@@ -1,12 +1,17 @@
 // Command chart reads the output of `go test -bench` of the bench module on stdin and
-// prints the side-by-side table (Markdown) on stdout; with -svg FILE it also writes a bar
-// chart of the figures, one group of bars per benchmark group (drawn by internal/chart).
+// prints, in Markdown, the machine it ran on, one table per benchmark, and the goals of
+// issue 23 judged on the run (goals.go: ours, the peer, the ratio, met or not). With -svg
+// FILE it also writes a bar chart of the figures, one group of bars per benchmark group
+// (drawn by internal/chart); with -doc FILE it also writes what it printed into FILE
+// between the lines <!-- chart:begin --> and <!-- chart:end --> (docs/benchmarks.md).
 //
 //	go test -run '^$' -bench . -benchmem | tee bench.txt
 //	go run ./cmd/chart -svg ../docs/benchmarks.svg < bench.txt
 package main
 
 import (
+	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -17,25 +22,41 @@ import (
 )
 
 func main() {
-	out := flag.String("svg", "", "also write an SVG bar chart to this file")
+	svg := flag.String("svg", "", "also write an SVG bar chart to this file")
+	doc := flag.String("doc", "", "also write the tables into this Markdown file, between "+begin+" and "+end)
 	flag.Parse()
-	if err := run(os.Stdin, os.Stdout, *out); err != nil {
+	if err := run(os.Stdin, os.Stdout, *svg, *doc); err != nil {
 		fmt.Fprintln(os.Stderr, "chart:", err)
 		os.Exit(1)
 	}
 }
 
-// run prints the table of the benchmark output in, and writes the chart to svgPath unless
-// it is empty.
-func run(in io.Reader, stdout io.Writer, svgPath string) error {
-	rows, err := parse(in)
+// The lines of a Markdown file between which -doc writes the tables.
+const (
+	begin = "<!-- chart:begin -->"
+	end   = "<!-- chart:end -->"
+)
+
+// run prints the tables of the benchmark output in to stdout, writes the chart to svgPath
+// and the tables into docPath, unless they are empty.
+func run(in io.Reader, stdout io.Writer, svgPath, docPath string) error {
+	rs, err := parse(in)
 	if err != nil {
 		return err
 	}
-	if len(rows) == 0 {
+	if len(rs.Rows) == 0 {
 		return fmt.Errorf("no benchmark lines on stdin")
 	}
-	table(stdout, rows)
+	var out bytes.Buffer
+	report(&out, rs)
+	if _, err := stdout.Write(out.Bytes()); err != nil {
+		return err
+	}
+	if docPath != "" {
+		if err := splice(docPath, out.String()); err != nil {
+			return err
+		}
+	}
 	if svgPath == "" {
 		return nil
 	}
@@ -43,15 +64,72 @@ func run(in io.Reader, stdout io.Writer, svgPath string) error {
 	if err != nil {
 		return err
 	}
-	err = chart.WriteBars(f, bars(rows))
+	err = chart.WriteBars(f, bars(rs.Rows))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	return err
 }
 
-// columns in display order; a column is shown only when some row has it.
-var columns = []string{"ns/op", "decisions/s", "p50-µs", "p99-µs", "bytes/key", "ns/insert", "B/op", "allocs/op"}
+// report writes the machine, the tables of the rows and the goals.
+func report(w io.Writer, rs results) {
+	if len(rs.Config) > 0 {
+		fmt.Fprintln(w, "Machine and versions (printed by the run):")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| | |")
+		fmt.Fprintln(w, "|---|---|")
+		for _, c := range rs.Config {
+			fmt.Fprintf(w, "| %s | %s |\n", c.Key, c.Value)
+		}
+		fmt.Fprintln(w)
+	}
+	for _, t := range tables(rs.Rows) {
+		fmt.Fprintf(w, "**%s**\n\n", t[0].Bench())
+		table(w, t)
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w, "Goals (issue 23; ratio = ours / peer):")
+	fmt.Fprintln(w)
+	goalTable(w, rs)
+}
+
+// splice replaces the lines of the file at path between begin and end with text.
+func splice(path, text string) error {
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	s := string(doc)
+	i := strings.Index(s, begin+"\n")
+	j := strings.Index(s, "\n"+end)
+	if i < 0 || j < i {
+		return errors.New(path + ": no " + begin + " line followed by an " + end + " line")
+	}
+	s = s[:i+len(begin)+1] + "\n" + text + "\n" + s[j+1:]
+	return os.WriteFile(path, []byte(s), 0o644)
+}
+
+// columns in display order; a table shows the columns some row of it has.
+var columns = []string{
+	"ns/op", "decisions/s", "p50-µs", "p99-µs", "bytes/key", "ns/insert",
+	"srv-cpu-µs/op", "srv-cmd-µs/op", "cmds/op", "redis-cmds/s", "B/op", "allocs/op",
+}
+
+// tables splits rows by benchmark (the name's first element), in order of appearance.
+func tables(rows []row) [][]row {
+	var out [][]row
+	at := map[string]int{}
+	for _, r := range rows {
+		i, ok := at[r.Bench()]
+		if !ok {
+			i = len(out)
+			at[r.Bench()] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], r)
+	}
+	return out
+}
 
 func table(w io.Writer, rows []row) {
 	var show []string

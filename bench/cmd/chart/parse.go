@@ -16,16 +16,53 @@ type row struct {
 	Metrics     map[string]float64
 }
 
+// Bench is the benchmark the row belongs to: the group's first element (LocalSingleKey).
+func (r row) Bench() string {
+	b, _, _ := strings.Cut(r.Group, "/")
+	return b
+}
+
+// Key is the row's full name, "Group/Name" (LocalSingleKey/g=1/ratekit-allow).
+func (r row) Key() string { return r.Group + "/" + r.Name }
+
+// config is one configuration line of the output ("cpu: ...", "redis: ..."), which the
+// bench module's TestMain prints to name the machine.
+type config struct{ Key, Value string }
+
+// results is a parsed bench output: the machine it ran on and its results in order.
+type results struct {
+	Config []config
+	Rows   []row
+}
+
+// get returns the metric of the row named key, and whether both exist.
+func (rs results) get(key, metric string) (float64, bool) {
+	for _, r := range rs.Rows {
+		if r.Key() == key {
+			v, ok := r.Metrics[metric]
+			return v, ok
+		}
+	}
+	return 0, false
+}
+
 // parse reads the results of `go test -bench` output. Lines that are not results (the
-// test's log, PASS, configuration) are skipped, and so are malformed result lines, as are
-// benchmarks without a '/' (each bench benchmark names its contender in a sub-benchmark).
-func parse(r io.Reader) ([]row, error) {
-	var rows []row
+// test's log, PASS) are skipped, and so are malformed result lines, as are benchmarks
+// without a '/' (each bench benchmark names its contender in a sub-benchmark). The
+// configuration is that of the last result, in the order of the lines, pkg left out.
+func parse(r io.Reader) (results, error) {
+	var out results
 	br := benchfmt.NewReader(r, "stdin")
 	for br.Scan() {
 		res, ok := br.Result().(*benchfmt.Result)
 		if !ok { // unit metadata, or a *benchfmt.SyntaxError
 			continue
+		}
+		out.Config = out.Config[:0]
+		for _, c := range res.Config {
+			if c.File && c.Key != "pkg" {
+				out.Config = append(out.Config, config{c.Key, string(c.Value)})
+			}
 		}
 		name := contender(res.Name)
 		i := strings.LastIndexByte(name, '/')
@@ -41,9 +78,9 @@ func parse(r io.Reader) ([]row, error) {
 				m[v.Unit] = v.Value
 			}
 		}
-		rows = append(rows, row{Group: name[:i], Name: name[i+1:], Metrics: m})
+		out.Rows = append(out.Rows, row{Group: name[:i], Name: name[i+1:], Metrics: m})
 	}
-	return rows, br.Err()
+	return out, br.Err()
 }
 
 // contender returns n without "Benchmark" and the -GOMAXPROCS suffix.

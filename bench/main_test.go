@@ -34,7 +34,8 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// machine returns the configuration lines: date, Go, CPUs, Redis and the peers' versions.
+// machine returns the configuration lines: date, Go, CPUs, Redis, the load average and the
+// peers' versions.
 func machine() [][2]string {
 	kv := [][2]string{
 		{"date", time.Now().UTC().Format("2006-01-02 15:04 MST")},
@@ -42,6 +43,12 @@ func machine() [][2]string {
 		{"nproc", fmt.Sprint(runtime.NumCPU())},
 		{"gomaxprocs", fmt.Sprint(runtime.GOMAXPROCS(0))},
 		{"redis", redisVersion()},
+	}
+	// The load when the run starts: the figures assume a machine otherwise quiet.
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) >= 3 {
+			kv = append(kv, [2]string{"loadavg", strings.Join(f[:3], " ") + " (1, 5, 15 min, at the start)"})
+		}
 	}
 	// A test binary carries no module versions (debug.ReadBuildInfo lists no Deps), and go
 	// test runs it in the package's directory: the versions are read from go.mod.

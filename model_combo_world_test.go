@@ -158,14 +158,28 @@ func (w *comboWorld) histKeys(key string) []string {
 
 // record adds a grant of n usable at use (µs), made at step, to key's histories.
 func (w *comboWorld) record(step int, key string, n, use int64) []comboRef {
+	return w.recordEach(step, key, n, use, nil)
+}
+
+// recordEach is record with each rule's own instant where rules (the composite's rules'
+// decisions, in order, from limiter.TraceRules) has one per history: a rule whose wait
+// was shorter than the composite's placed its permits at its own At, and bounds only
+// what it placed (docs/composite.md: requests reserved on it at different instants may
+// act together).
+func (w *comboWorld) recordEach(step int, key string, n, use int64, rules []algo.Decision) []comboRef {
 	var refs []comboRef
-	for _, hk := range w.histKeys(key) {
+	hks := w.histKeys(key)
+	for i, hk := range hks {
+		at := use
+		if len(rules) == len(hks) {
+			at = w.useAt(rules[i])
+		}
 		h := w.hist[hk]
 		if h == nil {
 			h = &modelHistory{}
 			w.hist[hk] = h
 		}
-		h.grants = append(h.grants, modelGrant{step: step, n: n, at: use})
+		h.grants = append(h.grants, modelGrant{step: step, n: n, at: at})
 		refs = append(refs, comboRef{hk, h, len(h.grants) - 1})
 	}
 	return refs
@@ -227,13 +241,15 @@ func (w *comboWorld) do(step int, o comboOp) (comboObs, error) {
 		}
 		obs = comboObs{fmtDecision(d) + errText(err), fmt.Sprintf("ok=%v%s", d.Allowed, errText(err))}
 	case cReserve:
-		r, err := lim.Reserve(ctx, key, o.n, o.d)
+		var rules []algo.Decision
+		tctx := limiter.TraceRules(ctx, func(_ *limiter.Limiter, d limiter.Decision) { rules = append(rules, d) })
+		r, err := lim.Reserve(tctx, key, o.n, o.d)
 		if err != nil && !w.errOK(err) {
 			return obs, fmt.Errorf("Reserve: %w", err)
 		}
 		ok := r != nil && r.OK() && err == nil
 		if ok {
-			w.res = append(w.res, comboRes{r, w.record(step, key, o.n, w.useAt(r.Decision()))})
+			w.res = append(w.res, comboRes{r, w.recordEach(step, key, o.n, w.useAt(r.Decision()), rules)})
 			obs.full = fmt.Sprintf("ok delay=%v %s", r.Delay(), fmtDecision(r.Decision()))
 		} else {
 			obs.full = "not ok" + errText(err)

@@ -68,11 +68,17 @@ func refused(err error) bool { return errors.Is(err, algo.ErrInvalidConfig) }
 func newComboWorld(env *comboEnv, p *comboPlan, rules comboRules, v *comboVariant, prefix string) (*comboWorld, error) {
 	w := &comboWorld{name: "reference", v: v, clk: clockx.NewFake(modelStart), rules: rules, keys: p.c.keys,
 		hist: map[string]*modelHistory{}, ceil: map[string]*modelCeiling{}}
-	var bStores []store.Store // the composite's second rule's stores, when apart
+	// The reference's rules never meet: the second rule is Named, so its state has a slot
+	// of its own. Both rules stay on one store and use the same keys, so that the reference
+	// decides through the same paths as a variant with one store (one atomic ApplyAll when
+	// the keys are equal; two stores would decide one rule after the other and refund,
+	// which a fixed window's queued grant cannot undo exactly: a difference of paths, not
+	// of keys).
+	ruleB := rules.b
 	if v == nil {
 		w.stores = []store.Store{newComboLocal(w.clk)}
-		if rules.b != nil {
-			bStores = []store.Store{newComboLocal(w.clk)} // rules that never meet
+		if ruleB != nil {
+			ruleB = algo.Named(ruleB, "reference")
 		}
 	} else {
 		w.name = v.name
@@ -82,10 +88,10 @@ func newComboWorld(env *comboEnv, p *comboPlan, rules comboRules, v *comboVarian
 			return nil, err
 		}
 	}
-	for _, s := range append(slices.Clone(w.stores), bStores...) {
+	for _, s := range w.stores {
 		w.closes = append(w.closes, s.Close)
 	}
-	for i, s := range w.stores {
+	for _, s := range w.stores {
 		opts := []limiter.Option{limiter.WithClock(w.clk)}
 		if rules.b == nil {
 			l, err := limiter.New(s, rules.a, opts...)
@@ -96,16 +102,12 @@ func newComboWorld(env *comboEnv, p *comboPlan, rules comboRules, v *comboVarian
 			w.lims = append(w.lims, l)
 			continue
 		}
-		sb := s
-		if bStores != nil {
-			sb = bStores[i]
-		}
 		user, err := limiter.New(s, rules.a, append(opts, limiter.WithKeyFunc(comboUser))...)
 		if err != nil {
 			w.close()
 			return nil, err
 		}
-		endpoint, err := limiter.New(sb, rules.b, append(opts, limiter.WithKeyFunc(comboEndpoint))...)
+		endpoint, err := limiter.New(s, ruleB, append(opts, limiter.WithKeyFunc(comboEndpoint))...)
 		if err != nil {
 			w.close()
 			return nil, err

@@ -1,6 +1,7 @@
 -- Base: the helpers every script of the module starts with (the algorithms' prelude, the
 -- semaphore, the composite of ApplyAll, the penalty), so that reading the time, the
--- padding of a client clock and the expiry floor are written once.
+-- padding of a client clock, the expiry floor and the compact state's
+-- GET and SET are written once.
 --
 -- In a Redis 7 function library (luawire.Library) everything before the script's
 -- "per call" line runs once, when the library loads: it only defines constants and
@@ -64,4 +65,36 @@ local function ttl_ms(us)
   local ms = math.ceil(us / 1000)
   if ms < 2 then ms = 2 end
   return ms
+end
+
+-- Compact state. Each rate algorithm keeps one string per key: a layout tag (one byte, its
+-- letter, so that two algorithms meeting on a key never read each other's state) and its
+-- fields packed with struct.pack as little-endian doubles ("<B" then "d" each): bit-exact
+-- round trips and no number printed or parsed on the hot path. It is read with one GET
+-- and written with one SET ... PX, where the previous format took HMGET, HSET and
+-- PEXPIRE (docs/distributed.md, "State on Redis"). struct is a global of Redis's Lua at
+-- call time (a function library cannot reach it while it loads), so it is named inside
+-- the functions only.
+--
+-- get_state reads key: its value when it is size bytes long and starts with tag; nil for
+-- no key, or a value of another layout (it decides as no key, as a hash without the
+-- fields did); true for a key of the previous format, a hash, whose fields the caller
+-- reads with HMGET (that HMGET raises WRONGTYPE for any other type, as before). GET of a
+-- hash is an error, hence pcall: the upgrade costs nothing on keys already converted.
+local function get_state(key, size, tag)
+  local v = redis.pcall('GET', key)
+  if type(v) == 'string' then
+    if #v == size and string.byte(v) == tag then return v end
+    return nil
+  end
+  if v then return true end
+  return nil
+end
+
+-- put_state writes the packed value v to key with the TTL of a state fresh again in us µs
+-- (ttl_ms, below). SET replaces a key of any type, so a hash of the previous format is
+-- rewritten in the new one by the same command: a rolling upgrade neither resets a key
+-- nor counts it twice.
+local function put_state(key, v, us)
+  redis.call('SET', key, v, 'PX', string.format('%d', ttl_ms(us)))
 end

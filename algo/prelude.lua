@@ -97,7 +97,8 @@ local function seconds(us)
 end
 
 -- keep sets every key's TTL to reset µs (ttl_ms of the base: padded, at least 2 ms). The
--- refunds of the six rate algorithms call keep, never delete: a state that is fresh again
+-- refunds of the rate algorithms keep (the sliding log with keep, the others with
+-- put_state, which sets the same TTL), never delete: a state that is fresh again
 -- is kept for the minimum TTL, as the Go twin keeps it, because its timestamps guard
 -- against a clock stepping back (a sliding log that forgot its newest entry would let an
 -- earlier instant admit again what it already admitted).

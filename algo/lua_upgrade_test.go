@@ -213,3 +213,27 @@ func TestLuaUpgradePenaltyFromHash(t *testing.T) {
 		}
 	}
 }
+
+// TestLuaForeignString: a state key holding a string that is not the algorithm's state (an
+// application's value, or another algorithm's packed state) fails with WRONGTYPE, as a key
+// of another type does, and is left as it was.
+func TestLuaForeignString(t *testing.T) {
+	t.Parallel()
+	rdb := newRedisClient(t, startRedis(t), 3)
+	ctx := context.Background()
+	const now = 1_700_000_000_000_000
+	for _, a := range []Scripted{FixedWindow{Limit: 3, Window: time.Second}, TokenBucket{Rate: 1, Burst: 3},
+		GCRA{Rate: 1, Burst: 3}, SmoothBursty{Rate: 1}} {
+		for _, v := range []string{"x", packState('L', 1, 2, 3, 4), packState('F', 1, 2, 3)} {
+			key := "{foreign}:" + a.Name()
+			rdb.Set(ctx, key, v, 0)
+			err := redis.NewScript(a.Script().Source).Run(ctx, rdb, []string{key}, applyArgs(a, now, Request{N: 1})...).Err()
+			if err == nil || !strings.HasPrefix(err.Error(), "WRONGTYPE") {
+				t.Errorf("%v on the string %q: %v, want WRONGTYPE", a, v, err)
+			}
+			if got := rdb.Get(ctx, key).Val(); got != v {
+				t.Errorf("%v rewrote the string %q: %q", a, v, got)
+			}
+		}
+	}
+}

@@ -77,15 +77,17 @@ end
 -- the functions only.
 --
 -- get_state reads key: its value when it is size bytes long and starts with tag; nil for
--- no key, or a value of another layout (it decides as no key, as a hash without the
--- fields did); true for a key of the previous format, a hash, whose fields the caller
--- reads with HMGET (that HMGET raises WRONGTYPE for any other type, as before). GET of a
--- hash is an error, hence pcall: the upgrade costs nothing on keys already converted.
+-- no key; true for a key of the previous format, a hash, whose fields the caller reads
+-- with HMGET (that HMGET raises WRONGTYPE for any other type, as before). A string of
+-- another length or tag is other data (an application's, or another algorithm's state on
+-- a key shared by mistake): a WRONGTYPE error too, rather than a fresh state that would
+-- overwrite it. GET of a hash is an error, hence pcall: reading old keys costs nothing on
+-- keys already converted.
 local function get_state(key, size, tag)
   local v = redis.pcall('GET', key)
   if type(v) == 'string' then
     if #v == size and string.byte(v) == tag then return v end
-    return nil
+    error({err = 'WRONGTYPE Operation against a key holding a string that is not a state of this algorithm'})
   end
   if v then return true end
   return nil

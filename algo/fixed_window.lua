@@ -41,7 +41,12 @@ if op == 'apply' and n <= limit and n > 0 then
   if wait <= max_wait then
     -- total > 0: the state is fresh once window grant has ended, and never before now.
     local r = (grant + 1) * w - now
-    put_state(KEYS[1], struct.pack('<Bdd', 70, grant, total), r)
+    local s = struct.pack('<Bdd', 70, grant, total)
+    -- A key of this format already holding grants in window grant expires when it ends:
+    -- every write since the first grant in it set that TTL (a refund to 0 sets another).
+    if not (v ~= true and valid and s_win == grant and s_count > 0 and put_state_kept(KEYS[1], s)) then
+      put_state(KEYS[1], s, r)
+    end
     local rem = 0
     if grant == cur and total < limit then rem = limit - total end
     return {1, limit, rem, 0, dur(r), dur(wait), now + wait}

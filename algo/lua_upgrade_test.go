@@ -237,3 +237,57 @@ func TestLuaForeignString(t *testing.T) {
 		}
 	}
 }
+
+// TestLuaKeptTTL: at the server's TIME, a grant in a window that already holds grants
+// keeps the key's TTL (SET KEEPTTL, base.lua's put_state_kept), since it already ends
+// when the state is fresh; a client clock's grant sets it (PX). To see which was done the
+// test moves the TTL far out between the calls.
+func TestLuaKeptTTL(t *testing.T) {
+	t.Parallel()
+	rdb := newRedisClient(t, startRedis(t), 3)
+	ctx := context.Background()
+	if v, _ := rdb.Info(ctx, "server").Result(); !strings.Contains(v, "redis_version:7") && !strings.Contains(v, "redis_version:8") {
+		t.Skip("KEEPTTL is used from Redis 7 on")
+	}
+	for _, a := range []Scripted{FixedWindow{Limit: 100, Window: 10 * time.Second}, SlidingWindowCounter{Limit: 100, Window: 10 * time.Second}} {
+		key := "{kept}:" + a.Name()
+		rs := redis.NewScript(a.Script().Source)
+		st := a.NewState()
+		apply := func(now int64) Decision {
+			t.Helper()
+			v, err := rs.Run(ctx, rdb, []string{key}, applyArgs(a, now, Request{N: 1})...).Result()
+			d, err2 := decisionOf(v)
+			if err != nil || err2 != nil || !d.Allowed {
+				t.Fatalf("%v: %v, %v, %+v", a, err, err2, d)
+			}
+			if want := a.Apply(st, d.At, Request{N: 1}); now == ServerTime && want != d {
+				t.Fatalf("%v: Lua %+v, Go %+v", a, d, want)
+			}
+			return d
+		}
+		for try := 0; ; try++ {
+			rdb.Del(ctx, key)
+			st = a.NewState()
+			d1 := apply(ServerTime)
+			if ttl := rdb.PTTL(ctx, key).Val(); ttl > 20*time.Second || ttl <= 0 {
+				t.Fatalf("%v: the first grant set PTTL %v, want at most two windows", a, ttl)
+			}
+			rdb.PExpire(ctx, key, time.Hour)
+			d2 := apply(ServerTime)
+			if d2.At/10_000_000 != d1.At/10_000_000 && try < 3 {
+				continue // a window ended between the calls
+			}
+			if ttl := rdb.PTTL(ctx, key).Val(); ttl < 59*time.Minute {
+				t.Errorf("%v: a second grant in the window at the server's time set PTTL %v, want it kept", a, ttl)
+			}
+			if h, _ := readState(ctx, rdb, key); h["count"] != "2" && h["curr"] != "2" {
+				t.Errorf("%v: state %v after two grants", a, h)
+			}
+			apply(d2.At + 1) // a client clock
+			if ttl := rdb.PTTL(ctx, key).Val(); ttl > 30*time.Second {
+				t.Errorf("%v: a grant at a client's time kept PTTL %v, want it set", a, ttl)
+			}
+			break
+		}
+	}
+}

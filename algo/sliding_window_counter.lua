@@ -109,7 +109,13 @@ if op == 'apply' then
   end
   curr = curr + n
   local r = reset(win, curr, prev) -- > 0: curr > 0
-  put_state(KEYS[1], struct.pack('<Bddd', 67, win, curr, prev), r)
+  local s = struct.pack('<Bddd', 67, win, curr, prev)
+  -- A key of this format already counting grants in window win expires when win + 1 ends:
+  -- every write since the first grant in win set that TTL (a refund of all of them sets
+  -- another). See put_state_kept.
+  if not (v ~= true and valid and s_win == win and s_curr > 0 and put_state_kept(KEYS[1], s)) then
+    put_state(KEYS[1], s, r)
+  end
   return {1, limit, remaining(win, curr, prev), 0, dur(r), dur(wait), t}
 elseif op == 'refund' then
   -- Permits go back to the window they were granted in, while it is still counted.

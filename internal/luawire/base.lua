@@ -33,12 +33,15 @@ end
 -- own clock, keeps a state as long as a client clock up to pad behind it still needs it
 -- (distributed/clock.go). It is 0 with the server's TIME. Set by read_now.
 local pad = 0
+-- server_time: now is the server's TIME (ARGV[2] ""). Set by read_now.
+local server_time = false
 
 -- read_now decodes ARGV[2] of a call into now, in µs since the Unix epoch: "" reads the
 -- server's TIME; "now" is a client's time; "now pad" is a client's time and the TTL
 -- padding, which it keeps in pad.
 local function read_now(arg)
   pad = 0
+  server_time = arg == ''
   if arg == '' then
     -- Redis 3.2–4 replicate scripts verbatim unless told otherwise, and refuse writes
     -- after TIME; Redis 5+ replicate effects already (the call is a no-op there).
@@ -99,4 +102,17 @@ end
 -- nor counts it twice.
 local function put_state(key, v, us)
   redis.call('SET', key, v, 'PX', string.format('%d', ttl_ms(us)))
+end
+
+-- put_state_kept writes v to key keeping its TTL: SET ... KEEPTTL costs Redis 7.0 about 8k
+-- instructions less than put_state (no TTL to format, parse, set, and rewrite as PXAT for
+-- replication), a tenth of a fixed window's grant. Only for a write whose state is fresh
+-- again exactly when the key's current TTL ends, which a caller knows only when that TTL
+-- was set at the server's TIME (a client clock's writes end on the client's clock) to the
+-- same instant (the end of the same window), and only where SET has KEEPTTL (Redis ≥ 6;
+-- REDIS_VERSION_NUM exists from 7.0). It returns false, writing nothing, when it cannot.
+local function put_state_kept(key, v)
+  if not server_time or not redis.REDIS_VERSION_NUM then return false end
+  redis.call('SET', key, v, 'KEEPTTL')
+  return true
 end

@@ -28,8 +28,8 @@ const modelClientLag = 1500 * time.Millisecond
 // exactly: PTTL = ms × 2^20 − elapsed, so ms = ⌈PTTL / 2^20⌉ while elapsed < 17 min.
 const ttlScale = 1 << 20
 
-// ttlShadow replaces redis.call, for the whole script, by one that scales PEXPIRE's and
-// EXPIRE's TTLs by ttlScale, and refuses the absolute forms, which the emulation does not
+// ttlShadow replaces redis.call, for the whole script, by one that scales the TTLs of
+// PEXPIRE, EXPIRE and SET ... PX (the compact state's write) by ttlScale, and refuses the absolute forms, which the emulation does not
 // model (a script that starts using them must be modelled here). The server has no FCALL
 // (ttlRedis), so every script is an EVAL or EVALSHA that this shadow can prefix.
 const ttlShadow = "local redis = setmetatable({call = function(cmd, ...) " +
@@ -37,6 +37,9 @@ const ttlShadow = "local redis = setmetatable({call = function(cmd, ...) " +
 	"if c == 'PEXPIRE' or c == 'EXPIRE' then local a = {...} local ms = tonumber(a[2]) " +
 	"if c == 'EXPIRE' then ms = ms * 1000 end " +
 	"a[2] = string.format('%d', ms * 1048576) return redis.call('PEXPIRE', unpack(a)) end " +
+	"if c == 'SET' then local a = {...} if a[3] == 'PX' then a[4] = string.format('%d', tonumber(a[4]) * 1048576) " +
+	"elseif a[3] == 'EX' or a[3] == 'PXAT' or a[3] == 'EXAT' then error('model TTL: SET ' .. a[3] .. ' is not emulated (model_combo_ttl_test.go)') end " +
+	"return redis.call('SET', unpack(a)) end " +
 	"if c == 'PEXPIREAT' or c == 'EXPIREAT' or c == 'SETEX' or c == 'PSETEX' then " +
 	"error('model TTL: ' .. c .. ' is not emulated (model_combo_ttl_test.go)') end " +
 	"return redis.call(cmd, ...) end}, {__index = redis})\n"

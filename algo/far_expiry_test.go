@@ -17,10 +17,11 @@ import "time"
 const farTTL = 1_000_000_000 * time.Millisecond
 
 // farShadow replaces the global redis table, for the rest of the script, by one whose call
-// adds farTTL to the milliseconds of every PEXPIRE. The initializer still sees the global
+// adds farTTL to the milliseconds of every PEXPIRE and SET ... PX. The initializer still sees the global
 // redis (the local's scope starts after its declaration).
 const farShadow = "local redis = setmetatable({call = function(cmd, ...) " +
 	"if cmd == 'PEXPIRE' then local k, ms = ...; return redis.call(cmd, k, tonumber(ms) + 1000000000) end " +
+	"if cmd == 'SET' then local a = {...}; if a[3] == 'PX' then a[4] = tonumber(a[4]) + 1000000000 end return redis.call(cmd, unpack(a)) end " +
 	"return redis.call(cmd, ...) end}, {__index = redis})\n"
 
 // farExpiry returns the source of a script that does what src does, except that every TTL

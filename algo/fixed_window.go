@@ -18,7 +18,7 @@ type FixedWindow struct {
 	Window time.Duration // window length; a whole number of µs in [1µs, MaxMicros µs] (31.7 years)
 }
 
-// fixedWindowState mirrors the Lua twin's hash: fields win and count.
+// fixedWindowState mirrors the Lua twin's packed state: fields win and count.
 type fixedWindowState struct {
 	valid bool
 	win   int64 // index of the tail window
@@ -74,7 +74,7 @@ func (s *fixedWindowState) CloneState() State {
 	return &c
 }
 
-// Script returns the Lua twin of FixedWindow: one hash {win, count} at KEYS[1].
+// Script returns the Lua twin of FixedWindow: one packed string "F" win count at KEYS[1].
 func (FixedWindow) Script() *Script { return fixedWindowScript }
 
 // AppendArgs appends Limit and the Window in µs.

@@ -23,7 +23,7 @@ type GCRA struct {
 // as 1e6 per second.
 const maxGCRARate = 1e6
 
-// gcraState mirrors the Lua twin's hash: fields tat, act and iv.
+// gcraState mirrors the Lua twin's packed state: fields tat, act and iv.
 type gcraState struct {
 	valid bool
 	tat   float64 // the theoretical arrival time, whole µs
@@ -89,7 +89,7 @@ func (s *gcraState) CloneState() State {
 	return &c
 }
 
-// Script returns the Lua twin of GCRA: one hash {tat, act, iv, rb, last, burst} at KEYS[1].
+// Script returns the Lua twin of GCRA: one packed string "G" tat act iv rb last burst at KEYS[1].
 func (GCRA) Script() *Script { return gcraScript }
 
 // AppendArgs appends Rate (formatted with %.17g) and Burst.

@@ -1,14 +1,17 @@
 -- GCRA: the Lua twin of algo.GCRA (gcra.go), run after prelude.lua. Same state, same
 -- operations in the same order as the Go transition.
 --
--- KEYS[1]  hash: tat = the theoretical arrival time in µs (%.17g), act = µs at which the
---          latest grant acts (x/time/rate's lastEvent), iv = the interval T the TAT was
---          written under. No key: an idle key (TAT = now). Keys written before act and iv
---          existed: iv missing = the current T; act missing = a refund gives nothing back
---          until the key's next grant. rb = 1 while every outstanding grant acts n·T after
---          the one before (act may roll back), else 0. last = µs of the last write, from
---          which a rate change is counted; burst = the burst of the last write (a change
---          moves the TAT by the difference, keeping the permits available).
+-- KEYS[1]  string "G" tat act iv rb last burst (get_state of the base: a tag byte, then
+--          doubles packed little-endian, 49 bytes): tat = the theoretical arrival time in
+--          µs, act = µs at which the latest grant acts (x/time/rate's lastEvent), iv = the
+--          interval T the TAT was written under, rb = 1 while every outstanding grant acts
+--          n·T after the one before (act may roll back), else 0, last = µs of the last
+--          write, from which a rate change is counted, burst = the burst of the last write
+--          (a change moves the TAT by the difference, keeping the permits available). No
+--          key: an idle key (TAT = now). A hash of the same fields (the format of earlier
+--          versions) is still read, and rewritten in this one by the next write; in the
+--          oldest such keys fields are missing: iv = the current T, act = a refund gives
+--          nothing back until the key's next grant, last = 0, burst = the current one.
 -- ARGV[5]  rate, permits per second (double, %.17g); the emission interval is
 --          T = ceil(1e6/rate) whole µs (GCRA.Validate keeps rate ≤ 1e6/s, so T ≥ 1)
 -- ARGV[6]  burst, permits that may arrive at once and the largest N (integer ≤ 2^53;
@@ -21,15 +24,24 @@ local rate = tonumber(ARGV[5])
 local burst = tonumber(ARGV[6])
 local T = math.ceil(1e6 / rate)
 
-local st = redis.call('HMGET', KEYS[1], 'tat', 'act', 'iv', 'rb', 'last', 'burst')
-local valid = st[1] and true or false -- false when the key is missing
-local s_tat = valid and tonumber(st[1]) or 0
-local s_act = valid and st[2] and tonumber(st[2]) or nil -- nil: not known
-local s_iv = valid and st[3] and tonumber(st[3]) or T
--- rb: the latest grant acts n·T after the one before it, so its refund may roll act back
-local s_rb = st[4] == '1'
-local s_last = valid and st[5] and tonumber(st[5]) or 0 -- µs of the last write
-local s_burst = valid and st[6] and tonumber(st[6]) or burst -- the burst of the last write
+-- s_act nil: not known; s_rb: the latest grant acts n·T after the one before it, so its
+-- refund may roll act back; s_last: µs of the last write; s_burst: its burst
+local valid, s_tat, s_act, s_iv, s_rb, s_last, s_burst = false, 0, nil, T, false, 0, burst
+local v = get_state(KEYS[1], 49, 71) -- 71: "G"
+if v == true then -- the previous format
+  local st = redis.call('HMGET', KEYS[1], 'tat', 'act', 'iv', 'rb', 'last', 'burst')
+  valid = st[1] and true or false -- false for a missing field
+  s_tat = valid and tonumber(st[1]) or 0
+  s_act = valid and st[2] and tonumber(st[2]) or nil
+  s_iv = valid and st[3] and tonumber(st[3]) or T
+  s_rb = st[4] == '1'
+  s_last = valid and st[5] and tonumber(st[5]) or 0
+  s_burst = valid and st[6] and tonumber(st[6]) or burst
+elseif v then
+  local _, rb
+  _, s_tat, s_act, s_iv, rb, s_last, s_burst = struct.unpack('<Bdddddd', v)
+  valid, s_rb = true, rb == 1
+end
 
 -- tat_at returns the key's TAT, never earlier than t. A TAT written under another interval
 -- is rescaled to T, the time since the last write counted at the lower of the two rates:
@@ -94,16 +106,9 @@ if op == 'apply' then
   -- rb as in the Go twin: every outstanding grant spaced by its n·T
   local rb = ((not valid) or (not s_act) or s_rb or s_act <= now) and act - n * T >= (s_act or 0)
   if s_act and s_act >= act then act, rb = s_act, false end -- never moves back
-  if valid and st[3] and st[4] and st[6] and s_iv == T and s_rb == rb and s_burst == burst then
-    -- iv, rb and burst stored already: not sent again
-    redis.call('HSET', KEYS[1], 'tat', num(new_tat), 'act', num(act), 'last', num(now))
-  else
-    redis.call('HSET', KEYS[1], 'tat', num(new_tat), 'act', num(act), 'iv', num(T), 'rb', rb and '1' or '0',
-      'last', num(now), 'burst', num(burst))
-  end
   ahead = new_tat - now
   local reset = lag + ceil_micros(ahead)
-  expire(reset)
+  store(struct.pack('<Bdddddd', 71, new_tat, act, T, rb and 1 or 0, now, burst), reset)
   return {1, burst, remaining(ahead), 0, dur(reset), dur(delay), now + wait}
 elseif op == 'refund' then
   -- Gives back what x/time/rate's CancelAt does: n·T minus the span reserved after the
@@ -125,9 +130,8 @@ elseif op == 'refund' then
   if tat == s_tat and act == s_act and s_iv == T and rb == s_rb and s_last == now and s_burst == burst then
     return 0 -- nothing to write
   end
-  redis.call('HSET', KEYS[1], 'tat', num(tat), 'act', num(act), 'iv', num(T), 'rb', rb and '1' or '0',
-    'last', num(now), 'burst', num(burst))
-  keep(ceil_micros(tat - now))
+  put_state(KEYS[1], struct.pack('<Bdddddd', 71, tat, act, T, rb and 1 or 0, now, burst),
+    ceil_micros(tat - now)) -- kept: see keep
   return 0
 end
 return redis.error_reply('gcra: unknown operation ' .. tostring(op))

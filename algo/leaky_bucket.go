@@ -19,7 +19,7 @@ type LeakyBucket struct {
 	Capacity int64   // most units the bucket holds, and the largest N; ≥ 1
 }
 
-// leakyBucketState mirrors the Lua twin's hash: fields level, last and act.
+// leakyBucketState mirrors the Lua twin's packed state: fields level, last and act.
 type leakyBucketState struct {
 	valid bool
 	level float64 // units in the bucket at last
@@ -72,7 +72,7 @@ func (s *leakyBucketState) CloneState() State {
 	return &c
 }
 
-// Script returns the Lua twin of LeakyBucket: one hash {level, last, act, rate} at KEYS[1].
+// Script returns the Lua twin of LeakyBucket: one packed string "L" level last act rate at KEYS[1].
 func (LeakyBucket) Script() *Script { return leakyBucketScript }
 
 // AppendArgs appends Rate (formatted with %.17g) and Capacity.

@@ -1,11 +1,14 @@
 -- Leaky bucket: the Lua twin of algo.LeakyBucket (leaky_bucket.go), run after prelude.lua.
 -- Same state, same float operations in the same order as the Go transition.
 --
--- KEYS[1]  hash: level = units in the bucket at last (double, %.17g), last = µs of the last
---          write, act = µs at which the latest grant acts (missing in keys written before it
---          existed: such a key gives nothing back on refund until its next grant), rate =
---          the rate of the last write (missing in older keys: the current one). No key:
---          an empty bucket.
+-- KEYS[1]  string "L" level last act rate (get_state of the base: a tag byte, then doubles
+--          packed little-endian, 33 bytes): level = units in the bucket at last, last = µs
+--          of the last write, act = µs at which the latest grant acts, rate = the rate of
+--          the last write. No key: an empty bucket. A hash of the same fields (the format
+--          of earlier versions, level and rate printed with %.17g) is still read, and
+--          rewritten in this one by the next write; in the oldest such keys act is missing
+--          (a refund gives nothing back until the key's next grant) and so is rate (the
+--          current one).
 -- ARGV[5]  rate, units leaked per second (double, %.17g)
 -- ARGV[6]  capacity, the most units held and the largest N (integer ≤ 2^53)
 --
@@ -16,15 +19,23 @@
 local rate = tonumber(ARGV[5])
 local capacity = tonumber(ARGV[6])
 
-local st = redis.call('HMGET', KEYS[1], 'level', 'last', 'act', 'rate')
-local valid = st[1] and st[2] and true or false -- false for a missing key (or field)
-local s_level, s_last = 0, 0
-if valid then s_level, s_last = tonumber(st[1]), tonumber(st[2]) end
-local s_act = valid and st[3] and tonumber(st[3]) or nil -- nil: not known
+-- s_act nil: not known; s_rate nil: not known (the current rate)
+local valid, s_level, s_last, s_act, s_rate = false, 0, 0, nil, nil
+local v = get_state(KEYS[1], 33, 76) -- 76: "L"
+if v == true then -- the previous format
+  local st = redis.call('HMGET', KEYS[1], 'level', 'last', 'act', 'rate')
+  valid = st[1] and st[2] and true or false -- false for a missing field
+  if valid then s_level, s_last = tonumber(st[1]), tonumber(st[2]) end
+  s_act = valid and st[3] and tonumber(st[3]) or nil
+  s_rate = valid and st[4] and tonumber(st[4]) or nil
+elseif v then
+  valid = true
+  local _
+  _, s_level, s_last, s_act, s_rate = struct.unpack('<Bdddd', v)
+end
 -- leak is the rate until the next write: the lower of rate and the rate of the last write
--- (missing in keys of older versions: the current one), as in algo.LeakyBucket.leak.
+-- (not known in keys of older versions: the current one), as in algo.LeakyBucket.leak.
 local leak = rate
-local s_rate = valid and st[4] and tonumber(st[4]) or nil
 if s_rate and s_rate > 0 and s_rate < rate then leak = s_rate end
 
 -- drain returns the level at t (never below 0) and the instant used, which never goes
@@ -102,9 +113,8 @@ if op == 'apply' then
   level = level + n
   local act = t + wait
   if s_act and s_act > act then act = s_act end -- never moves back
-  redis.call('HSET', KEYS[1], 'level', num(level), 'last', num(t), 'act', num(act), 'rate', num(rate))
   local reset = lag + until_empty(level, t, rate, t)
-  expire(reset)
+  store(struct.pack('<Bdddd', 76, level, t, act, rate), reset)
   return {1, capacity, remaining(level), 0, dur(reset), dur(delay), t + wait}
 elseif op == 'refund' then
   -- Takes out what x/time/rate's CancelAt would give back: n minus the units queued
@@ -118,8 +128,8 @@ elseif op == 'refund' then
   level = level - restore
   if level < 0 then level = 0 end -- kept even when empty: see keep
   if level == s_level and t == s_last and s_rate == rate then return 0 end -- nothing to write
-  redis.call('HSET', KEYS[1], 'level', num(level), 'last', num(t), 'rate', num(rate))
-  keep(t - now + until_empty(level, t, rate, t)) -- counted from the caller's now, as in apply
+  -- kept (see keep); the TTL is counted from the caller's now, as in apply
+  put_state(KEYS[1], struct.pack('<Bdddd', 76, level, t, s_act, rate), t - now + until_empty(level, t, rate, t))
   return 0
 end
 return redis.error_reply('leaky-bucket: unknown operation ' .. tostring(op))

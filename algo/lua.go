@@ -32,8 +32,10 @@ package algo
 // delete the key at once), and a state that is fresh again is deleted.
 //
 // Units and precision: every instant and duration is an integer count of µs held in a Lua
-// double, exact below 2^53 (about year 2255); counts are integers below 2^53 too. Floats
-// are stored with %.17g, which tonumber reads back to the same double (tostring would keep
+// double, exact below 2^53 (about year 2255); counts are integers below 2^53 too. The
+// scripts of this package keep their state as doubles packed in one string (struct.pack,
+// bit-exact; docs/distributed.md, "State on Redis"); floats sent as arguments are
+// formatted with %.17g, which tonumber reads back to the same double (tostring would keep
 // only 14 digits).
 //
 // Library, when not empty, is the same script as a Redis 7 function library, for FUNCTION

@@ -11,7 +11,8 @@ import (
 // TestLuaOldBucketKeys: keys written by the previous version hold only tokens/last,
 // level/last or tat. They are still read: a grant decides as on the same state written
 // now and adds the new fields; a refund of a grant such a key holds gives nothing back
-// (its act is not known), until the key's next grant.
+// (its act is not known), until the key's next grant, which rewrites the key in the
+// compact format (one packed string).
 func TestLuaOldBucketKeys(t *testing.T) {
 	t.Parallel()
 	rdb := newRedisClient(t, startRedis(t), 3)
@@ -34,12 +35,12 @@ func TestLuaOldBucketKeys(t *testing.T) {
 		if err := rdb.HSet(ctx, key, c.old...).Err(); err != nil {
 			t.Fatal(err)
 		}
-		before, _ := rdb.HGetAll(ctx, key).Result()
+		before, _ := readState(ctx, rdb, key)
 		// The refund of a reservation acting in 100 ms: nothing given back, nothing written.
 		if err := rs.Run(ctx, rdb, []string{key}, refundArgs(c.a, now, 1, now+100_000)...).Err(); err != nil {
 			t.Fatalf("%v: refund: %v", c.a, err)
 		}
-		if after, _ := rdb.HGetAll(ctx, key).Result(); len(after) != len(before) {
+		if after, _ := readState(ctx, rdb, key); len(after) != len(before) || rdb.Type(ctx, key).Val() != "hash" {
 			t.Errorf("%v: a refund on an old key wrote %v (was %v)", c.a, after, before)
 		}
 		req := Request{N: 1, MaxWait: time.Second}
@@ -51,9 +52,9 @@ func TestLuaOldBucketKeys(t *testing.T) {
 		if got, err := decisionOf(v); err != nil || got != want {
 			t.Errorf("%v: apply on an old key: Lua %v (%+v, %v), Go %+v", c.a, v, got, err, want)
 		}
-		h, _ := rdb.HGetAll(ctx, key).Result()
-		if _, ok := h["act"]; !ok {
-			t.Errorf("%v: the grant did not write act: %v", c.a, h)
+		h, _ := readState(ctx, rdb, key)
+		if _, ok := h["act"]; !ok || rdb.Type(ctx, key).Val() != "string" {
+			t.Errorf("%v: the grant did not rewrite the key in the compact format with act: %v", c.a, h)
 		}
 	}
 }

@@ -134,11 +134,11 @@ func TestLuaCraftedStates(t *testing.T) {
 			tinyGranted++ // granted in debt: a sub-nanosecond deficit
 		}
 		var run *redis.Cmd
-		var hash *redis.MapStringStringCmd
+		var hash *redis.Cmd
 		if _, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.HSet(ctx, key, c.fields(c.x, last)...)
 			run = redis.NewScript(c.a.Script().Source).Eval(ctx, p, []string{key}, applyArgs(c.a, at, req)...)
-			hash = p.HGetAll(ctx, key)
+			hash = stateCmd(ctx, p, key)
 			p.Del(ctx, key)
 			return nil
 		}); err != nil {
@@ -153,8 +153,12 @@ func TestLuaCraftedStates(t *testing.T) {
 				seed, i, c.a, at, ff(c.x), last, req, vals, got, err, d)
 		}
 		tw := twinOf[c.a.Name()]
-		got, err := tw.stored(hash.Val(), nil)
-		if want := tw.snap(st); err != nil || got != want && !(len(hash.Val()) == 0 && tw.reset(c.a, st, at) <= 0) {
+		h, err := stateOf(hash)
+		if err != nil {
+			t.Fatalf("seed %d case %d: %v", seed, i, err)
+		}
+		got, err := tw.stored(h, nil)
+		if want := tw.snap(st); err != nil || got != want && !(len(h) == 0 && tw.reset(c.a, st, at) <= 0) {
 			t.Fatalf("seed %d case %d: %v: stored state %+v (%v), Go state %+v", seed, i, c.a, got, err, want)
 		}
 	}
@@ -251,7 +255,7 @@ func runEdgeSteps(t *testing.T, rdb *redis.Client, a Scripted, name string, step
 		} else if v != int64(0) {
 			t.Errorf("%s, step %d %+v: refund replied %v, want 0", name, i, s, v)
 		}
-		h, _ := rdb.HGetAll(ctx, keys[0]).Result()
+		h, _ := readState(ctx, rdb, keys[0])
 		var l []string
 		if len(keys) > 1 {
 			l, _ = rdb.LRange(ctx, keys[1], 0, -1).Result()

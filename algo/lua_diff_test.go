@@ -265,7 +265,7 @@ func runTwinSeq(t *testing.T, rdb *redis.Client, tw luaTwin, r *rand.Rand, fam [
 
 		var run *redis.Cmd
 		var ttls []*redis.DurationCmd
-		var hash *redis.MapStringStringCmd
+		var hash *redis.Cmd
 		var list *redis.StringSliceCmd
 		began := time.Now()
 		_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
@@ -276,7 +276,7 @@ func runTwinSeq(t *testing.T, rdb *redis.Client, tw luaTwin, r *rand.Rand, fam [
 			for _, key := range keys[k] {
 				p.Persist(ctx, key)
 			}
-			hash = p.HGetAll(ctx, keys[k][0])
+			hash = stateCmd(ctx, p, keys[k][0])
 			if len(keys[k]) > 1 {
 				list = p.LRange(ctx, keys[k][1], 0, -1)
 			}
@@ -319,7 +319,11 @@ func runTwinSeq(t *testing.T, rdb *redis.Client, tw luaTwin, r *rand.Rand, fam [
 		if list != nil {
 			l = list.Val()
 		}
-		stored, err := tw.stored(hash.Val(), l)
+		h, err := stateOf(hash)
+		if err != nil {
+			fail(step, "%s: stored state does not read: %v", keys[k][0], err)
+		}
+		stored, err := tw.stored(h, l)
 		if err != nil {
 			fail(step, "%s: stored state does not parse: %v", keys[k][0], err)
 		}

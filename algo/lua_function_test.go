@@ -30,7 +30,8 @@ func (s *twinScript) run(ctx context.Context, p redis.Pipeliner, keys []string, 
 // up when they run, keeping register_function for the load and error_reply for the twins.
 const farLibShadow = "local redis = {call = function(cmd, ...) " +
 	"if cmd == 'PEXPIRE' then local k, ms = ...; return redis.call(cmd, k, tonumber(ms) + 1000000000) end " +
-	"return redis.call(cmd, ...) end, error_reply = function(...) return redis.error_reply(...) end, " +
+	"if cmd == 'SET' then local a = {...}; if a[3] == 'PX' then a[4] = tonumber(a[4]) + 1000000000 end return redis.call(cmd, unpack(a)) end " +
+	"return redis.call(cmd, ...) end, pcall = function(...) return redis.pcall(...) end, error_reply = function(...) return redis.error_reply(...) end, " +
 	"register_function = redis.register_function}\n"
 
 // loadTwin loads def on rdb, with farExpiry's TTLs, as a script or as a function library.

@@ -2,11 +2,15 @@
 -- script (prelude and body) before this file as the function inner(KEYS, ARGV), which this
 -- file calls with the rule's own keys and arguments; so the rule's script runs unchanged,
 -- peek mode and expiry included, and touches none of the penalty's. The base every script
--- starts with (internal/luawire/base.lua: read_now, ttl_ms, num, MAX_MICROS) comes
+-- starts with (internal/luawire/base.lua: read_now, ttl_ms, num, MAX_MICROS, get_state, put_state) comes
 -- between the two.
 --
--- KEYS[#KEYS]  hash: until = µs at which the last block ends, block = its length in µs.
---              No key: no offence remembered. The rule's keys come before it.
+-- KEYS[#KEYS]  string "P" until block (get_state of the base: a tag byte, then doubles
+--              packed little-endian, 17 bytes): until = µs at which the last block ends,
+--              block = its length in µs. No key: no offence remembered. The rule's keys
+--              come before it; the rule keeps its own state there, in its own format. A
+--              hash {until, block} (the format of earlier versions) is still read, and
+--              rewritten in this one by the next offence.
 -- ARGV[#ARGV-2], ARGV[#ARGV-1], ARGV[#ARGV]  Block and MaxBlock in µs, Growth (%.17g);
 --              the rule's arguments come before them.
 -- TTL of the penalty key: until the block ends plus, with Growth > 1, MaxBlock (how long
@@ -44,9 +48,15 @@ end
 local now = read_now(ARGV[2])
 if ARGV[2] == '' then iargv[2] = num(now) end
 
-local st = redis.call('HMGET', pkey, 'until', 'block')
 local p_until, p_block = 0, 0
-if st[1] and st[2] then p_until, p_block = tonumber(st[1]), tonumber(st[2]) end
+local v = get_state(pkey, 17, 80) -- 80: "P"
+if v == true then -- the previous format
+  local st = redis.call('HMGET', pkey, 'until', 'block')
+  if st[1] and st[2] then p_until, p_block = tonumber(st[1]), tonumber(st[2]) end
+elseif v then
+  local _
+  _, p_until, p_block = struct.unpack('<Bdd', v)
+end
 
 -- p_end is how long after now the penalty is fresh again (≤ 0: already), as Penalty.end.
 local function p_end()
@@ -92,8 +102,7 @@ if p_block > 0 and now < p_until + mem then
 end
 p_until, p_block = now + b, b
 if mode == 'apply' then
-  redis.call('HSET', pkey, 'until', num(p_until), 'block', num(p_block))
-  redis.call('PEXPIRE', pkey, num(ttl_ms(p_end())))
+  put_state(pkey, struct.pack('<Bdd', 80, p_until, p_block), p_end())
 end
 -- A peek replies the rule's Remaining, what is available now (see algo.Peek): a request
 -- above any limit is never an offence.

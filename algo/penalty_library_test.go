@@ -45,8 +45,8 @@ func TestPenaltyLibrary(t *testing.T) {
 			at = d.At
 		}
 		for k := range ek {
-			ev, _ := rdb.HGetAll(ctx, ek[k]).Result()
-			fv, _ := rdb.HGetAll(ctx, fk[k]).Result()
+			ev, _ := rdb.Get(ctx, ek[k]).Result() // every key holds a packed string
+			fv, _ := rdb.Get(ctx, fk[k]).Result()
 			if !reflect.DeepEqual(ev, fv) {
 				t.Fatalf("step %d: key %d holds %v after EVALSHA, %v after FCALL", i, k, ev, fv)
 			}

@@ -101,7 +101,7 @@ func TestPenaltyLuaDifferential(t *testing.T) {
 			case want.Allowed:
 				granted++
 			}
-			h, err := rdb.HGetAll(ctx, keys[len(keys)-1]).Result()
+			h, err := readState(ctx, rdb, keys[len(keys)-1])
 			if err != nil {
 				fail("%v", err)
 			}

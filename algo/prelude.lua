@@ -1,6 +1,7 @@
 -- Prelude shared by every algorithm script: scripts.go prepends it to each *.lua twin,
 -- after the base every script of the module starts with (internal/luawire/base.lua:
--- api, KEYS, ARGV, redis, MAX_MICROS, num, read_now, ttl_ms), so the helpers below
+-- api, KEYS, ARGV, redis, MAX_MICROS, num, read_now, ttl_ms, get_state, put_state), so the
+-- helpers below
 -- reproduce algo.go's once for all six.
 --
 -- The calling convention (KEYS, ARGV, the replies, units and precision, expiry) is
@@ -19,16 +20,20 @@
 -- error: a twin that starts using one must be listed here (the differential test of
 -- package algo checks that a peek leaves keys and TTLs untouched).
 local function peeking(real)
-  local reads = {HMGET = true, HGET = true, HGETALL = true, LLEN = true, LRANGE = true, LINDEX = true,
-    TIME = true, EXISTS = true, PTTL = true}
+  local reads = {GET = true, HMGET = true, HGET = true, HGETALL = true, LLEN = true, LRANGE = true,
+    LINDEX = true, TIME = true, EXISTS = true, PTTL = true}
   local writes = {HSET = true, HMSET = true, HDEL = true, DEL = true, PEXPIRE = true, EXPIRE = true,
     RPUSH = true, LPUSH = true, LSET = true, LTRIM = true, LREM = true, SET = true}
-  return setmetatable({call = function(cmd, ...)
-    local c = string.upper(cmd)
-    if reads[c] then return real.call(cmd, ...) end
-    if writes[c] then return 0 end -- skipped; no twin reads a write's reply
-    error('peek: command ' .. cmd .. ' is not known to be a read or a write')
-  end}, {__index = real})
+  -- via runs cmd with call or pcall (get_state reads with pcall: see base.lua)
+  local function via(run)
+    return function(cmd, ...)
+      local c = string.upper(cmd)
+      if reads[c] then return run(cmd, ...) end
+      if writes[c] then return 0 end -- skipped; no twin reads a write's reply
+      error('peek: command ' .. cmd .. ' is not known to be a read or a write')
+    end
+  end
+  return setmetatable({call = via(real.call), pcall = via(real.pcall)}, {__index = real})
 end
 local MAX_EXACT = 9007199254740992  -- 2^53: the largest count a double holds exactly
 
@@ -92,7 +97,8 @@ local function seconds(us)
 end
 
 -- keep sets every key's TTL to reset µs (ttl_ms of the base: padded, at least 2 ms). The
--- refunds of the six rate algorithms call keep, never delete: a state that is fresh again
+-- refunds of the rate algorithms keep (the sliding log with keep, the others with
+-- put_state, which sets the same TTL), never delete: a state that is fresh again
 -- is kept for the minimum TTL, as the Go twin keeps it, because its timestamps guard
 -- against a clock stepping back (a sliding log that forgot its newest entry would let an
 -- earlier instant admit again what it already admitted).
@@ -108,6 +114,17 @@ local function expire(reset)
     return
   end
   keep(reset)
+end
+
+-- store writes the packed state v of KEYS[1] with the TTL of reset µs (put_state of the
+-- base), or deletes the key when the state is fresh again (reset ≤ 0), as expire does.
+-- Every twin but the sliding log's keeps its state so, in one string (see base.lua).
+local function store(v, reset)
+  if reset <= 0 then
+    redis.call('DEL', KEYS[1])
+    return
+  end
+  put_state(KEYS[1], v, reset)
 end
 
 -- peeked is the reply of a peek (see algo.Peek): d, the reply of the apply it stands for,

@@ -22,7 +22,7 @@ type SlidingWindowCounter struct {
 	Window time.Duration // window length; a whole number of µs in [1µs, MaxMicros µs] (31.7 years)
 }
 
-// slidingCounterState mirrors the Lua twin's hash: fields win, curr and prev.
+// slidingCounterState mirrors the Lua twin's packed state: fields win, curr and prev.
 type slidingCounterState struct {
 	valid bool
 	win   int64 // index of the window curr counts
@@ -81,7 +81,8 @@ func (s *slidingCounterState) CloneState() State {
 	return &c
 }
 
-// Script returns the Lua twin of SlidingWindowCounter: one hash {win, curr, prev} at KEYS[1].
+// Script returns the Lua twin of SlidingWindowCounter: one packed string "C" win curr prev at
+// KEYS[1].
 func (SlidingWindowCounter) Script() *Script { return slidingWindowCounterScript }
 
 // AppendArgs appends Limit and the Window in µs.

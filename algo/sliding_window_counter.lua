@@ -2,8 +2,11 @@
 -- (sliding_window_counter.go), run after prelude.lua. Same state, same arithmetic in the
 -- same order as the Go transition.
 --
--- KEYS[1]  hash: win = index of the window curr counts (index = floor(now / window)),
---          curr = its count, prev = the count of window win-1. No key: no grants.
+-- KEYS[1]  string "C" win curr prev (get_state of the base: a tag byte, then doubles
+--          packed little-endian, 25 bytes): win = index of the window curr counts (index =
+--          floor(now / window)), curr = its count, prev = the count of window win-1. No
+--          key: no grants. A hash {win, curr, prev} (the format of earlier versions) is
+--          still read, and rewritten in this one by the next write.
 -- ARGV[5]  limit, permits per sliding window and the largest N (integer ≤ 2^53)
 -- ARGV[6]  window length in µs (integer ≥ 1)
 --
@@ -16,10 +19,18 @@
 local limit = tonumber(ARGV[5])
 local w = tonumber(ARGV[6])
 
-local st = redis.call('HMGET', KEYS[1], 'win', 'curr', 'prev')
-local valid = st[1] and st[2] and st[3] and true or false -- false for a missing key
-local s_win, s_curr, s_prev = 0, 0, 0
-if valid then s_win, s_curr, s_prev = tonumber(st[1]), tonumber(st[2]), tonumber(st[3]) end
+local valid, s_win, s_curr, s_prev = false, 0, 0, 0
+local v = get_state(KEYS[1], 25, 67) -- 67: "C"
+if v == true then -- the previous format
+  local st = redis.call('HMGET', KEYS[1], 'win', 'curr', 'prev')
+  if st[1] and st[2] and st[3] then
+    valid, s_win, s_curr, s_prev = true, tonumber(st[1]), tonumber(st[2]), tonumber(st[3])
+  end
+elseif v then
+  valid = true
+  local _
+  _, s_win, s_curr, s_prev = struct.unpack('<Bddd', v)
+end
 
 local cur = floor_div(now, w)
 
@@ -97,9 +108,14 @@ if op == 'apply' then
     return {0, limit, remaining(win, curr, prev), retry_after(wait, max_wait), dur(reset(win, curr, prev)), 0, 0}
   end
   curr = curr + n
-  redis.call('HSET', KEYS[1], 'win', num(win), 'curr', num(curr), 'prev', num(prev))
-  local r = reset(win, curr, prev)
-  expire(r)
+  local r = reset(win, curr, prev) -- > 0: curr > 0
+  local s = struct.pack('<Bddd', 67, win, curr, prev)
+  -- A key of this format already counting grants in window win expires when win + 1 ends:
+  -- every write since the first grant in win set that TTL (a refund of all of them sets
+  -- another). See put_state_kept.
+  if not (v ~= true and valid and s_win == win and s_curr > 0 and put_state_kept(KEYS[1], s)) then
+    put_state(KEYS[1], s, r)
+  end
   return {1, limit, remaining(win, curr, prev), 0, dur(r), dur(wait), t}
 elseif op == 'refund' then
   -- Permits go back to the window they were granted in, while it is still counted.
@@ -114,8 +130,7 @@ elseif op == 'refund' then
     if prev < 0 then prev = 0 end
   end
   if curr == s_curr and prev == s_prev then return 0 end -- nothing to write
-  redis.call('HSET', KEYS[1], 'curr', num(curr), 'prev', num(prev))
-  keep(reset(s_win, curr, prev))
+  put_state(KEYS[1], struct.pack('<Bddd', 67, s_win, curr, prev), reset(s_win, curr, prev)) -- kept: see keep
   return 0
 end
 return redis.error_reply('sliding-counter: unknown operation ' .. tostring(op))

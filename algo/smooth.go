@@ -56,7 +56,7 @@ type smoothParams struct {
 }
 
 // smoothState is the state of one SmoothBursty or SmoothWarmingUp key. It mirrors the
-// Redis hash of the Lua twins: stored, next and the config fields.
+// Redis state of the Lua twins: stored, next and the config fields.
 type smoothState struct {
 	valid  bool         // false for a key never seen (or forgotten)
 	stored float64      // storedPermits

@@ -116,7 +116,7 @@ end
 
 -- answer is the rest of an apply once the state is up to date with p (changed: it must be
 -- written even if nothing is granted): the Lua form of applySmooth's tail. save(reset)
--- writes the file's hash and sets the TTL.
+-- writes the file's packed state and sets the TTL (or deletes a fresh one).
 local function answer(p, changed, save)
   local limit = limit_of(p)
 

@@ -67,7 +67,8 @@ func (c SmoothBursty) String() string {
 // NewState returns the state of a key never seen: empty, created at its first request.
 func (SmoothBursty) NewState() State { return &smoothState{} }
 
-// Script returns the Lua twin of SmoothBursty: one hash {stored, next, rate, burst} at KEYS[1].
+// Script returns the Lua twin of SmoothBursty: one packed string "B" stored next rate burst
+// at KEYS[1].
 func (SmoothBursty) Script() *Script { return smoothBurstyScript }
 
 // AppendArgs appends Rate and MaxBurstSeconds (0 sent as 1), formatted with %.17g (a +Inf

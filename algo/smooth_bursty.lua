@@ -4,9 +4,12 @@
 -- order as the Go transition, so Redis and the local store (and Guava) give the same waits
 -- to the microsecond.
 --
--- KEYS[1]  hash: stored = storedPermits (double, %.17g), next = nextFreeTicket (µs),
---          rate and burst = the config the state was last brought up to date with
---          (doubles, %.17g; rate may be inf). No key: a new limiter (empty, next = now).
+-- KEYS[1]  string "B" stored next rate burst (get_state of the base: a tag byte, then
+--          doubles packed little-endian, 33 bytes): stored = storedPermits, next =
+--          nextFreeTicket (µs), rate and burst = the config the state was last brought up
+--          to date with (rate may be inf). No key: a new limiter (empty, next = now). A
+--          hash of the same fields (the format of earlier versions, printed with %.17g)
+--          is still read, and rewritten in this one by the next write.
 -- ARGV[5]  rate, permits per second (double, %.17g, or +Inf)
 -- ARGV[6]  burst, MaxBurstSeconds (double, %.17g, already normalized: 0 sent as 1)
 --
@@ -24,19 +27,22 @@ local function params(rate, burst)
   return {inf = false, interval = interval, max = burst * rate, cool = interval}
 end
 
-local h = redis.call('HMGET', KEYS[1], 'stored', 'next', 'rate', 'burst')
-local valid = h[1] and h[2] and h[3] and h[4] and true or false
-local s_rate, s_burst = 0, 0
-if valid then
-  s_stored, s_next, s_rate, s_burst = tonumber(h[1]), tonumber(h[2]), tonumber(h[3]), tonumber(h[4])
+local valid, s_rate, s_burst = false, 0, 0
+local v = get_state(KEYS[1], 33, 66) -- 66: "B"
+if v == true then -- the previous format
+  local h = redis.call('HMGET', KEYS[1], 'stored', 'next', 'rate', 'burst')
+  valid = h[1] and h[2] and h[3] and h[4] and true or false
+  if valid then
+    s_stored, s_next, s_rate, s_burst = tonumber(h[1]), tonumber(h[2]), tonumber(h[3]), tonumber(h[4])
+  end
+elseif v then
+  valid = true
+  local _
+  _, s_stored, s_next, s_rate, s_burst = struct.unpack('<Bdddd', v)
 end
 
 local function save(reset)
-  if reset > 0 then
-    redis.call('HSET', KEYS[1], 'stored', num(s_stored), 'next', num(s_next),
-      'rate', num(s_rate), 'burst', num(s_burst))
-  end
-  expire(reset)
+  store(struct.pack('<Bdddd', 66, s_stored, s_next, s_rate, s_burst), reset)
 end
 
 if op == 'refund' then return 0 end -- Guava cannot give permits back

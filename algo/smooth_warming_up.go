@@ -74,8 +74,8 @@ func (c SmoothWarmingUp) String() string {
 // NewState returns the state of a key never seen: cold, created at its first request.
 func (SmoothWarmingUp) NewState() State { return &smoothState{} }
 
-// Script returns the Lua twin of SmoothWarmingUp: one hash {stored, next, rate, warmup,
-// cold} at KEYS[1].
+// Script returns the Lua twin of SmoothWarmingUp: one packed string "W" stored next rate
+// warmup cold at KEYS[1].
 func (SmoothWarmingUp) Script() *Script { return smoothWarmingUpScript }
 
 // AppendArgs appends Rate (%.17g, +Inf as "+Inf"), Warmup in whole µs and ColdFactor (0

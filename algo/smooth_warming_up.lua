@@ -4,10 +4,13 @@
 -- operations in the same order as the Go transition, so Redis and the local store (and
 -- Guava) give the same waits to the microsecond.
 --
--- KEYS[1]  hash: stored = storedPermits (double, %.17g), next = nextFreeTicket (µs),
---          rate, warmup, cold = the config the state was last brought up to date with
---          (rate and cold doubles, %.17g, rate may be inf; warmup in µs). No key: a new
---          limiter, cold (stored = maxPermits, next = now).
+-- KEYS[1]  string "W" stored next rate warmup cold (get_state of the base: a tag byte,
+--          then doubles packed little-endian, 41 bytes): stored = storedPermits, next =
+--          nextFreeTicket (µs), rate, warmup, cold = the config the state was last brought
+--          up to date with (rate may be inf; warmup in µs). No key: a new limiter, cold
+--          (stored = maxPermits, next = now). A hash of the same fields (the format of
+--          earlier versions, printed with %.17g) is still read, and rewritten in this one
+--          by the next write.
 -- ARGV[5]  rate, permits per second at full speed (double, %.17g, or +Inf)
 -- ARGV[6]  warmup in whole µs
 -- ARGV[7]  cold factor (double, %.17g, already normalized: 0 sent as 3)
@@ -33,20 +36,23 @@ local function params(rate, warmup, cold)
   return {warm = true, inf = false, interval = interval, max = mx, cool = warmup / mx, threshold = threshold, slope = slope}
 end
 
-local h = redis.call('HMGET', KEYS[1], 'stored', 'next', 'rate', 'warmup', 'cold')
-local valid = h[1] and h[2] and h[3] and h[4] and h[5] and true or false
-local s_rate, s_warmup, s_cold = 0, 0, 0
-if valid then
-  s_stored, s_next = tonumber(h[1]), tonumber(h[2])
-  s_rate, s_warmup, s_cold = tonumber(h[3]), tonumber(h[4]), tonumber(h[5])
+local valid, s_rate, s_warmup, s_cold = false, 0, 0, 0
+local v = get_state(KEYS[1], 41, 87) -- 87: "W"
+if v == true then -- the previous format
+  local h = redis.call('HMGET', KEYS[1], 'stored', 'next', 'rate', 'warmup', 'cold')
+  valid = h[1] and h[2] and h[3] and h[4] and h[5] and true or false
+  if valid then
+    s_stored, s_next = tonumber(h[1]), tonumber(h[2])
+    s_rate, s_warmup, s_cold = tonumber(h[3]), tonumber(h[4]), tonumber(h[5])
+  end
+elseif v then
+  valid = true
+  local _
+  _, s_stored, s_next, s_rate, s_warmup, s_cold = struct.unpack('<Bddddd', v)
 end
 
 local function save(reset)
-  if reset > 0 then
-    redis.call('HSET', KEYS[1], 'stored', num(s_stored), 'next', num(s_next),
-      'rate', num(s_rate), 'warmup', num(s_warmup), 'cold', num(s_cold))
-  end
-  expire(reset)
+  store(struct.pack('<Bddddd', 87, s_stored, s_next, s_rate, s_warmup, s_cold), reset)
 end
 
 if op == 'refund' then return 0 end -- Guava cannot give permits back

@@ -20,7 +20,7 @@ type TokenBucket struct {
 // the key's entry, one allocation and one cache miss less per key); its zero value is the
 // state of a key never seen, as NewState returns it.
 //
-// It mirrors the Redis hash of the Lua twin: fields tokens, last, act, rb and rate (the
+// It mirrors the Redis state of the Lua twin: fields tokens, last, act, rb and rate (the
 // last two packed into mark).
 type TokenBucketState struct {
 	tokens float64 // tokens at last; may be negative while reservations are outstanding
@@ -101,7 +101,8 @@ func (s *TokenBucketState) CloneState() State {
 	return &c
 }
 
-// Script returns the Lua twin of TokenBucket: one hash {tokens, last, act, rb, rate} at KEYS[1].
+// Script returns the Lua twin of TokenBucket: one packed string "T" tokens last act rb rate
+// at KEYS[1].
 func (TokenBucket) Script() *Script { return tokenBucketScript }
 
 // AppendArgs appends Rate (formatted with %.17g) and Burst.

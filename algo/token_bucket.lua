@@ -2,13 +2,16 @@
 -- Same state, same float operations in the same order as the Go transition, so Redis and
 -- the local store decide bit for bit alike.
 --
--- KEYS[1]  hash: tokens = tokens at last (double, %.17g; negative while reservations are
---          outstanding), last = µs of the last write, act = µs at which the latest grant
---          acts (x/time/rate's lastEvent; missing in keys written before it existed: such
---          a key gives nothing back on refund until its next grant), rb = 1 while every
---          outstanding grant acts n/rate after the one before (act may roll back), else 0,
---          rate = the rate of the last write (missing in older keys: the current one).
---          No key: a full bucket.
+-- KEYS[1]  string "T" tokens last act rb rate (get_state of the base: a tag byte, then
+--          doubles packed little-endian, 41 bytes): tokens = tokens at last (negative while
+--          reservations are outstanding), last = µs of the last write, act = µs at which the
+--          latest grant acts (x/time/rate's lastEvent), rb = 1 while every outstanding grant
+--          acts n/rate after the one before (act may roll back), else 0, rate = the rate of
+--          the last write. No key: a full bucket. A hash of the same fields (the format of
+--          earlier versions, tokens and rate printed with %.17g) is still read, and
+--          rewritten in this one by the next write; in the oldest such keys act is missing
+--          (a refund gives nothing back until the key's next grant) and so is rate (the
+--          current one).
 -- ARGV[5]  rate, tokens added per second (double, %.17g)
 -- ARGV[6]  burst, the bucket size and the largest N (integer ≤ 2^53)
 --
@@ -19,18 +22,26 @@
 local rate = tonumber(ARGV[5])
 local burst = tonumber(ARGV[6])
 
-local st = redis.call('HMGET', KEYS[1], 'tokens', 'last', 'act', 'rb', 'rate')
-local valid = st[1] and st[2] and true or false -- false for a missing key (or field)
-local s_tokens, s_last = 0, 0
-if valid then s_tokens, s_last = tonumber(st[1]), tonumber(st[2]) end
-local s_act = valid and st[3] and tonumber(st[3]) or nil -- nil: not known
--- rb: the latest grant acts n/rate after the one before it, so its refund may roll act back
-local s_rb = st[4] == '1'
+-- s_act nil: not known; s_rb: the latest grant acts n/rate after the one before it, so its
+-- refund may roll act back; s_rate nil: not known (the current rate)
+local valid, s_tokens, s_last, s_act, s_rb, s_rate = false, 0, 0, nil, false, nil
+local v = get_state(KEYS[1], 41, 84) -- 84: "T"
+if v == true then -- the previous format
+  local st = redis.call('HMGET', KEYS[1], 'tokens', 'last', 'act', 'rb', 'rate')
+  valid = st[1] and st[2] and true or false -- false for a missing field
+  if valid then s_tokens, s_last = tonumber(st[1]), tonumber(st[2]) end
+  s_act = valid and st[3] and tonumber(st[3]) or nil
+  s_rb = st[4] == '1'
+  s_rate = valid and st[5] and tonumber(st[5]) or nil
+elseif v then
+  local _, rb
+  _, s_tokens, s_last, s_act, rb, s_rate = struct.unpack('<Bddddd', v)
+  valid, s_rb = true, rb == 1
+end
 
 -- refill is the rate until the next write: the lower of rate and the rate of the last write
--- (missing in keys of older versions: the current one), as in algo.TokenBucket.refill.
+-- (not known in keys of older versions: the current one), as in algo.TokenBucket.refill.
 local refill = rate
-local s_rate = valid and st[5] and tonumber(st[5]) or nil
 if s_rate and s_rate > 0 and s_rate < rate then refill = s_rate end
 
 -- rollback is n/rate in whole µs, rounded down (never before x/time/rate's roll-back).
@@ -95,14 +106,8 @@ if op == 'apply' then
   -- rb as in the Go twin: every outstanding grant spaced by its n/rate
   local rb = ((not valid) or (not s_act) or s_rb or s_act <= t) and act - rollback(n) >= (s_act or 0)
   if s_act and s_act >= act then act, rb = s_act, false end -- never moves back
-  if st[4] and s_rb == rb and s_rate == rate then -- rb and rate stored already: not sent again
-    redis.call('HSET', KEYS[1], 'tokens', num(left), 'last', num(t), 'act', num(act))
-  else
-    redis.call('HSET', KEYS[1], 'tokens', num(left), 'last', num(t), 'act', num(act), 'rb', rb and '1' or '0',
-      'rate', num(rate))
-  end
   local reset = lag + until_full(left, t, rate, t)
-  expire(reset)
+  store(struct.pack('<Bddddd', 84, left, t, act, rb and 1 or 0, rate), reset)
   return {1, burst, floor_count(left), 0, dur(reset), dur(delay), t + wait}
 elseif op == 'refund' then
   -- Gives back what x/time/rate's CancelAt does: n minus the tokens reserved after the
@@ -125,9 +130,9 @@ elseif op == 'refund' then
   if tokens == s_tokens and t == s_last and act == s_act and rb == s_rb and s_rate == rate then
     return 0 -- nothing to write
   end
-  redis.call('HSET', KEYS[1], 'tokens', num(tokens), 'last', num(t), 'act', num(act), 'rb', rb and '1' or '0',
-    'rate', num(rate))
-  keep(t - now + until_full(tokens, t, rate, t)) -- counted from the caller's now, as in apply
+  -- kept (see keep); the TTL is counted from the caller's now, as in apply
+  put_state(KEYS[1], struct.pack('<Bddddd', 84, tokens, t, act, rb and 1 or 0, rate),
+    t - now + until_full(tokens, t, rate, t))
   return 0
 end
 return redis.error_reply('token-bucket: unknown operation ' .. tostring(op))

@@ -152,7 +152,7 @@ func TestApplyAllErrors(t *testing.T) {
 		t.Errorf("no Lua twin: err = %v, want %v", err, algo.ErrInvalidConfig)
 	}
 
-	// The FixedWindow's key holds a string: HMGET fails inside the second rule.
+	// The FixedWindow's key holds a string that is not its state: WRONGTYPE inside the second rule.
 	if _, _, err := s.ApplyAll(ctx, "w", []algo.Algorithm{tb, fw}, algo.Request{N: 1}); err != nil {
 		t.Fatal(err)
 	}

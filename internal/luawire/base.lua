@@ -1,6 +1,7 @@
 -- Base: the helpers every script of the module starts with (the algorithms' prelude, the
 -- semaphore, the composite of ApplyAll, the penalty), so that reading the time, the
--- padding of a client clock and the expiry floor are written once.
+-- padding of a client clock, the expiry floor and the compact state's
+-- GET and SET are written once.
 --
 -- In a Redis 7 function library (luawire.Library) everything before the script's
 -- "per call" line runs once, when the library loads: it only defines constants and
@@ -32,12 +33,15 @@ end
 -- own clock, keeps a state as long as a client clock up to pad behind it still needs it
 -- (distributed/clock.go). It is 0 with the server's TIME. Set by read_now.
 local pad = 0
+-- server_time: now is the server's TIME (ARGV[2] ""). Set by read_now.
+local server_time = false
 
 -- read_now decodes ARGV[2] of a call into now, in µs since the Unix epoch: "" reads the
 -- server's TIME; "now" is a client's time; "now pad" is a client's time and the TTL
 -- padding, which it keeps in pad.
 local function read_now(arg)
   pad = 0
+  server_time = arg == ''
   if arg == '' then
     -- Redis 3.2–4 replicate scripts verbatim unless told otherwise, and refuse writes
     -- after TIME; Redis 5+ replicate effects already (the call is a no-op there).
@@ -64,4 +68,51 @@ local function ttl_ms(us)
   local ms = math.ceil(us / 1000)
   if ms < 2 then ms = 2 end
   return ms
+end
+
+-- Compact state. Each rate algorithm keeps one string per key: a layout tag (one byte, its
+-- letter, so that two algorithms meeting on a key never read each other's state) and its
+-- fields packed with struct.pack as little-endian doubles ("<B" then "d" each): bit-exact
+-- round trips and no number printed or parsed on the hot path. It is read with one GET
+-- and written with one SET ... PX, where the previous format took HMGET, HSET and
+-- PEXPIRE (docs/distributed.md, "State on Redis"). struct is a global of Redis's Lua at
+-- call time (a function library cannot reach it while it loads), so it is named inside
+-- the functions only.
+--
+-- get_state reads key: its value when it is size bytes long and starts with tag; nil for
+-- no key; true for a key of the previous format, a hash, whose fields the caller reads
+-- with HMGET (that HMGET raises WRONGTYPE for any other type, as before). A string of
+-- another length or tag is other data (an application's, or another algorithm's state on
+-- a key shared by mistake): a WRONGTYPE error too, rather than a fresh state that would
+-- overwrite it. GET of a hash is an error, hence pcall: reading old keys costs nothing on
+-- keys already converted.
+local function get_state(key, size, tag)
+  local v = redis.pcall('GET', key)
+  if type(v) == 'string' then
+    if #v == size and string.byte(v) == tag then return v end
+    error({err = 'WRONGTYPE Operation against a key holding a string that is not a state of this algorithm'})
+  end
+  if v then return true end
+  return nil
+end
+
+-- put_state writes the packed value v to key with the TTL of a state fresh again in us µs
+-- (ttl_ms, below). SET replaces a key of any type, so a hash of the previous format is
+-- rewritten in the new one by the same command: a rolling upgrade neither resets a key
+-- nor counts it twice.
+local function put_state(key, v, us)
+  redis.call('SET', key, v, 'PX', string.format('%d', ttl_ms(us)))
+end
+
+-- put_state_kept writes v to key keeping its TTL: SET ... KEEPTTL costs Redis 7.0 about 8k
+-- instructions less than put_state (no TTL to format, parse, set, and rewrite as PXAT for
+-- replication), a tenth of a fixed window's grant. Only for a write whose state is fresh
+-- again exactly when the key's current TTL ends, which a caller knows only when that TTL
+-- was set at the server's TIME (a client clock's writes end on the client's clock) to the
+-- same instant (the end of the same window), and only where SET has KEEPTTL (Redis ≥ 6;
+-- REDIS_VERSION_NUM exists from 7.0). It returns false, writing nothing, when it cannot.
+local function put_state_kept(key, v)
+  if not server_time or not redis.REDIS_VERSION_NUM then return false end
+  redis.call('SET', key, v, 'KEEPTTL')
+  return true
 end

@@ -22,7 +22,7 @@ import (
 // themselves must be tested separately, on unhooked clients.
 
 // WithoutExpiry installs on c a go-redis hook that runs every script with PEXPIRE turned
-// into a no-op (ShadowScripts with shadow and libShadow), and returns c. Other commands,
+// into a no-op and "SET key value PX ms" into "SET key value" (ShadowScripts with shadow and libShadow), and returns c. Other commands,
 // PEXPIRE sent directly included, are left alone.
 //
 // On a Cluster client the hook also goes on every node client (the store loads function
@@ -55,14 +55,19 @@ type scriptShadow struct {
 // shadow replaces the global redis table, for the rest of the script, by one whose call
 // ignores PEXPIRE. The initializer still sees the global redis.
 const shadow = "local redis = setmetatable({call = function(cmd, ...) " +
-	"if cmd == 'PEXPIRE' then return 1 end return redis.call(cmd, ...) end}, {__index = redis})\n"
+	"if cmd == 'PEXPIRE' then return 1 end " + noPX + "return redis.call(cmd, ...) end}, {__index = redis})\n"
+
+// noPX is the part of shadow that drops the TTL of "SET key value PX ms", the write of the
+// algorithms' compact state (internal/luawire/base.lua, put_state).
+const noPX = "if cmd == 'SET' then local k, v, px = ...; if px == 'PX' then return redis.call(cmd, k, v) end end "
 
 // libShadow is shadow for a function library (FUNCTION LOAD). A library loads without
 // setmetatable and with a redis table that lacks call, so the shadow is a plain table whose
 // functions look up the global redis when they run; it keeps register_function for the
 // load and the error_reply the scripts use.
 const libShadow = "local redis = {call = function(cmd, ...) " +
-	"if cmd == 'PEXPIRE' then return 1 end return redis.call(cmd, ...) end, " +
+	"if cmd == 'PEXPIRE' then return 1 end " + noPX + "return redis.call(cmd, ...) end, " +
+	"pcall = function(...) return redis.pcall(...) end, " +
 	"error_reply = function(...) return redis.error_reply(...) end, " +
 	"register_function = redis.register_function}\n"
 

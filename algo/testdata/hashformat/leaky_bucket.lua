@@ -1,0 +1,125 @@
+-- Leaky bucket: the Lua twin of algo.LeakyBucket (leaky_bucket.go), run after prelude.lua.
+-- Same state, same float operations in the same order as the Go transition.
+--
+-- KEYS[1]  hash: level = units in the bucket at last (double, %.17g), last = µs of the last
+--          write, act = µs at which the latest grant acts (missing in keys written before it
+--          existed: such a key gives nothing back on refund until its next grant), rate =
+--          the rate of the last write (missing in older keys: the current one). No key:
+--          an empty bucket.
+-- ARGV[5]  rate, units leaked per second (double, %.17g)
+-- ARGV[6]  capacity, the most units held and the largest N (integer ≤ 2^53)
+--
+-- MaxWait 0 meters (allowed when N fits now); MaxWait > 0 shapes: the level is the queue
+-- ahead, which leaks out in level/rate seconds. TTL: the time until the bucket is empty,
+-- counted from the caller's now (so it includes how far a backwards now is behind last).
+
+local rate = tonumber(ARGV[5])
+local capacity = tonumber(ARGV[6])
+
+local st = redis.call('HMGET', KEYS[1], 'level', 'last', 'act', 'rate')
+local valid = st[1] and st[2] and true or false -- false for a missing key (or field)
+local s_level, s_last = 0, 0
+if valid then s_level, s_last = tonumber(st[1]), tonumber(st[2]) end
+local s_act = valid and st[3] and tonumber(st[3]) or nil -- nil: not known
+-- leak is the rate until the next write: the lower of rate and the rate of the last write
+-- (missing in keys of older versions: the current one), as in algo.LeakyBucket.leak.
+local leak = rate
+local s_rate = valid and st[4] and tonumber(st[4]) or nil
+if s_rate and s_rate > 0 and s_rate < rate then leak = s_rate end
+
+-- drain returns the level at t (never below 0) and the instant used, which never goes
+-- back before last.
+local function drain(t)
+  if not valid then return 0, t end
+  if t < s_last then t = s_last end
+  local level = s_level - seconds(t - s_last) * leak
+  if level < 0 then level = 0 end
+  return level, t
+end
+
+-- until_empty is the time in µs from t (≥ last) until a bucket at level b at last, leaking
+-- at r, is empty by drain's arithmetic (LeakyBucket.untilEmptyFrom). b nil: a fresh
+-- bucket, empty already.
+local function until_empty(b, last, r, t)
+  if b == nil then return 0 end
+  local level = b - seconds(t - last) * r
+  if level < 0 then level = 0 end
+  return first_micro(ceil_micros(level / r * 1e6), 0,
+    function(d) return b - seconds(t + d - last) * r <= 0 end)
+end
+
+-- grants_at is LeakyBucket.grantsAt: whether apply would grant n with max_wait at u on
+-- the stored state.
+local function grants_at(u)
+  local level, t = drain(u)
+  local bound = capacity - n
+  local delay = 0
+  if max_wait > 0 then
+    local q = max_wait / 1e6 * rate
+    if q < bound then bound = q end
+    local wait = ceil_micros(level / rate * 1e6)
+    if wait > 0 then delay = wait + t - u end
+  end
+  return level <= bound and delay <= max_wait
+end
+
+-- remaining is what fits in the bucket now: capacity − ceil(level), never below 0, so that
+-- no rounding of the difference (near 2^53) reports more room than a request would find.
+local function remaining(level)
+  local r = capacity - ceil_count(level)
+  if r < 0 then r = 0 end
+  return r
+end
+
+if op == 'apply' then
+  local level, t = drain(now)
+  -- lag is how far a backwards clock is behind the state: ResetAfter counts from the
+  -- caller's now, so the key never expires before its state is fresh.
+  local lag = t - now
+  if n > capacity or n <= 0 then
+    return {0, capacity, remaining(level), MAX_MICROS, dur(lag + until_empty(valid and s_level or nil, s_last, leak, t)), 0, 0}
+  end
+  -- bound is the highest level at which the request is granted.
+  local bound = capacity - n
+  local wait = 0
+  if max_wait > 0 then
+    local q = max_wait / 1e6 * rate
+    if q < bound then bound = q end
+    wait = ceil_micros(level / rate * 1e6)
+  end
+  -- delay: the wait counted from the caller's now (lag later behind a backwards clock), as
+  -- in the Go twin; a grant with no wait fits now. A denial is retried lag later too.
+  local delay = wait
+  if wait > 0 then delay = lag + wait end
+  if level > bound or delay > max_wait then
+    -- Nothing is written: it leaks at leak. RetryAfter: the first µs at which the same
+    -- request is granted.
+    local retry = ceil_micros((level - bound) / leak * 1e6) + lag
+    if retry < 1 then retry = 1 end
+    retry = first_micro(retry, 1, function(d) return grants_at(now + d) end)
+    return {0, capacity, remaining(level), dur(retry), dur(lag + until_empty(valid and s_level or nil, s_last, leak, t)), 0, 0}
+  end
+  level = level + n
+  local act = t + wait
+  if s_act and s_act > act then act = s_act end -- never moves back
+  redis.call('HSET', KEYS[1], 'level', num(level), 'last', num(t), 'act', num(act), 'rate', num(rate))
+  local reset = lag + until_empty(level, t, rate, t)
+  expire(reset)
+  return {1, capacity, remaining(level), 0, dur(reset), dur(delay), t + wait}
+elseif op == 'refund' then
+  -- Takes out what x/time/rate's CancelAt would give back: n minus the units queued
+  -- behind the grant (rate·(act − at)), never below zero. act never moves back.
+  if not valid or not s_act or not (n > 0) then return 0 end
+  local span = s_act - grant_at
+  if span < 0 then span = 0 end
+  local restore = n - seconds(span) * rate
+  if not (restore > 0) then return 0 end
+  local level, t = drain(now)
+  level = level - restore
+  if level < 0 then level = 0 end -- kept even when empty: see keep
+  if level == s_level and t == s_last and s_rate == rate then return 0 end -- nothing to write
+  redis.call('HSET', KEYS[1], 'level', num(level), 'last', num(t), 'rate', num(rate))
+  keep(t - now + until_empty(level, t, rate, t)) -- counted from the caller's now, as in apply
+  return 0
+end
+return redis.error_reply('leaky-bucket: unknown operation ' .. tostring(op))

@@ -1,0 +1,144 @@
+-- Prelude shared by every algorithm script: scripts.go prepends it to each *.lua twin,
+-- after the base every script of the module starts with (internal/luawire/base.lua:
+-- api, KEYS, ARGV, redis, MAX_MICROS, num, read_now, ttl_ms), so the helpers below
+-- reproduce algo.go's once for all six.
+--
+-- The calling convention (KEYS, ARGV, the replies, units and precision, expiry) is
+-- described once, on algo.Script in lua.go; internal/luawire encodes and decodes it in Go.
+-- This file decodes ARGV at its end.
+
+-- The prelude has two parts. The helpers below run once per script in a Redis 7 function
+-- library (algo.Script.Library): they only define constants and functions. The part after
+-- the "per call" line decodes one call; in a library it is the start of the registered
+-- function's body, in a plain script (EVAL/EVALSHA) the helpers simply run first.
+--
+-- In "peek" mode (ARGV[1], see algo.Script) the script answers as "apply" and writes
+-- nothing. Rather than a flag checked before every write of every twin, redis is shadowed
+-- for the whole call by a table whose call runs the reads and skips the writes, so the
+-- twins stay unchanged and no write can be forgotten. A command in neither list raises an
+-- error: a twin that starts using one must be listed here (the differential test of
+-- package algo checks that a peek leaves keys and TTLs untouched).
+local function peeking(real)
+  local reads = {HMGET = true, HGET = true, HGETALL = true, LLEN = true, LRANGE = true, LINDEX = true,
+    TIME = true, EXISTS = true, PTTL = true}
+  local writes = {HSET = true, HMSET = true, HDEL = true, DEL = true, PEXPIRE = true, EXPIRE = true,
+    RPUSH = true, LPUSH = true, LSET = true, LTRIM = true, LREM = true, SET = true}
+  return setmetatable({call = function(cmd, ...)
+    local c = string.upper(cmd)
+    if reads[c] then return real.call(cmd, ...) end
+    if writes[c] then return 0 end -- skipped; no twin reads a write's reply
+    error('peek: command ' .. cmd .. ' is not known to be a read or a write')
+  end}, {__index = real})
+end
+local MAX_EXACT = 9007199254740992  -- 2^53: the largest count a double holds exactly
+
+-- ceil_micros rounds a wait up to whole µs, clamped to [0, MAX_MICROS]; NaN gives 0.
+local function ceil_micros(x)
+  if not (x > 0) then return 0 end
+  if x >= MAX_MICROS then return MAX_MICROS end
+  return math.ceil(x)
+end
+
+-- ceil_count rounds a non-negative count or span up without the MAX_MICROS clamp.
+local function ceil_count(x)
+  if not (x > 0) then return 0 end
+  return math.ceil(x)
+end
+
+-- floor_count rounds a permit count down, clamped to [0, 2^53]; NaN gives 0.
+local function floor_count(x)
+  if not (x > 0) then return 0 end
+  if x >= MAX_EXACT then return MAX_EXACT end
+  return math.floor(x)
+end
+
+-- dur is a duration as replied: clamped to [0, MAX_MICROS], like algo.toDuration.
+local function dur(us)
+  if us >= MAX_MICROS then return MAX_MICROS end
+  if us <= 0 then return 0 end
+  return us
+end
+
+-- retry_after is the RetryAfter of a request denied because its wait exceeds max_wait
+-- (µs), like algo.retryAfter: the time until its wait has shrunk to max_wait, or never
+-- (MAX_MICROS) when the wait was clamped to MAX_MICROS.
+local function retry_after(wait, mw)
+  if wait >= MAX_MICROS then return MAX_MICROS end
+  return dur(wait - mw)
+end
+
+-- first_micro is algo.firstMicro: the least d ≥ lo at which ok(d) holds, from the
+-- estimate d, moved at most 4 µs each way; estimates of MAX_MICROS or more are kept.
+-- The token and leaky buckets place their retry and reset times with it.
+local function first_micro(d, lo, ok)
+  if d >= MAX_MICROS then return d end
+  local i = 0
+  while i < 4 and d > lo and ok(d - 1) do d, i = d - 1, i + 1 end
+  i = 0
+  while i < 4 and d < MAX_MICROS and not ok(d) do d, i = d + 1, i + 1 end
+  return d
+end
+
+-- floor_div divides integers rounding towards minus infinity, like algo.floorDiv. The
+-- rounded quotient of two integers below 2^53 never crosses an integer, so it is exact.
+local function floor_div(a, b) return math.floor(a / b) end
+
+-- seconds converts an elapsed count of µs (≥ 0) to seconds with the same operations as
+-- algo.seconds, itself time.Duration.Seconds on the same span in ns.
+local function seconds(us)
+  local sec = floor_div(us, 1000000)
+  local rem = us - sec * 1000000
+  return sec + (rem * 1000) / 1e9
+end
+
+-- keep sets every key's TTL to reset µs (ttl_ms of the base: padded, at least 2 ms). The
+-- refunds of the six rate algorithms call keep, never delete: a state that is fresh again
+-- is kept for the minimum TTL, as the Go twin keeps it, because its timestamps guard
+-- against a clock stepping back (a sliding log that forgot its newest entry would let an
+-- earlier instant admit again what it already admitted).
+local function keep(reset)
+  local ms = num(ttl_ms(reset))
+  for _, k in ipairs(KEYS) do redis.call('PEXPIRE', k, ms) end
+end
+
+-- expire is keep, except that a state fresh again (reset ≤ 0) is deleted.
+local function expire(reset)
+  if reset <= 0 then
+    redis.call('DEL', unpack(KEYS))
+    return
+  end
+  keep(reset)
+end
+
+-- peeked is the reply of a peek (see algo.Peek): d, the reply of the apply it stands for,
+-- with the Remaining of probe, the reply to a request above any limit, which every twin
+-- answers with what is available now. An error reply passes through.
+local function peeked(d, probe)
+  if type(d) == 'table' and type(probe) == 'table' and probe[1] == 0 and probe[3] then d[3] = probe[3] end
+  return d
+end
+
+-- ---- per call: everything from here on runs on every call ----
+redis = api()
+-- is_peek: a peek, which runs the twin twice (see algo.peekScript).
+local is_peek = ARGV[1] == 'peek'
+if is_peek then redis = peeking(redis) end
+
+local now = read_now(ARGV[2])
+local op = ARGV[1]
+if op == 'peek' then op = 'apply' end -- writes are skipped: see the top of this file
+local n = tonumber(ARGV[3])
+-- Above 2^53 tonumber rounds: "9007199254740993" would read as 2^53, a valid size. Any N
+-- above 2^53 exceeds every limit (Go compares int64s), so keep it above: 2^53 + 2.
+if op == 'apply' and n and n >= MAX_EXACT and ARGV[3] ~= '9007199254740992' then
+  n = MAX_EXACT + 2
+end
+-- grant_at is the refunded grant's At in µs (refund only).
+local grant_at = tonumber(ARGV[4])
+-- max_wait is MaxWait in µs (apply only), the same argument (read once: tonumber is one of
+-- the costlier calls of a script). A store sends it in [0, MAX_MICROS - 1]
+-- already; a hand-written call gets the same clamp: at least 0, and anything from
+-- MAX_MICROS on (what earlier versions sent for Forever) is MAX_MICROS - 1, because waits
+-- are clamped to MAX_MICROS, which stands for "that long or more" and is never granted.
+local max_wait = grant_at
+if not (max_wait > 0) then max_wait = 0 elseif max_wait >= MAX_MICROS then max_wait = MAX_MICROS - 1 end

@@ -1,0 +1,133 @@
+-- Token bucket: the Lua twin of algo.TokenBucket (token_bucket.go), run after prelude.lua.
+-- Same state, same float operations in the same order as the Go transition, so Redis and
+-- the local store decide bit for bit alike.
+--
+-- KEYS[1]  hash: tokens = tokens at last (double, %.17g; negative while reservations are
+--          outstanding), last = µs of the last write, act = µs at which the latest grant
+--          acts (x/time/rate's lastEvent; missing in keys written before it existed: such
+--          a key gives nothing back on refund until its next grant), rb = 1 while every
+--          outstanding grant acts n/rate after the one before (act may roll back), else 0,
+--          rate = the rate of the last write (missing in older keys: the current one).
+--          No key: a full bucket.
+-- ARGV[5]  rate, tokens added per second (double, %.17g)
+-- ARGV[6]  burst, the bucket size and the largest N (integer ≤ 2^53)
+--
+-- Tokens are doubles, as in golang.org/x/time/rate; the refill is seconds(elapsed µs) ×
+-- rate. TTL: the time until the bucket is full again, counted from the caller's now (so
+-- it includes how far a backwards now is behind last).
+
+local rate = tonumber(ARGV[5])
+local burst = tonumber(ARGV[6])
+
+local st = redis.call('HMGET', KEYS[1], 'tokens', 'last', 'act', 'rb', 'rate')
+local valid = st[1] and st[2] and true or false -- false for a missing key (or field)
+local s_tokens, s_last = 0, 0
+if valid then s_tokens, s_last = tonumber(st[1]), tonumber(st[2]) end
+local s_act = valid and st[3] and tonumber(st[3]) or nil -- nil: not known
+-- rb: the latest grant acts n/rate after the one before it, so its refund may roll act back
+local s_rb = st[4] == '1'
+
+-- refill is the rate until the next write: the lower of rate and the rate of the last write
+-- (missing in keys of older versions: the current one), as in algo.TokenBucket.refill.
+local refill = rate
+local s_rate = valid and st[5] and tonumber(st[5]) or nil
+if s_rate and s_rate > 0 and s_rate < rate then refill = s_rate end
+
+-- rollback is n/rate in whole µs, rounded down (never before x/time/rate's roll-back).
+local function rollback(k) return math.floor(k / rate * 1e6) end
+
+-- advance returns the tokens at t (never above burst) and the instant used, which never
+-- goes back before last.
+local function advance(t)
+  if not valid then return burst, t end
+  if t < s_last then t = s_last end
+  local tokens = s_tokens + seconds(t - s_last) * refill
+  if tokens > burst then tokens = burst end
+  return tokens, t
+end
+
+-- until_full is the time in µs from t (≥ last) until a bucket holding b tokens at last,
+-- refilling at r, holds burst tokens by advance's arithmetic (TokenBucket.untilFullFrom).
+-- b nil: a fresh bucket, full already.
+local function until_full(b, last, r, t)
+  if b == nil then return 0 end
+  local tokens = b + seconds(t - last) * r
+  if tokens > burst then tokens = burst end
+  return first_micro(ceil_micros((burst - tokens) / r * 1e6), 0,
+    function(d) return b + seconds(t + d - last) * r >= burst end)
+end
+
+-- grants_at is TokenBucket.grantsAt: whether apply would grant n with max_wait at u on
+-- the stored state.
+local function grants_at(u)
+  local tokens, t = advance(u)
+  local left = tokens - n
+  if left >= 0 or -left / rate * 1e9 < 1 then return true end
+  return t - u + ceil_micros(-left / rate * 1e6) <= max_wait
+end
+
+if op == 'apply' then
+  local tokens, t = advance(now)
+  -- lag is how far a backwards clock is behind the state: ResetAfter counts from the
+  -- caller's now, so the key never expires before its state is fresh.
+  local lag = t - now
+  if n > burst or n <= 0 then
+    return {0, burst, floor_count(tokens), MAX_MICROS, dur(lag + until_full(valid and s_tokens or nil, s_last, refill, t)), 0, 0}
+  end
+  local left = tokens - n
+  local wait = 0
+  -- A deficit that refills in under a nanosecond is no deficit: x/time/rate truncates its
+  -- wait to whole nanoseconds, and decisions match it exactly.
+  if left < 0 and -left / rate * 1e9 >= 1 then wait = ceil_micros(-left / rate * 1e6) end
+  -- delay: the wait counted from the caller's now (lag later behind a backwards clock), as
+  -- in the Go twin; a grant with no wait is taken now.
+  local delay = wait
+  if wait > 0 then delay = lag + wait end
+  if delay > max_wait then
+    if refill ~= rate then wait = ceil_micros(-left / refill * 1e6) end -- refills at refill
+    -- A denial writes nothing, like x/time/rate. RetryAfter: the first µs at which the
+    -- same request is granted.
+    local retry = MAX_MICROS
+    if lag + wait < MAX_MICROS then retry = first_micro(lag + wait - max_wait, 1, function(d) return grants_at(now + d) end) end
+    return {0, burst, floor_count(tokens), dur(retry), dur(lag + until_full(valid and s_tokens or nil, s_last, refill, t)), 0, 0}
+  end
+  local act = t + wait
+  -- rb as in the Go twin: every outstanding grant spaced by its n/rate
+  local rb = ((not valid) or (not s_act) or s_rb or s_act <= t) and act - rollback(n) >= (s_act or 0)
+  if s_act and s_act >= act then act, rb = s_act, false end -- never moves back
+  if st[4] and s_rb == rb and s_rate == rate then -- rb and rate stored already: not sent again
+    redis.call('HSET', KEYS[1], 'tokens', num(left), 'last', num(t), 'act', num(act))
+  else
+    redis.call('HSET', KEYS[1], 'tokens', num(left), 'last', num(t), 'act', num(act), 'rb', rb and '1' or '0',
+      'rate', num(rate))
+  end
+  local reset = lag + until_full(left, t, rate, t)
+  expire(reset)
+  return {1, burst, floor_count(left), 0, dur(reset), dur(delay), t + wait}
+elseif op == 'refund' then
+  -- Gives back what x/time/rate's CancelAt does: n minus the tokens reserved after the
+  -- grant (rate·(act − at)), never below zero; the latest grant's refund moves act back.
+  if not valid or not s_act or not (n > 0) then return 0 end
+  local span = s_act - grant_at
+  if span < 0 then span = 0 end
+  local restore = n - seconds(span) * rate
+  if not (restore > 0) then return 0 end
+  local tokens, t = advance(now)
+  tokens = tokens + restore
+  if tokens > burst then tokens = burst end -- kept even when full: see keep
+  local act, rb = s_act, s_rb
+  if grant_at == s_act and s_rb then
+    local back = rollback(n)
+    if back <= grant_at - t then act = grant_at - back end
+  else
+    rb = false
+  end
+  if tokens == s_tokens and t == s_last and act == s_act and rb == s_rb and s_rate == rate then
+    return 0 -- nothing to write
+  end
+  redis.call('HSET', KEYS[1], 'tokens', num(tokens), 'last', num(t), 'act', num(act), 'rb', rb and '1' or '0',
+    'rate', num(rate))
+  keep(t - now + until_full(tokens, t, rate, t)) -- counted from the caller's now, as in apply
+  return 0
+end
+return redis.error_reply('token-bucket: unknown operation ' .. tostring(op))

@@ -2,7 +2,6 @@ package local
 
 import (
 	"context"
-	"hash/maphash"
 	"math"
 	"math/bits"
 	"reflect"
@@ -25,7 +24,7 @@ var _ store.Store = (*Store)(nil)
 type Store struct {
 	clock   clockx.Clock
 	onReal  bool // clock is clockx.Real(): read it with realMicros, the cheaper way
-	seed    maphash.Seed
+	hasher  hasher
 	shards  []shard
 	mask    uint64
 	perMax  int // keys per shard, 0 = unbounded
@@ -85,7 +84,7 @@ func New(opts ...Option) (*Store, error) {
 	s := &Store{
 		clock:  o.clock,
 		onReal: o.clock == clockx.Real(),
-		seed:   maphash.MakeSeed(),
+		hasher: newHasher(),
 		shards: make([]shard, n),
 		mask:   uint64(n - 1),
 		stop:   make(chan struct{}),
@@ -113,7 +112,7 @@ func fallbackMicros() int64 { return time.Now().UnixMicro() }
 
 // locate returns the hash of key and the shard that holds every state of key.
 func (s *Store) locate(key string) (uint64, *shard) {
-	h := maphash.String(s.seed, key)
+	h := s.hasher.hash(key)
 	return h, &s.shards[h&s.mask]
 }
 
@@ -132,19 +131,22 @@ func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req alg
 // loads that stall on the 8-byte stores just made to it.
 func (s *Store) ApplyFields(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (allowed bool, limit, remaining int64, retryAfter, resetAfter, wait time.Duration, at int64, err error) {
 	// The checks, the clock and the lookup are written out for a token bucket on a live
-	// context: a few comparisons, with no call that the compiler does not inline.
+	// context: a few comparisons, with no call that the compiler does not inline. A token
+	// bucket's Validate waits for the lookup: an entry last written under the very same
+	// config proves it valid (an invalid one never writes), which saves the check on
+	// nearly every call.
 	tb, isTB := a.(algo.TokenBucket)
-	if !isTB || key == "" || req.N <= 0 || tb.Validate() != nil {
+	if !isTB || key == "" || req.N <= 0 {
 		if err := storecheck.Apply(key, a, req); err != nil {
 			return false, 0, 0, 0, 0, 0, 0, err
 		}
 	}
 	if s.closed.Load() {
-		return false, 0, 0, 0, 0, 0, 0, store.ErrClosed
+		return false, 0, 0, 0, 0, 0, 0, s.refused(key, a, req, store.ErrClosed)
 	}
 	if ctx != nil && ctx.Done() != nil {
 		if err := storecheck.Context(ctx); err != nil {
-			return false, 0, 0, 0, 0, 0, 0, err
+			return false, 0, 0, 0, 0, 0, 0, s.refused(key, a, req, err)
 		}
 	}
 	slot := tbSlot
@@ -153,17 +155,26 @@ func (s *Store) ApplyFields(ctx context.Context, key string, a algo.Algorithm, r
 	}
 	h, sh := s.locate(key)
 	sh.mu.Lock()
-	var now int64
-	if s.onReal {
-		now = realMicros()
-	} else {
-		now = s.now()
-	}
 	var e *entry
 	if t := &sh.first; t.m != nil && t.slot == slot {
 		e = t.find(h, key)
 	} else {
 		e = sh.find(h, key, slot)
+	}
+	// same: e's last write was under a, so a is valid, revive keeps its state and wrote
+	// has nothing to record; decided without an interface comparison for a token bucket.
+	same := isTB && e != nil && isTokenBucket(e.cfg, tb)
+	if isTB && !same {
+		if err := tb.Validate(); err != nil {
+			sh.mu.Unlock()
+			return false, 0, 0, 0, 0, 0, 0, err
+		}
+	}
+	var now int64
+	if s.onReal {
+		now = realMicros()
+	} else {
+		now = s.now()
 	}
 	if e == nil {
 		var soon int64
@@ -173,9 +184,6 @@ func (s *Store) ApplyFields(ctx context.Context, key string, a algo.Algorithm, r
 			return d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter, d.Wait, d.At, nil
 		}
 	}
-	// same: e's last write was under a, so revive keeps its state and wrote has nothing to
-	// record; decided without an interface comparison for a token bucket.
-	same := isTB && isTokenBucket(e.cfg, tb)
 	if e.fresh <= now && !same {
 		revive(e, a, now)
 	}
@@ -197,6 +205,16 @@ func (s *Store) ApplyFields(ctx context.Context, key string, a algo.Algorithm, r
 
 // tbSlot is the token bucket's Slot, which Apply does not ask it for.
 var tbSlot = algo.TokenBucket{}.Slot()
+
+// refused is the error of a call refused with err (the store closed, the context done)
+// before its input was checked in full: bad input stays the caller's error first, as
+// storecheck.Call orders them.
+func (s *Store) refused(key string, a algo.Algorithm, req algo.Request, err error) error {
+	if ierr := storecheck.Apply(key, a, req); ierr != nil {
+		return ierr
+	}
+	return err
+}
 
 // Expiry, the rule both stores follow: a state expires at the instant it would equal a
 // fresh one, computed when it was last written, under the config of that write (Redis: the

@@ -154,28 +154,64 @@ func (s *Store) ApplyFields(ctx context.Context, key string, a algo.Algorithm, r
 		slot = a.Slot()
 	}
 	h, sh := s.locate(key)
-	sh.mu.Lock()
-	var e *entry
-	if t := &sh.first; t.m != nil && t.slot == slot {
-		e = t.find(h, key)
-	} else {
-		e = sh.find(h, key, slot)
+	// The fast path: the key's entry, found without the shard's lock (see table), last
+	// written under a (so a is valid, revive would keep its state and wrote has nothing to
+	// record), decided under the entry's lock alone. Calls on distinct keys then write no
+	// memory they share, and scale with the cores as separate limiters do.
+	if gs := sh.first.cur.Load(); gs != nil && gs.slot == slot {
+		e := gs.candidate(h)
+		if e == nil || e.h != h || e.key != key {
+			e = gs.probe(h, key)
+		}
+		if e != nil {
+			e.mu.Lock()
+			if e.state != nil && (isTB && isTokenBucket(e.cfg, tb) || !isTB && is(e.cfg, a)) {
+				var now int64
+				if s.onReal {
+					now = realMicros()
+				} else {
+					now = s.now()
+				}
+				var d algo.Decision
+				if isTB {
+					tb.ApplyTo(e.state, now, req, &d) // in place, with no struct copy
+				} else {
+					d = a.Apply(e.state, now, req)
+				}
+				if d.Allowed || !isTB && writesOnDenial(a) {
+					e.fresh = freshIn(now, d.ResetAfter)
+				}
+				e.mu.Unlock()
+				return d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter, d.Wait, d.At, nil
+			}
+			e.mu.Unlock() // dead, or under another config: the locked way
+		}
 	}
-	// same: e's last write was under a, so a is valid, revive keeps its state and wrote
-	// has nothing to record; decided without an interface comparison for a token bucket.
+	return s.applyLocked(sh, h, key, slot, a, tb, isTB, req)
+}
+
+// applyLocked is ApplyFields under the shard's lock: a new key, a key last written under
+// another config (or never), an entry that went dead, a slot other than the shard's
+// first. tb is a when isTB.
+func (s *Store) applyLocked(sh *shard, h uint64, key, slot string, a algo.Algorithm, tb algo.TokenBucket, isTB bool, req algo.Request) (allowed bool, limit, remaining int64, retryAfter, resetAfter, wait time.Duration, at int64, err error) {
+	sh.mu.Lock()
+	e := sh.find(h, key, slot)
+	if e != nil {
+		e.mu.Lock()
+	}
+	// same: as on the fast path, for a token bucket (another algorithm was checked by
+	// storecheck.Apply, and revive and wrote compare its config).
 	same := isTB && e != nil && isTokenBucket(e.cfg, tb)
 	if isTB && !same {
 		if err := tb.Validate(); err != nil {
+			if e != nil {
+				e.mu.Unlock()
+			}
 			sh.mu.Unlock()
 			return false, 0, 0, 0, 0, 0, 0, err
 		}
 	}
-	var now int64
-	if s.onReal {
-		now = realMicros()
-	} else {
-		now = s.now()
-	}
+	now := s.now()
 	if e == nil {
 		var soon int64
 		if e, soon = s.insert(sh, h, key, slot, a, now); e == nil {
@@ -183,13 +219,14 @@ func (s *Store) ApplyFields(ctx context.Context, key string, a algo.Algorithm, r
 			d := fullDenial(a.Apply(a.NewState(), now, req), now, soon)
 			return d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter, d.Wait, d.At, nil
 		}
+		e.mu.Lock()
 	}
 	if e.fresh <= now && !same {
 		revive(e, a, now)
 	}
 	var d algo.Decision
 	if isTB {
-		tb.ApplyTo(e.state, now, req, &d) // in place, with no struct copy
+		tb.ApplyTo(e.state, now, req, &d)
 	} else {
 		d = a.Apply(e.state, now, req)
 	}
@@ -199,6 +236,7 @@ func (s *Store) ApplyFields(ctx context.Context, key string, a algo.Algorithm, r
 			sh.wrote(e, a)
 		}
 	}
+	e.mu.Unlock()
 	sh.mu.Unlock()
 	return d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter, d.Wait, d.At, nil
 }
@@ -283,6 +321,8 @@ func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int6
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if e := sh.find(h, key, slot); e != nil {
+		e.mu.Lock()
+		defer e.mu.Unlock()
 		now := s.now()
 		if e.fresh <= now {
 			revive(e, a, now) // under another config: a fresh state, nothing to give back
@@ -330,7 +370,7 @@ const evictSample = 16
 // While an overflow state is not fresh, a new entry under its slot starts as a copy of it
 // rather than fresh, since its key may have been decided by it before: an entry never
 // starts more permissive than the state that last decided its key. The returned entry is
-// an overflow state when it is not in sh.m (see entry.overflow).
+// an overflow state when it is in no table (see entry.overflow).
 func (s *Store) insert(sh *shard, h uint64, key, slot string, a algo.Algorithm, now int64) (e *entry, soon int64) {
 	var ov *entry
 	if s.perMax > 0 {

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe" // Sizeof only, for the shard's padding
+	"unsafe" // Sizeof for the shard's padding, StringData for same
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
@@ -158,9 +158,9 @@ func (s *Store) ApplyFields(ctx context.Context, key string, a algo.Algorithm, r
 	// written under a (so a is valid, revive would keep its state and wrote has nothing to
 	// record), decided under the entry's lock alone. Calls on distinct keys then write no
 	// memory they share, and scale with the cores as separate limiters do.
-	if gs := sh.first.cur.Load(); gs != nil && gs.slot == slot {
+	if gs := sh.first.cur.Load(); gs != nil && same(gs.slot, slot) {
 		e := gs.candidate(h)
-		if e == nil || e.h != h || e.key != key {
+		if e == nil || e.h != h || !same(e.key, key) {
 			e = gs.probe(h, key)
 		}
 		if e != nil {
@@ -239,6 +239,13 @@ func (s *Store) applyLocked(sh *shard, h uint64, key, slot string, a algo.Algori
 	e.mu.Unlock()
 	sh.mu.Unlock()
 	return d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter, d.Wait, d.At, nil
+}
+
+// same reports a == b, at once when they share their bytes (a slot name from one constant,
+// a key the caller keeps): the compiler calls runtime.memequal for any other comparison
+// of strings whose length is not a constant.
+func same(a, b string) bool {
+	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
 }
 
 // tbSlot is the token bucket's Slot, which Apply does not ask it for.

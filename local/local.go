@@ -47,14 +47,16 @@ type shard struct {
 	_ [shardPad]byte
 }
 
+// shardFields puts what every locked call writes (mu, n) in the first cache line, and the
+// first table, which the lock-free lookups read, in the second.
 type shardFields struct {
 	mu        sync.Mutex
-	first     table     // the table of the first slot used (m nil until then): one load less
-	more      []*table  // the tables of the other slots
-	n         int       // entries held
-	cfgs      [4]config // the configs interned last (see intern)
+	n         int      // entries held
+	more      []*table // the tables of the other slots
 	over      map[string]*entry
-	overflows uint64 // requests of new keys that found the shard full (see Overflows)
+	overflows uint64    // requests of new keys that found the shard full (see Overflows)
+	cfgs      [4]config // the configs interned last (see intern)
+	first     table     // the table of the first slot used (empty until then): one load less
 }
 
 const shardPad = (128 - unsafe.Sizeof(shardFields{})%128) % 128

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ratekit/limiter/algo"
 )
@@ -117,4 +118,33 @@ func TestTableGrowsAndShrinks(t *testing.T) {
 	if gs := tb.cur.Load(); tb.used*4 > len(gs.g)*8*3 {
 		t.Fatalf("%d of %d slots used", tb.used, len(gs.g)*8)
 	}
+}
+
+// TestFastPathTakesNoShardLock: a call on a key last written under the same config
+// decides while its shard's lock is held elsewhere: calls on distinct keys never wait
+// for, nor write, the shard's lock.
+func TestFastPathTakesNoShardLock(t *testing.T) {
+	t.Parallel()
+	s := mustNew(t, WithShards(1), WithSweepInterval(0))
+	ctx := context.Background()
+	a := algo.TokenBucket{Rate: 1, Burst: 10}
+	if _, err := s.Apply(ctx, "k", a, algo.Request{N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	sh := &s.shards[0]
+	sh.mu.Lock()
+	done := make(chan algo.Decision)
+	go func() {
+		d, _ := s.Apply(ctx, "k", a, algo.Request{N: 1})
+		done <- d
+	}()
+	select {
+	case d := <-done:
+		if !d.Allowed || d.Remaining != 8 {
+			t.Errorf("Apply under a held shard lock = %+v, want the second of 10 permits", d)
+		}
+	case <-time.After(10 * time.Second): // a failure deadline, not a synchronisation
+		t.Fatal("Apply on an existing key waited for the shard's lock")
+	}
+	sh.mu.Unlock()
 }

@@ -115,8 +115,8 @@ func TestTableGrowsAndShrinks(t *testing.T) {
 	if n != len(es) {
 		t.Fatalf("each visited %d entries, want %d", n, len(es))
 	}
-	if gs := tb.cur.Load(); tb.used*4 > len(gs.g)*8*3 {
-		t.Fatalf("%d of %d slots used", tb.used, len(gs.g)*8)
+	if gs := tb.cur.Load(); tb.used*4 > len(gs.g)*groupSlots*3 {
+		t.Fatalf("%d of %d slots used", tb.used, len(gs.g)*groupSlots)
 	}
 }
 

@@ -13,8 +13,8 @@ import (
 
 // table holds a shard's entries of one algorithm slot, keyed by the 64-bit hash of the
 // user key (the hash that also picked the shard, so a call hashes its key once), in an
-// open-addressing hash table of groups of eight slots (tables), as Go's maps lay
-// theirs out. Unlike a Go map, a lookup (find) may run without the shard's lock, so that
+// open-addressing hash table of groups of seven slots (tables), much as Go's maps
+// lay theirs out, a group filling one cache line. Unlike a Go map, a lookup (find) may run without the shard's lock, so that
 // calls on distinct keys write no memory they share (Apply's fast path): the table is
 // changed only under the shard's lock, every slot is read and written atomically, and a
 // table that must grow is copied and the copy published, the old one left as it was for
@@ -55,19 +55,21 @@ type groups struct {
 	mask uint64
 }
 
-// group is eight slots: their tags in one word, then their entries. A tag is tagEmpty,
+// group is seven slots in 64 bytes, one cache line: their tags in the low seven bytes
+// of one word (the top byte is unused, always 0), then their entries. A tag is tagEmpty,
 // tagDeleted, or 0x80 | the hash's top seven bits for a slot that holds an entry (a
 // lookup compares the entry's hash and key only where the tag matches).
 type group struct {
 	tags atomic.Uint64
-	e    [8]atomic.Pointer[entry]
+	e    [groupSlots]atomic.Pointer[entry]
 }
 
 const (
 	tagEmpty   = 0
 	tagDeleted = 1
+	groupSlots = 7
 	lsb        = 0x0101010101010101
-	msb        = 0x8080808080808080
+	msb        = 0x0080808080808080 // the top bit of each slot's tag byte
 )
 
 func tagOf(h uint64) uint64 { return h>>57 | 0x80 }
@@ -76,12 +78,12 @@ func tagOf(h uint64) uint64 { return h>>57 | 0x80 }
 // 16, see maxShards).
 func (gs *groups) home(h uint64) uint64 { return h >> 16 & gs.mask }
 
-// zeroBytes marks, with its top bit, each byte of w that is zero: exactly so up to the
-// lowest one, maybe falsely above it (a borrow), which only a candidate tag match
-// tolerates (its entry is compared); whether w has a zero byte at all is exact.
+// zeroBytes marks, with its top bit, each slot's byte of w that is zero: exactly so up to
+// the lowest one, maybe falsely above it (a borrow), which only a candidate tag match
+// tolerates (its entry is compared); whether a slot's byte is zero at all is exact.
 func zeroBytes(w uint64) uint64 { return (w - lsb) &^ w & msb }
 
-// free marks the bytes of w that are tagEmpty or tagDeleted: exactly.
+// free marks the slots' bytes of w that are tagEmpty or tagDeleted: exactly.
 func free(w uint64) uint64 { return ^w & msb }
 
 // find returns the entry of key, whose hash is h, or nil. It takes no lock: the caller
@@ -107,7 +109,7 @@ func (gs *groups) find(h uint64, key string) *entry {
 func (gs *groups) candidate(h uint64) *entry {
 	g := &gs.g[gs.home(h)]
 	if m := zeroBytes(g.tags.Load() ^ tagOf(h)*lsb); m != 0 {
-		return g.e[bits.TrailingZeros64(m)>>3&7].Load()
+		return g.e[bits.TrailingZeros64(m)>>3].Load()
 	}
 	return nil
 }
@@ -119,7 +121,7 @@ func (gs *groups) probe(h uint64, key string) *entry {
 		g := &gs.g[i]
 		tags := g.tags.Load()
 		for m := zeroBytes(tags ^ tag); m != 0; m &= m - 1 {
-			if e := g.e[bits.TrailingZeros64(m)>>3&7].Load(); e != nil && e.h == h && e.key == key {
+			if e := g.e[bits.TrailingZeros64(m)>>3].Load(); e != nil && e.h == h && e.key == key {
 				return e
 			}
 		}
@@ -133,7 +135,7 @@ func (gs *groups) probe(h uint64, key string) *entry {
 // its slots are used. It is called with the shard's lock held.
 func (t *table) add(e *entry) {
 	gs := t.cur.Load()
-	if gs == nil || (t.used+1)*4 > len(gs.g)*8*3 {
+	if gs == nil || (t.used+1)*4 > len(gs.g)*groupSlots*3 {
 		gs = t.grow()
 	}
 	for i, step := gs.home(e.h), uint64(1); ; i, step = (i+step)&gs.mask, step+1 {
@@ -188,7 +190,7 @@ func (t *table) grow() *groups {
 		}
 	}
 	size := 1
-	for size*8 < 2*n {
+	for size*groupSlots < 2*n {
 		size <<= 1
 	}
 	gs := &groups{slot: t.slot, g: make([]group, size), mask: uint64(size - 1)}

@@ -127,24 +127,26 @@ func TestFastPathTakesNoShardLock(t *testing.T) {
 	t.Parallel()
 	s := mustNew(t, WithShards(1), WithSweepInterval(0))
 	ctx := context.Background()
-	a := algo.TokenBucket{Rate: 1, Burst: 10}
-	if _, err := s.Apply(ctx, "k", a, algo.Request{N: 1}); err != nil {
-		t.Fatal(err)
-	}
-	sh := &s.shards[0]
-	sh.mu.Lock()
-	done := make(chan algo.Decision)
-	go func() {
-		d, _ := s.Apply(ctx, "k", a, algo.Request{N: 1})
-		done <- d
-	}()
-	select {
-	case d := <-done:
-		if !d.Allowed || d.Remaining != 8 {
-			t.Errorf("Apply under a held shard lock = %+v, want the second of 10 permits", d)
+	// The shard's first table, and another slot's.
+	for _, a := range []algo.Algorithm{algo.TokenBucket{Rate: 1, Burst: 10}, algo.FixedWindow{Limit: 10, Window: time.Hour}} {
+		if _, err := s.Apply(ctx, "k", a, algo.Request{N: 1}); err != nil {
+			t.Fatal(err)
 		}
-	case <-time.After(10 * time.Second): // a failure deadline, not a synchronisation
-		t.Fatal("Apply on an existing key waited for the shard's lock")
+		sh := &s.shards[0]
+		sh.mu.Lock()
+		done := make(chan algo.Decision)
+		go func() {
+			d, _ := s.Apply(ctx, "k", a, algo.Request{N: 1})
+			done <- d
+		}()
+		select {
+		case d := <-done:
+			if !d.Allowed || d.Remaining != 8 {
+				t.Errorf("%s: Apply under a held shard lock = %+v, want the second of 10 permits", a, d)
+			}
+		case <-time.After(10 * time.Second): // a failure deadline, not a synchronisation
+			t.Fatalf("%s: Apply on an existing key waited for the shard's lock", a)
+		}
+		sh.mu.Unlock()
 	}
-	sh.mu.Unlock()
 }

@@ -9,8 +9,8 @@ import (
 // of up to 16 bytes, the usual user IDs, IP addresses and names, are hashed inline by the
 // short-input path of wyhash, seeded per store: a few multiplications where maphash.String
 // takes three calls into the runtime; longer keys go to maphash. A forged collision costs
-// no more than a lookup by key (table.coll, a Go map with its own seeded hash) and a
-// crowded shard: never a wrong answer.
+// a longer probe (entries are told apart by hash and key) and a crowded shard: never a
+// wrong answer.
 
 // hasher hashes keys for one store.
 type hasher struct {

@@ -51,8 +51,8 @@ type shard struct {
 // first table, which the lock-free lookups read, in the second.
 type shardFields struct {
 	mu        sync.Mutex
-	n         int      // entries held
-	more      []*table // the tables of the other slots
+	n         int                      // entries held
+	more      atomic.Pointer[[]*table] // the tables of the other slots, replaced when one is added
 	over      map[string]*entry
 	overflows uint64    // requests of new keys that found the shard full (see Overflows)
 	cfgs      [4]config // the configs interned last (see intern)
@@ -160,7 +160,11 @@ func (s *Store) ApplyFields(ctx context.Context, key string, a algo.Algorithm, r
 	// written under a (so a is valid, revive would keep its state and wrote has nothing to
 	// record), decided under the entry's lock alone. Calls on distinct keys then write no
 	// memory they share, and scale with the cores as separate limiters do.
-	if gs := sh.first.cur.Load(); gs != nil && same(gs.slot, slot) {
+	gs := sh.first.cur.Load()
+	if gs != nil && !same(gs.slot, slot) {
+		gs = sh.other(slot)
+	}
+	if gs != nil {
 		e := gs.candidate(h)
 		if e == nil || e.h != h || !same(e.key, key) {
 			e = gs.probe(h, key)

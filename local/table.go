@@ -303,9 +303,24 @@ func (sh *shard) table(slot string) *table {
 	if sh.first.slot == slot && sh.first.cur.Load() != nil {
 		return &sh.first
 	}
-	for _, t := range sh.more {
-		if t.slot == slot {
-			return t
+	if more := sh.more.Load(); more != nil {
+		for _, t := range *more {
+			if t.slot == slot {
+				return t
+			}
+		}
+	}
+	return nil
+}
+
+// other returns the entries of slot when the shard's first table is another slot's, or
+// nil. It takes no lock (see table).
+func (sh *shard) other(slot string) *groups {
+	if more := sh.more.Load(); more != nil {
+		for _, t := range *more {
+			if gs := t.cur.Load(); gs != nil && same(gs.slot, slot) {
+				return gs
+			}
 		}
 	}
 	return nil
@@ -316,9 +331,11 @@ func (sh *shard) tables(yield func(*table) bool) {
 	if sh.first.cur.Load() == nil || !yield(&sh.first) {
 		return
 	}
-	for _, t := range sh.more {
-		if !yield(t) {
-			return
+	if more := sh.more.Load(); more != nil {
+		for _, t := range *more {
+			if !yield(t) {
+				return
+			}
 		}
 	}
 }
@@ -343,7 +360,12 @@ func (sh *shard) add(h uint64, slot string, e *entry) {
 		t = &sh.first
 	default:
 		t = &table{slot: slot}
-		sh.more = append(sh.more, t)
+		var more []*table // a new slice: lookups may be reading the old one
+		if old := sh.more.Load(); old != nil {
+			more = append(more, *old...)
+		}
+		more = append(more, t)
+		sh.more.Store(&more)
 	}
 	e.h = h
 	t.add(e)

@@ -314,7 +314,10 @@ func (sh *shard) table(slot string) *table {
 }
 
 // other returns the entries of slot when the shard's first table is another slot's, or
-// nil. It takes no lock (see table).
+// nil. It takes no lock (see table). Not inlined: Apply's fast path stays small for the
+// usual store of one slot.
+//
+//go:noinline
 func (sh *shard) other(slot string) *groups {
 	if more := sh.more.Load(); more != nil {
 		for _, t := range *more {

@@ -139,6 +139,10 @@ type Algorithm interface {
 // the same span in nanoseconds, so token arithmetic matches golang.org/x/time/rate bit for
 // bit. The Lua twins compute it with the same operations.
 func seconds(us int64) float64 {
+	if uint64(us) < 1_000_000 {
+		// Under a second (the hot paths' usual span): sec is 0, and 0 + x is x exactly.
+		return float64(us*1000) / 1e9
+	}
 	sec := us / 1_000_000
 	rem := us % 1_000_000
 	return float64(sec) + float64(rem*1000)/1e9

@@ -273,9 +273,35 @@ func (c TokenBucket) untilFullFrom(s *TokenBucketState, t int64, r float64) int6
 	}
 	burst := float64(c.Burst)
 	// The explicit conversions forbid a fused multiply-add, which Redis' Lua never does.
-	tokens := min(burst, s.tokens+float64(seconds(t-s.last)*r))
-	full := func(d int64) bool { return s.tokens+float64(seconds(t+d-s.last)*r) >= burst }
-	return firstMicro(ceilMicros((burst-tokens)/r*1e6), 0, full)
+	// At t = s.last (every grant asks so) the refill is s.tokens + 0: skipped.
+	tokens := s.tokens
+	if t != s.last {
+		tokens += float64(seconds(t-s.last) * r)
+	}
+	d := ceilMicros((burst - min(burst, tokens)) / r * 1e6)
+	// The estimate is almost always the answer: checked here, with no closure call, it is
+	// what firstMicro returns (firstMicro moves d only when full(d-1) or !full(d)). Allow's
+	// fast path runs this on every grant. At t = s.last, full(0) is s.tokens ≥ Burst, which
+	// d ≥ 1 rules out (the deficit Burst - tokens is positive): d = 1 needs one check.
+	if d < MaxMicros && (d == 0 || d == 1 && t == s.last || !c.fullAt(s, t+d-1, r)) && c.fullAt(s, t+d, r) {
+		return d
+	}
+	return c.firstFull(s, t, r, d)
+}
+
+// firstFull is untilFullFrom's answer when its estimate d is off: firstMicro corrects it.
+// It is a call of its own, so that untilFullFrom sets up no closure.
+//
+//go:noinline
+func (c TokenBucket) firstFull(s *TokenBucketState, t int64, r float64, d int64) int64 {
+	return firstMicro(d, 0, func(d int64) bool { return c.fullAt(s, t+d, r) })
+}
+
+// fullAt reports whether s, refilling at r per second, holds Burst tokens at t (≥ s.last)
+// by advance's float64 arithmetic.
+func (c TokenBucket) fullAt(s *TokenBucketState, t int64, r float64) bool {
+	// The explicit conversion forbids a fused multiply-add, which Redis' Lua never does.
+	return s.tokens+float64(seconds(t-s.last)*r) >= float64(c.Burst)
 }
 
 // Samples (see Samples): whole and fractional rates, intervals that are not whole µs

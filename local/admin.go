@@ -35,7 +35,10 @@ func (s *Store) Peek(ctx context.Context, key string, a algo.Algorithm, req algo
 	defer sh.mu.Unlock()
 	now := s.now()
 	// A nil state (a fresh one) is applied as a throw-away a.NewState(): no copy needed.
-	st := sh.peekState(h, key, slot, a, now)
+	e, st := sh.peekState(h, key, slot, a, now)
+	if e != nil {
+		defer e.mu.Unlock()
+	}
 	d, ok := algo.Peek(a, st, now, req)
 	if !ok {
 		return algo.Decision{}, fmt.Errorf("%w: local.Peek: %s's state (%T) cannot be copied (algo.StateCloner)",
@@ -45,18 +48,20 @@ func (s *Store) Peek(ctx context.Context, key string, a algo.Algorithm, req algo
 }
 
 // peekState returns the state Apply would decide key with under slot at now, or nil for
-// a fresh one; it changes nothing. It is called with sh.mu held.
-func (sh *shard) peekState(h uint64, key, slot string, a algo.Algorithm, now int64) algo.State {
+// a fresh one; it changes nothing. It is called with sh.mu held, and returns with the lock
+// of the key's entry e held when it has one (the caller releases it once done with the state).
+func (sh *shard) peekState(h uint64, key, slot string, a algo.Algorithm, now int64) (*entry, algo.State) {
 	if e := sh.find(h, key, slot); e != nil {
+		e.mu.Lock()
 		if e.fresh <= now && e.cfg != (config{}) && !is(e.cfg, a) && !carriesConfig(e.state) {
-			return nil // revive would start it afresh
+			return e, nil // revive would start it afresh
 		}
-		return e.state
+		return e, e.state
 	}
 	if ov := sh.over[slot]; ov != nil && ov.fresh > now {
-		return ov.state // a new entry starts as a copy of it, or is decided by it
+		return nil, ov.state // a new entry starts as a copy of it, or is decided by it
 	}
-	return nil
+	return nil, nil
 }
 
 // Reset forgets the state of key under each of rules: their entries are removed under the

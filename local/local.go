@@ -2,7 +2,6 @@ package local
 
 import (
 	"context"
-	"hash/maphash"
 	"math"
 	"math/bits"
 	"reflect"
@@ -10,7 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe" // Sizeof only, for the shard's padding
+	"unsafe" // Sizeof for the shard's padding, StringData for same
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
@@ -25,7 +24,7 @@ var _ store.Store = (*Store)(nil)
 type Store struct {
 	clock   clockx.Clock
 	onReal  bool // clock is clockx.Real(): read it with realMicros, the cheaper way
-	seed    maphash.Seed
+	hasher  hasher
 	shards  []shard
 	mask    uint64
 	perMax  int // keys per shard, 0 = unbounded
@@ -48,14 +47,16 @@ type shard struct {
 	_ [shardPad]byte
 }
 
+// shardFields puts what every locked call writes (mu, n) in the first cache line, and the
+// first table, which the lock-free lookups read, in the second.
 type shardFields struct {
 	mu        sync.Mutex
-	first     table     // the table of the first slot used (m nil until then): one load less
-	more      []*table  // the tables of the other slots
-	n         int       // entries held
-	cfgs      [4]config // the configs interned last (see intern)
+	n         int                      // entries held
+	more      atomic.Pointer[[]*table] // the tables of the other slots, replaced when one is added
 	over      map[string]*entry
-	overflows uint64 // requests of new keys that found the shard full (see Overflows)
+	overflows uint64    // requests of new keys that found the shard full (see Overflows)
+	cfgs      [4]config // the configs interned last (see intern)
+	first     table     // the table of the first slot used (empty until then): one load less
 }
 
 const shardPad = (128 - unsafe.Sizeof(shardFields{})%128) % 128
@@ -85,7 +86,7 @@ func New(opts ...Option) (*Store, error) {
 	s := &Store{
 		clock:  o.clock,
 		onReal: o.clock == clockx.Real(),
-		seed:   maphash.MakeSeed(),
+		hasher: newHasher(),
 		shards: make([]shard, n),
 		mask:   uint64(n - 1),
 		stop:   make(chan struct{}),
@@ -113,7 +114,7 @@ func fallbackMicros() int64 { return time.Now().UnixMicro() }
 
 // locate returns the hash of key and the shard that holds every state of key.
 func (s *Store) locate(key string) (uint64, *shard) {
-	h := maphash.String(s.seed, key)
+	h := s.hasher.hash(key)
 	return h, &s.shards[h&s.mask]
 }
 
@@ -132,19 +133,22 @@ func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req alg
 // loads that stall on the 8-byte stores just made to it.
 func (s *Store) ApplyFields(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (allowed bool, limit, remaining int64, retryAfter, resetAfter, wait time.Duration, at int64, err error) {
 	// The checks, the clock and the lookup are written out for a token bucket on a live
-	// context: a few comparisons, with no call that the compiler does not inline.
+	// context: a few comparisons, with no call that the compiler does not inline. A token
+	// bucket's Validate waits for the lookup: an entry last written under the very same
+	// config proves it valid (an invalid one never writes), which saves the check on
+	// nearly every call.
 	tb, isTB := a.(algo.TokenBucket)
-	if !isTB || key == "" || req.N <= 0 || tb.Validate() != nil {
+	if !isTB || key == "" || req.N <= 0 {
 		if err := storecheck.Apply(key, a, req); err != nil {
 			return false, 0, 0, 0, 0, 0, 0, err
 		}
 	}
 	if s.closed.Load() {
-		return false, 0, 0, 0, 0, 0, 0, store.ErrClosed
+		return false, 0, 0, 0, 0, 0, 0, s.refused(key, a, req, store.ErrClosed)
 	}
 	if ctx != nil && ctx.Done() != nil {
 		if err := storecheck.Context(ctx); err != nil {
-			return false, 0, 0, 0, 0, 0, 0, err
+			return false, 0, 0, 0, 0, 0, 0, s.refused(key, a, req, err)
 		}
 	}
 	slot := tbSlot
@@ -152,19 +156,68 @@ func (s *Store) ApplyFields(ctx context.Context, key string, a algo.Algorithm, r
 		slot = a.Slot()
 	}
 	h, sh := s.locate(key)
+	// The fast path: the key's entry, found without the shard's lock (see table), last
+	// written under a (so a is valid, revive would keep its state and wrote has nothing to
+	// record), decided under the entry's lock alone. Calls on distinct keys then write no
+	// memory they share, and scale with the cores as separate limiters do.
+	gs := sh.first.cur.Load()
+	if gs != nil && !same(gs.slot, slot) {
+		gs = sh.other(slot)
+	}
+	if gs != nil {
+		e := gs.candidate(h)
+		if e == nil || e.h != h || !same(e.key, key) {
+			e = gs.probe(h, key)
+		}
+		if e != nil {
+			e.mu.Lock()
+			if e.state != nil && (isTB && isTokenBucket(e.cfg, tb) || !isTB && is(e.cfg, a)) {
+				var now int64
+				if s.onReal {
+					now = realMicros()
+				} else {
+					now = s.now()
+				}
+				var d algo.Decision
+				if isTB {
+					tb.ApplyTo(e.state, now, req, &d) // in place, with no struct copy
+				} else {
+					d = a.Apply(e.state, now, req)
+				}
+				if d.Allowed || !isTB && writesOnDenial(a) {
+					e.fresh = freshIn(now, d.ResetAfter)
+				}
+				e.mu.Unlock()
+				return d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter, d.Wait, d.At, nil
+			}
+			e.mu.Unlock() // dead, or under another config: the locked way
+		}
+	}
+	return s.applyLocked(sh, h, key, slot, a, tb, isTB, req)
+}
+
+// applyLocked is ApplyFields under the shard's lock: a new key, a key last written under
+// another config (or never), an entry that went dead, a slot other than the shard's
+// first. tb is a when isTB.
+func (s *Store) applyLocked(sh *shard, h uint64, key, slot string, a algo.Algorithm, tb algo.TokenBucket, isTB bool, req algo.Request) (allowed bool, limit, remaining int64, retryAfter, resetAfter, wait time.Duration, at int64, err error) {
 	sh.mu.Lock()
-	var now int64
-	if s.onReal {
-		now = realMicros()
-	} else {
-		now = s.now()
+	e := sh.find(h, key, slot)
+	if e != nil {
+		e.mu.Lock()
 	}
-	var e *entry
-	if t := &sh.first; t.m != nil && t.slot == slot {
-		e = t.find(h, key)
-	} else {
-		e = sh.find(h, key, slot)
+	// same: as on the fast path, for a token bucket (another algorithm was checked by
+	// storecheck.Apply, and revive and wrote compare its config).
+	same := isTB && e != nil && isTokenBucket(e.cfg, tb)
+	if isTB && !same {
+		if err := tb.Validate(); err != nil {
+			if e != nil {
+				e.mu.Unlock()
+			}
+			sh.mu.Unlock()
+			return false, 0, 0, 0, 0, 0, 0, err
+		}
 	}
+	now := s.now()
 	if e == nil {
 		var soon int64
 		if e, soon = s.insert(sh, h, key, slot, a, now); e == nil {
@@ -172,16 +225,14 @@ func (s *Store) ApplyFields(ctx context.Context, key string, a algo.Algorithm, r
 			d := fullDenial(a.Apply(a.NewState(), now, req), now, soon)
 			return d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter, d.Wait, d.At, nil
 		}
+		e.mu.Lock()
 	}
-	// same: e's last write was under a, so revive keeps its state and wrote has nothing to
-	// record; decided without an interface comparison for a token bucket.
-	same := isTB && isTokenBucket(e.cfg, tb)
 	if e.fresh <= now && !same {
 		revive(e, a, now)
 	}
 	var d algo.Decision
 	if isTB {
-		tb.ApplyTo(e.state, now, req, &d) // in place, with no struct copy
+		tb.ApplyTo(e.state, now, req, &d)
 	} else {
 		d = a.Apply(e.state, now, req)
 	}
@@ -191,12 +242,30 @@ func (s *Store) ApplyFields(ctx context.Context, key string, a algo.Algorithm, r
 			sh.wrote(e, a)
 		}
 	}
+	e.mu.Unlock()
 	sh.mu.Unlock()
 	return d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter, d.Wait, d.At, nil
 }
 
+// same reports a == b, at once when they share their bytes (a slot name from one constant,
+// a key the caller keeps): the compiler calls runtime.memequal for any other comparison
+// of strings whose length is not a constant.
+func same(a, b string) bool {
+	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
+}
+
 // tbSlot is the token bucket's Slot, which Apply does not ask it for.
 var tbSlot = algo.TokenBucket{}.Slot()
+
+// refused is the error of a call refused with err (the store closed, the context done)
+// before its input was checked in full: bad input stays the caller's error first, as
+// storecheck.Call orders them.
+func (s *Store) refused(key string, a algo.Algorithm, req algo.Request, err error) error {
+	if ierr := storecheck.Apply(key, a, req); ierr != nil {
+		return ierr
+	}
+	return err
+}
 
 // Expiry, the rule both stores follow: a state expires at the instant it would equal a
 // fresh one, computed when it was last written, under the config of that write (Redis: the
@@ -265,6 +334,8 @@ func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int6
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if e := sh.find(h, key, slot); e != nil {
+		e.mu.Lock()
+		defer e.mu.Unlock()
 		now := s.now()
 		if e.fresh <= now {
 			revive(e, a, now) // under another config: a fresh state, nothing to give back
@@ -312,7 +383,7 @@ const evictSample = 16
 // While an overflow state is not fresh, a new entry under its slot starts as a copy of it
 // rather than fresh, since its key may have been decided by it before: an entry never
 // starts more permissive than the state that last decided its key. The returned entry is
-// an overflow state when it is not in sh.m (see entry.overflow).
+// an overflow state when it is in no table (see entry.overflow).
 func (s *Store) insert(sh *shard, h uint64, key, slot string, a algo.Algorithm, now int64) (e *entry, soon int64) {
 	var ov *entry
 	if s.perMax > 0 {

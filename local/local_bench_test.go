@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"math/rand/v2"
 	"strconv"
 	"testing"
 	"time"
@@ -76,5 +77,37 @@ func TestRealMicros(t *testing.T) {
 		if got < before || got > after {
 			t.Fatalf("realMicros() = %d, want within [%d, %d]", got, before, after)
 		}
+	}
+}
+
+// BenchmarkApplyZipf is one decision on zipf-drawn keys of a population held in full (the
+// bench module's keyed rows, on the store alone): 1k keys, in cache; 64k, not all of them.
+func BenchmarkApplyZipf(b *testing.B) {
+	for _, n := range []int{1_000, 1 << 16} {
+		b.Run("keys="+strconv.Itoa(n), func(b *testing.B) {
+			s := mustNew(b, WithSweepInterval(0))
+			defer s.Close()
+			ctx := context.Background()
+			var a algo.Algorithm = algo.TokenBucket{Rate: 1e9, Burst: 1 << 30}
+			keys := make([]string, n)
+			for i := range keys {
+				keys[i] = "user:" + strconv.Itoa(i)
+				if _, err := s.Apply(ctx, keys[i], a, algo.Request{N: 1}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			z := rand.NewZipf(rand.New(rand.NewPCG(1, uint64(n))), 1.1, 1, uint64(n-1))
+			seq := make([]int32, 1<<16)
+			for i := range seq {
+				seq[i] = int32(z.Uint64())
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := s.Apply(ctx, keys[seq[i&(len(seq)-1)]], a, algo.Request{N: 1}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -40,9 +40,19 @@ func (s *Store) ApplyAll(ctx context.Context, key string, rules []algo.Algorithm
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	now := s.now()
+	// Every entry is held under its own lock too until the end, as the fast path of Apply
+	// decides under that lock alone.
+	defer func() {
+		for _, e := range entries {
+			if e != nil {
+				e.mu.Unlock()
+			}
+		}
+	}()
 	for i, a := range rules {
 		slot := a.Slot()
 		if e := sh.find(h, key, slot); e != nil {
+			e.mu.Lock()
 			if e.fresh <= now {
 				revive(e, a, now)
 			}
@@ -59,6 +69,7 @@ func (s *Store) ApplyAll(ctx context.Context, key string, rules []algo.Algorithm
 			short[i] = soon
 			e = &entry{key: key, state: a.NewState()}
 		}
+		e.mu.Lock()
 		entries[i], added[i] = e, !e.overflow()
 	}
 	ok, cloned := true, true

@@ -106,7 +106,9 @@ func (s *Store) semaphore(ctx context.Context, name string, create bool, f func(
 	if idle := st.IdleAt(); idle == 0 {
 		sh.remove(h, semSlot, e)
 	} else {
+		e.mu.Lock()
 		e.fresh = idle
+		e.mu.Unlock()
 	}
 	return nil
 }

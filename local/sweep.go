@@ -44,15 +44,17 @@ func (s *Store) Sweep() {
 	}
 }
 
-// sweep examines up to limit entries (map iteration starts at a random place) and removes
-// the idle ones. It is called with sh.mu held.
+// sweep examines up to limit entries (from a random place) and removes the idle ones. It
+// is called with sh.mu held.
 func (sh *shard) sweep(now int64, limit int) (seen, removed int) {
-	sh.sample(limit, "", func(t *table, h uint64, e *entry) {
+	sh.sample(limit, "", func(t *table, e *entry) {
 		seen++
+		e.mu.Lock()
 		if e.fresh <= now {
-			sh.remove(h, t.slot, e) // the map may be changed while ranging over it
+			sh.removeLocked(t.slot, e)
 			removed++
 		}
+		e.mu.Unlock()
 	})
 	return seen, removed
 }
@@ -63,40 +65,36 @@ func (sh *shard) sweep(now int64, limit int) (seen, removed int) {
 // holds on to. It is called with sh.mu held.
 func (sh *shard) evictIdle(now int64, limit int, keep string) (soon int64) {
 	soon = math.MaxInt64
-	sh.sample(limit, keep, func(t *table, h uint64, e *entry) {
+	sh.sample(limit, keep, func(t *table, e *entry) {
+		e.mu.Lock()
 		if e.fresh <= now {
-			sh.remove(h, t.slot, e) // the map may be changed while ranging over it
+			sh.removeLocked(t.slot, e)
 		} else {
 			soon = min(soon, e.fresh)
 		}
+		e.mu.Unlock()
 	})
 	return soon
 }
 
 // sample calls f on up to limit entries of the shard's tables, skipping those of the key
-// skip, each table's map from a random place (Go's map iteration), then its collisions
-// (whose hash f does not need: remove finds them by key). f may remove the entry it is
-// given. It is called with sh.mu held.
-func (sh *shard) sample(limit int, skip string, f func(t *table, h uint64, e *entry)) {
+// skip, each table from a random place. f may remove the entry it is given. It is called
+// with sh.mu held.
+func (sh *shard) sample(limit int, skip string, f func(t *table, e *entry)) {
 	seen := 0
 	for t := range sh.tables {
-		for h, e := range t.m {
+		t.each(func(e *entry) bool {
 			if seen == limit {
-				return
+				return false
 			}
 			if e.key != skip {
 				seen++
-				f(t, h, e)
+				f(t, e)
 			}
-		}
-		for _, e := range t.coll {
-			if seen == limit {
-				return
-			}
-			if e.key != skip {
-				seen++
-				f(t, 0, e)
-			}
+			return true
+		})
+		if seen == limit {
+			return
 		}
 	}
 }

@@ -248,6 +248,7 @@ func (s *Store) refill(ctx context.Context, a algo.Algorithm, req algo.Request, 
 		// counted in the state the Reset forgot, so only req is granted from it (as a plain
 		// store's request in flight at the Reset is) and the rest is forgotten with the state.
 		l.mu.Unlock()
+		s.shard(leaseKey{l.key, a.Slot()}).left(d.At) // its grant's At is no later lease's
 		return out, nil
 	}
 	life := s.ttl
@@ -258,13 +259,14 @@ func (s *Store) refill(ctx context.Context, a algo.Algorithm, req algo.Request, 
 		life = min(life, d.ResetAfter)
 	}
 	l.a, l.size, l.left, l.at, l.limit, l.remain = a, size, size-req.N, d.At, d.Limit, d.Remaining
+	l.own, l.top = d.At > l.top, max(l.top, d.At)
 	l.taken, l.reset, l.ends, l.dry, l.denied = now, d.ResetAfter, now.Add(life), time.Time{}, l.denied[:0]
 	l.mu.Unlock()
 	return out, nil
 }
 
 // Refund gives n permits of a grant back: to key's lease when the grant came from it
-// (at is the lease's slice), the lease still lasts and holds no more than its slice after
+// (at is the lease's slice, and no earlier slice of the key has that At), the lease still lasts and holds no more than its slice after
 // it; otherwise to the inner store. A lease that a Reset dropped is gone: the refund of
 // its grants goes to the inner store, as on a plain store.
 func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int64, at int64) error {
@@ -273,7 +275,7 @@ func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int6
 	}
 	if leased(a) {
 		if l := s.lookup(ctx, leaseKey{key, a.Slot()}, false); l != nil {
-			if l.a == a && l.at == at && s.clock.Now().Before(l.ends) && n <= l.size-l.left {
+			if l.a == a && l.own && l.at == at && s.clock.Now().Before(l.ends) && n <= l.size-l.left {
 				l.left += n
 				l.mu.Unlock()
 				return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ratekit/limiter/algo"
@@ -21,7 +22,21 @@ type leaseShard struct {
 	// resetting counts the Resets running on a key: while one runs, the key's requests go
 	// to the inner store, so that no lease holds a slice that the Reset forgets.
 	resetting map[leaseKey]int
-	_         [32]byte // keeps two shards' locks off one cache line
+	// gone is the latest slice At (µs) of the leases that left this shard (evicted,
+	// reset, or filled after they left): a new lease's first slice at or before it might
+	// share its At with their grants (see lease.own).
+	gone atomic.Int64
+	_    [24]byte // keeps two shards' locks off one cache line
+}
+
+// left records that a lease whose slice was granted at `at` left sh.
+func (sh *leaseShard) left(at int64) {
+	for {
+		g := sh.gone.Load()
+		if at <= g || sh.gone.CompareAndSwap(g, at) {
+			return
+		}
+	}
 }
 
 type leaseKey struct{ key, slot string }
@@ -29,13 +44,20 @@ type leaseKey struct{ key, slot string }
 // lease is the slice of one key's quota this process holds; guarded by its own mutex,
 // which is never held while calling the inner store.
 type lease struct {
-	mu     sync.Mutex
-	key    string // its own key: an evicted lease gives its leftover back there
-	a      algo.Algorithm
-	dead   bool      // out of the table (evicted, reset, closed): never granted from or filled again
-	size   int64     // the permits the slice held (Slice, or less at a quota's tail)
-	left   int64     // permits not yet granted
-	at     int64     // the slice's Decision.At, which identifies it to Refund
+	mu   sync.Mutex
+	key  string // its own key: an evicted lease gives its leftover back there
+	a    algo.Algorithm
+	dead bool  // out of the table (evicted, reset, closed): never granted from or filled again
+	size int64 // the permits the slice held (Slice, or less at a quota's tail)
+	left int64 // permits not yet granted
+	at   int64 // the slice's Decision.At, which identifies it to Refund
+	// own is set when at tells the slice's grants from every earlier one's of this key: at
+	// is later than top, the latest At of this lease's earlier slices and of the leases
+	// that left its shard before it was made (leaseShard.gone). Without it a refund of an earlier slice's grant at the
+	// same instant would be credited to this slice and granted again late, beyond the
+	// processes × slice the package documents.
+	own    bool
+	top    int64
 	limit  int64     // the slice's Decision.Limit
 	remain int64     // the inner store's Remaining after the slice
 	taken  time.Time // when the slice was asked for
@@ -116,7 +138,7 @@ func (s *Store) lookup(ctx context.Context, k leaseKey, create bool) *lease {
 			if len(sh.m) >= sh.cap {
 				out = s.evict(sh)
 			}
-			l = &lease{key: k.key}
+			l = &lease{key: k.key, top: sh.gone.Load()}
 			sh.m[k] = l
 			sh.mu.Unlock()
 			for _, o := range out {
@@ -141,6 +163,7 @@ func (s *Store) evict(sh *leaseShard) []*lease {
 	var out []*lease
 	drop := func(k leaseKey, l *lease) {
 		delete(sh.m, k)
+		sh.left(l.at)
 		if c := l.kill(); c.left > 0 {
 			out = append(out, c)
 		}
@@ -205,6 +228,7 @@ func (s *Store) drop(k leaseKey, resetting int) {
 	if l := sh.m[k]; l != nil {
 		delete(sh.m, k)
 		l.mu.Lock()
+		sh.left(l.at)
 		l.kill()
 		l.mu.Unlock()
 	}

@@ -102,12 +102,15 @@ func (b *batcher) do(ctx context.Context, c *call) (any, error) {
 		putCall(c)
 		return nil, err
 	}
+	var start time.Time
 	if b.timeout > 0 {
 		// One deadline for the whole call, sent alone or queued: a caller never waits
 		// longer than the timeout, even for a flusher stuck on a server that hangs.
+		start = time.Now()
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, b.timeout)
-		defer cancel()
+		if ctx, cancel = b.s.bounds.bound(ctx, start); cancel != nil {
+			defer cancel()
+		}
 	}
 	b.mu.Lock()
 	if b.closed {
@@ -131,9 +134,7 @@ func (b *batcher) do(ctx context.Context, c *call) (any, error) {
 		putCall(c)
 		return reply, err
 	}
-	if b.timeout > 0 {
-		c.start = time.Now()
-	}
+	c.start = start
 	b.queue = append(b.queue, c)
 	b.wake()
 	b.mu.Unlock()

@@ -51,7 +51,7 @@ func (s *Store) ApplyAll(ctx context.Context, key string, rules []algo.Algorithm
 	// An apply's own ARGV without config (see multi.lua), then each rule's config; ARGV[2]
 	// is set once every rule's script is known (the TTL padding needs all of them to read it).
 	args := luawire.Apply(make([]any, 0, 4+4*len(rules)), luawire.ServerTime, req.N, req.MaxWait, nil)
-	var keys []string
+	keys := make([]string, 0, 2*len(rules))
 	pads := true
 	for i, a := range rules {
 		sa, e, err := s.script(a)
@@ -60,7 +60,7 @@ func (s *Store) ApplyAll(ctx context.Context, key string, rules []algo.Algorithm
 		}
 		defs[i] = e.def
 		pads = pads && e.def.PadsTTL
-		keys = append(keys, stateKeys(s.prefix, key, a.Slot(), e.def.Keys)...)
+		keys = appendStateKeys(keys, s.prefix, key, a.Slot(), e.def.Keys)
 		at := len(args)
 		args = sa.AppendArgs(append(args, 0))
 		args[at] = len(args) - at - 1

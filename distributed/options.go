@@ -72,7 +72,9 @@ func WithPrefix(p string) Option {
 // WithTimeout bounds every call to Redis (every method of the Store, with or without
 // batching): the call returns by this deadline, or by the caller's context's earlier one,
 // with an error wrapping store.ErrUnavailable and context.DeadlineExceeded. The default
-// is 200 ms; d = 0 leaves the caller's context alone; d < 0 is an error.
+// is 200 ms; d = 0 leaves the caller's context alone; d < 0 is an error. Calls that start
+// within d/64 of each other share one deadline (and its timer), the earliest's: a call may
+// get up to d/64 less than d, never more, and costs no allocation for its deadline.
 //
 // The bound holds whatever the client's options; with a client created without
 // ContextTimeoutEnabled: true, a timed-out call is left to finish behind it (at most 64

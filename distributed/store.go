@@ -30,6 +30,7 @@ type Store struct {
 	client  redis.UniversalClient
 	prefix  string
 	timeout time.Duration
+	bounds  *deadlines   // nil when timeout is 0
 	clock   clockx.Clock // nil: the server's TIME
 	cc      *clientClock // nil: the server's TIME (see clock.go)
 	closed  atomic.Bool
@@ -112,6 +113,9 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 		return nil, o.err
 	}
 	s := &Store{client: client, prefix: o.prefix, timeout: o.timeout, clock: o.clock, ack: o.ack}
+	if o.timeout > 0 {
+		s.bounds = newDeadlines(o.timeout)
+	}
 	if o.clock != nil {
 		s.cc = newClientClock(o.clock, o.tol, o.real)
 	}

@@ -39,6 +39,9 @@ import (
 type scriptEntry struct {
 	def *algo.Script
 	sha string // SHA-1 of def.Source, for EVALSHA
+	// fn, shaArg and src are def.Function, sha and def.Source as command arguments, boxed
+	// once: a string stored in an interface is an allocation per call otherwise.
+	fn, shaArg, src any
 	// cfg caches the config arguments (AppendArgs) of the last algorithm of package algo
 	// run with this script, so that a limiter's calls format and box them once.
 	cfg atomic.Pointer[configArgs]
@@ -46,7 +49,8 @@ type scriptEntry struct {
 
 func newEntry(def *algo.Script) *scriptEntry {
 	sum := sha1.Sum([]byte(def.Source))
-	return &scriptEntry{def: def, sha: hex.EncodeToString(sum[:])}
+	sha := hex.EncodeToString(sum[:])
+	return &scriptEntry{def: def, sha: sha, fn: def.Function, shaArg: sha, src: def.Source}
 }
 
 // step is how a call is sent next.
@@ -125,11 +129,11 @@ func (c *call) to(st step) {
 	c.step = st
 	switch st {
 	case stepFCALL, stepLoad:
-		c.args[0], c.args[1] = "fcall", c.e.def.Function
+		c.args[0], c.args[1] = "fcall", c.e.fn
 	case stepEVALSHA:
-		c.args[0], c.args[1] = "evalsha", c.e.sha
+		c.args[0], c.args[1] = "evalsha", c.e.shaArg
 	case stepEVAL:
-		c.args[0], c.args[1] = "eval", c.e.def.Source
+		c.args[0], c.args[1] = "eval", c.e.src
 	}
 }
 
@@ -152,10 +156,11 @@ func (s *Store) exec(ctx context.Context, e *scriptEntry, keys []string, argv []
 	if s.batch != nil {
 		return s.batch.do(ctx, c) // the batcher owns c from here on
 	}
-	if s.timeout > 0 {
+	if s.bounds != nil {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.timeout)
-		defer cancel()
+		if ctx, cancel = s.bounds.bound(ctx, time.Now()); cancel != nil {
+			defer cancel()
+		}
 	}
 	if s.guard.inline {
 		reply, err := s.send(ctx, c)

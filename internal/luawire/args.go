@@ -36,7 +36,10 @@ func PaddedNow(now, pad int64) any {
 	if pad <= 0 {
 		return now
 	}
-	return strconv.FormatInt(now, 10) + " " + strconv.FormatInt(pad, 10)
+	var buf [41]byte // two int64s and a space: one allocation for the string, not three
+	b := strconv.AppendInt(buf[:0], now, 10)
+	b = append(b, ' ')
+	return string(strconv.AppendInt(b, pad, 10))
 }
 
 // MaxWaitMicros converts a request's MaxWait to ARGV[4] exactly as the Go transitions of

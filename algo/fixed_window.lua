@@ -15,8 +15,8 @@
 -- The grant is the hot path, the one ulule/limiter's INCRBY + PEXPIRE is compared with
 -- (docs/benchmarks.md): one GET, one SET, no closure, no number printed but the TTL.
 
-local limit = tonumber(ARGV[5])
-local w = tonumber(ARGV[6])
+local limit = config_num(ARGV[5])
+local w = config_num(ARGV[6])
 
 local valid, s_win, s_count = false, 0, 0
 local v = get_state(KEYS[1], 17, 70) -- 70: "F"

@@ -20,8 +20,8 @@
 -- T, now and so the TAT are whole µs below 2^53: every sum and difference is exact.
 -- TTL: the time until TAT, when the key is idle.
 
-local rate = tonumber(ARGV[5])
-local burst = tonumber(ARGV[6])
+local rate = config_num(ARGV[5])
+local burst = config_num(ARGV[6])
 local T = math.ceil(1e6 / rate)
 
 -- s_act nil: not known; s_rb: the latest grant acts n·T after the one before it, so its

@@ -144,14 +144,18 @@ if is_peek then redis = peeking(redis) end
 local now = read_now(ARGV[2])
 local op = ARGV[1]
 if op == 'peek' then op = 'apply' end -- writes are skipped: see the top of this file
-local n = tonumber(ARGV[3])
+-- N is 1 on most calls, MaxWait 0 (see config_num of the base: "1" == ARGV[3] compares
+-- pointers, tonumber runs strtod).
+local n = ARGV[3]
+if n == '1' then n = 1 else n = tonumber(n) end
 -- Above 2^53 tonumber rounds: "9007199254740993" would read as 2^53, a valid size. Any N
 -- above 2^53 exceeds every limit (Go compares int64s), so keep it above: 2^53 + 2.
 if op == 'apply' and n and n >= MAX_EXACT and ARGV[3] ~= '9007199254740992' then
   n = MAX_EXACT + 2
 end
 -- grant_at is the refunded grant's At in µs (refund only).
-local grant_at = tonumber(ARGV[4])
+local grant_at = ARGV[4]
+if grant_at == '0' then grant_at = 0 else grant_at = tonumber(grant_at) end
 -- max_wait is MaxWait in µs (apply only), the same argument (read once: tonumber is one of
 -- the costlier calls of a script). A store sends it in [0, MAX_MICROS - 1]
 -- already; a hand-written call gets the same clamp: at least 0, and anything from

@@ -16,8 +16,8 @@
 -- Counts are integers below 2^53; "curr + N > limit" is computed as "curr > limit - N",
 -- which cannot round. TTL: until both counters have left the sliding window.
 
-local limit = tonumber(ARGV[5])
-local w = tonumber(ARGV[6])
+local limit = config_num(ARGV[5])
+local w = config_num(ARGV[6])
 
 local valid, s_win, s_curr, s_prev = false, 0, 0, 0
 local v = get_state(KEYS[1], 25, 67) -- 67: "C"
@@ -32,15 +32,7 @@ elseif v then
   _, s_win, s_curr, s_prev = struct.unpack('<Bddd', v)
 end
 
-local cur = floor_div(now, w)
-
--- view returns the counters as seen from window cur: shifted forward when cur is later
--- than the state's window; a state in a future window (reservations) is kept as it is.
-local function view()
-  if not valid or s_win < cur - 1 then return cur, 0, 0 end
-  if s_win == cur - 1 then return cur, 0, s_curr end
-  return s_win, s_curr, s_prev
-end
+local cur = math.floor(now / w) -- floor_div
 
 -- need is the offset in µs from the start of a window from which k more permits fit beside
 -- curr, with prev in the window before: ceil(window·(1 − (limit − curr − k)/prev)), or 0
@@ -49,16 +41,6 @@ end
 local function need(curr, prev, k)
   if prev <= 0 then return 0 end
   return ceil_count(w * (1 - (limit - curr - k) / prev))
-end
-
--- fit returns the earliest instant ≥ from inside window win at which k more permits fit,
--- or nil when none does.
-local function fit(win, curr, prev, k, from)
-  local start = win * w
-  if curr > limit - k then return nil end
-  local t = math.max(from, start, start + need(curr, prev, k))
-  if t >= start + w then return nil end
-  return t
 end
 
 -- remaining is the most a request at now could take without waiting: 0 while the state is
@@ -76,6 +58,52 @@ local function remaining(win, curr, prev)
   while r > 0 and need(curr, prev, r) > elapsed do r = r - 1 end
   while r < limit - curr and need(curr, prev, r + 1) <= elapsed do r = r + 1 end
   return r
+end
+
+-- The grant in the window of the state's view (the commonest decision) is the hot path:
+-- straight line, with no closure but need and remaining (the reply's Remaining), as in
+-- fixed_window.lua; any other case falls through to the general code below, which decides
+-- it from the start.
+if op == 'apply' and n <= limit and n > 0 then
+  local win, curr, prev = cur, 0, 0 -- view(), below
+  if valid and not (s_win < cur - 1) then
+    if s_win == cur - 1 then prev = s_curr else win, curr, prev = s_win, s_curr, s_prev end
+  end
+  local start = win * w
+  if not (curr > limit - n) then -- fit(win, curr, prev, n, now), below
+    local t = math.max(now, start, start + need(curr, prev, n))
+    local wait = t - now
+    if t < start + w and wait <= max_wait then
+      curr = curr + n
+      local r = (win + 2) * w - now -- reset(win, curr, prev): curr > 0
+      local s = struct.pack('<Bddd', 67, win, curr, prev)
+      -- A key of this format already counting grants in window win expires when win + 1
+      -- ends: every write since the first grant in win set that TTL (a refund of all of
+      -- them sets another). See put_state_kept.
+      if not (v ~= true and valid and s_win == win and s_curr > 0 and put_state_kept(KEYS[1], s)) then
+        put_state(KEYS[1], s, r)
+      end
+      return {1, limit, remaining(win, curr, prev), 0, dur(r), dur(wait), t}
+    end
+  end
+end
+
+-- view returns the counters as seen from window cur: shifted forward when cur is later
+-- than the state's window; a state in a future window (reservations) is kept as it is.
+local function view()
+  if not valid or s_win < cur - 1 then return cur, 0, 0 end
+  if s_win == cur - 1 then return cur, 0, s_curr end
+  return s_win, s_curr, s_prev
+end
+
+-- fit returns the earliest instant ≥ from inside window win at which k more permits fit,
+-- or nil when none does.
+local function fit(win, curr, prev, k, from)
+  local start = win * w
+  if curr > limit - k then return nil end
+  local t = math.max(from, start, start + need(curr, prev, k))
+  if t >= start + w then return nil end
+  return t
 end
 
 -- reset is the time in µs until both counters have left the sliding window. With both at

@@ -19,8 +19,8 @@
 -- rate. TTL: the time until the bucket is full again, counted from the caller's now (so
 -- it includes how far a backwards now is behind last).
 
-local rate = tonumber(ARGV[5])
-local burst = tonumber(ARGV[6])
+local rate = config_num(ARGV[5])
+local burst = config_num(ARGV[6])
 
 -- s_act nil: not known; s_rb: the latest grant acts n/rate after the one before it, so its
 -- refund may roll act back; s_rate nil: not known (the current rate)

@@ -234,25 +234,32 @@ func BenchmarkRedis(b *testing.B) {
 			})
 		})
 	}
-	// The token bucket again with WithBatching (its defaults): the concurrent calls of the
-	// 64 goroutines share pipelines instead of taking a round trip each.
-	b.Run("ratekit-token-bucket-batched", func(b *testing.B) {
-		c := redisClient(b, addr)
-		s, err := distributed.New(c, distributed.WithPrefix("bench:"),
-			distributed.WithBatching(distributed.Batching{}))
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { _ = s.Close() })
-		l, err := limiter.New(s, algo.TokenBucket{Rate: redisRate, Burst: redisBurst})
-		if err != nil {
-			b.Fatal(err)
-		}
-		runRedis(b, c, func(ctx context.Context, key string) error {
-			_, err := l.Allow(ctx, key)
-			return err
+	// The token bucket, the fixed window and the sliding counter again with WithBatching
+	// (its defaults): the concurrent calls of the 64 goroutines share pipelines instead of
+	// taking a round trip each. Same keys and limits as the plain rows above.
+	for _, a := range []algo.Algorithm{
+		algo.TokenBucket{Rate: redisRate, Burst: redisBurst},
+		algo.FixedWindow{Limit: redisBurst, Window: time.Second},
+		algo.SlidingWindowCounter{Limit: redisBurst, Window: time.Second},
+	} {
+		b.Run("ratekit-"+a.Name()+"-batched", func(b *testing.B) {
+			c := redisClient(b, addr)
+			s, err := distributed.New(c, distributed.WithPrefix("bench:"),
+				distributed.WithBatching(distributed.Batching{}))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = s.Close() })
+			l, err := limiter.New(s, a)
+			if err != nil {
+				b.Fatal(err)
+			}
+			runRedis(b, c, func(ctx context.Context, key string) error {
+				_, err := l.Allow(ctx, key)
+				return err
+			})
 		})
-	})
+	}
 	b.Run("redis_rate-gcra", func(b *testing.B) {
 		c := redisClient(b, addr)
 		l := redis_rate.NewLimiter(c)

@@ -18,6 +18,41 @@ local redis = redis
 
 local MAX_MICROS = 1e15 -- algo.MaxMicros: bounds every wait; 1e15 µs = never
 
+-- in_library: this code runs in a Redis 7 function library (luawire.Library), whose
+-- helpers and upvalues outlive a call, rather than in a plain script (EVAL/EVALSHA), which
+-- runs all of it again on every call. A plain script's KEYS is a table on every call;
+-- a library's is nil while it loads, set by its function on each call (Library).
+local in_library = KEYS == nil
+
+-- Parsing a number (tonumber: strtod) costs Redis about 1k instructions, a tenth of
+-- what the Lua of a fixed window's grant costs. So the hot path avoids it: the commonest
+-- arguments ("1", "0") are compared (Lua strings are interned: == compares pointers), and
+-- in a library the values of the last few configuration arguments (config_num) and the
+-- seconds of TIME (read_now) are kept from one call to the next.
+--
+-- config_num is tonumber(s) for a configuration argument (a limit, a window, a rate):
+-- few distinct strings, the same on most calls. In a library it remembers up to 64 of
+-- them (then starts afresh, so a client sending many never grows it unbounded); in a plain
+-- script, where a memo would be a table and a closure made on every call, it is tonumber.
+-- (tonumber, like string and math, is named at call time only: a library cannot reach
+-- it while it loads.)
+local config_num
+if in_library then
+  local nums, nums_n = {}, 0 -- argument string -> its number
+  config_num = function(s)
+    local x = nums[s]
+    if x then return x end
+    x = tonumber(s)
+    if x then
+      if nums_n >= 64 then nums, nums_n = {}, 0 end
+      nums[s], nums_n = x, nums_n + 1
+    end
+    return x
+  end
+else
+  config_num = tonumber
+end
+
 -- num formats a number for Redis: %.17g round-trips every double and prints integers
 -- below 1e17 without an exponent. Most numbers the scripts store are whole µs or counts,
 -- for which %d prints the same digits at well under half the cost of printf's
@@ -35,6 +70,9 @@ end
 local pad = 0
 -- server_time: now is the server's TIME (ARGV[2] ""). Set by read_now.
 local server_time = false
+-- time_s, time_n: the seconds of the last TIME read, as replied and as a number (read_now;
+-- a library's upvalues outlive a call, so most calls of the same second parse only the µs).
+local time_s, time_n = nil, 0
 
 -- read_now decodes ARGV[2] of a call into now, in µs since the Unix epoch: "" reads the
 -- server's TIME; "now" is a client's time; "now pad" is a client's time and the TTL
@@ -45,9 +83,14 @@ local function read_now(arg)
   if arg == '' then
     -- Redis 3.2–4 replicate scripts verbatim unless told otherwise, and refuse writes
     -- after TIME; Redis 5+ replicate effects already (the call is a no-op there).
-    if redis.replicate_commands then redis.replicate_commands() end
+    -- A library runs on Redis 7 only, and Redis 7 has REDIS_VERSION_NUM: no call there.
+    if not in_library and redis.replicate_commands and not redis.REDIS_VERSION_NUM then
+      redis.replicate_commands()
+    end
     local t = redis.call('TIME')
-    return tonumber(t[1]) * 1000000 + tonumber(t[2])
+    local s = t[1]
+    if s ~= time_s then time_s, time_n = s, tonumber(s) end
+    return time_n * 1000000 + tonumber(t[2])
   end
   local now = tonumber(arg)
   if now then return now end

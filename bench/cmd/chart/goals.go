@@ -53,7 +53,8 @@ type peer struct {
 
 // goal is one target of issue 23: Ours against Peer (ratio = ours / peer) must satisfy Op
 // Bound; with no Peer, Ours is itself the ratio (a gain). Max, when not 0, also bounds Ours
-// itself. Also are figures shown beside the peer for context, not judged.
+// itself. Also are figures shown beside the peer for context, not judged. An Info line is
+// shown with its ratio beside the goal it completes, but neither judged nor counted.
 type goal struct {
 	Work  string
 	Ours  figure
@@ -62,6 +63,7 @@ type goal struct {
 	Bound float64
 	Max   float64
 	Also  []peer
+	Info  bool
 }
 
 // goals are issue 23's targets ("Cheaper per decision than every peer"), each read off
@@ -125,6 +127,14 @@ var goals = []goal{
 		Ours: figure{Row: "Redis/ratekit-fixed-window", Metric: "decisions/s"},
 		Peer: peer{"ulule", figure{Row: "Redis/ulule-redis", Metric: "decisions/s"}},
 		Op:   atLeast, Bound: 1.0,
+	},
+	{
+		// The goal above judges the plain row (one script per decision, as ulule's two
+		// commands per decision); batched, the same decisions share pipelines.
+		Work: "FixedWindow batched vs ulule",
+		Ours: figure{Row: "Redis/ratekit-fixed-window-batched", Metric: "decisions/s"},
+		Peer: peer{"ulule", figure{Row: "Redis/ulule-redis", Metric: "decisions/s"}},
+		Op:   atLeast, Bound: 1.0, Info: true,
 	},
 	{
 		Work: "Redis SlidingWindowCounter",
@@ -264,8 +274,15 @@ func ratio(v float64) string {
 func goalTable(w io.Writer, rs results) (met, measured int) {
 	fmt.Fprintln(w, "| work | ours | peer | ratio | goal | met | rows |")
 	fmt.Fprintln(w, "|---|---:|---|---:|---|---|---|")
+	judged := 0
 	for _, g := range goals {
 		v := g.judge(rs)
+		if g.Info {
+			fmt.Fprintf(w, "| %s | %s | %s | %s | (shown, not judged) | – | %s |\n",
+				g.Work, v.Ours, v.Peer, v.Ratio, g.rows())
+			continue
+		}
+		judged++
 		status := "not measured"
 		if v.Measured {
 			measured++
@@ -278,8 +295,8 @@ func goalTable(w io.Writer, rs results) (met, measured int) {
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n",
 			g.Work, v.Ours, v.Peer, v.Ratio, g.target(), status, g.rows())
 	}
-	fmt.Fprintf(w, "\ngoals met: %d of %d", met, len(goals))
-	if n := len(goals) - measured; n > 0 {
+	fmt.Fprintf(w, "\ngoals met: %d of %d", met, judged)
+	if n := judged - measured; n > 0 {
 		fmt.Fprintf(w, " (%d not measured)", n)
 	}
 	fmt.Fprintln(w)

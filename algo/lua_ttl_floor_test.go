@@ -24,7 +24,10 @@ func TestLuaTTLFloor(t *testing.T) {
 			"local out = {}\nfor i, k in ipairs(KEYS) do out[i] = redis.call('PTTL', k) end\nreturn out")
 	}
 	sem := Semaphore{Permits: 1, LeaseTTL: time.Millisecond}
-	pen := Penalty{Rule: FixedWindow{Limit: 1, Window: time.Millisecond}, Block: time.Microsecond}
+	// The rule's window is long: its key must outlive the real time between the two
+	// calls below, however loaded the machine (a 1 ms window's key may expire in between,
+	// and the second call is then a grant, not an offence).
+	pen := Penalty{Rule: FixedWindow{Limit: 1, Window: time.Minute}, Block: time.Microsecond}
 	for _, tc := range []struct {
 		name string
 		def  *Script
@@ -35,8 +38,8 @@ func TestLuaTTLFloor(t *testing.T) {
 		{"semaphore", sem.Script(), [][]any{sem.AppendArgs([]any{"acquire", now, "tok", 0})},
 			[]any{int64(2), int64(-2), int64(-2), int64(-2)}},
 		// A grant then an offence blocking 1 µs: the penalty's key (blocked until 1 µs
-		// from now) lives 2 ms. (The window's key was set by the first call, a
-		// millisecond may have passed since: not compared.)
+		// from now) lives 2 ms. (The window's key was set by the first call, time may
+		// have passed since: not compared.)
 		{"penalty", pen.Script(), [][]any{
 			ApplyArgs(nil, now, Request{N: 1}, pen.AppendArgs(nil)),
 			ApplyArgs(nil, now, Request{N: 1}, pen.AppendArgs(nil)),

@@ -347,3 +347,32 @@ func TestRefundOfAnEarlierSliceAtTheSameInstant(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaseEndsWithItsWindowToTheMicrosecond: the inner store decides in whole µs, so a
+// fixed window's slice taken at 10.9375 ms ends at the window's end, 20 ms, not half a µs
+// later, when a grant from it would be used in the next window beside that window's own
+// limit (4 grants in a window of limit 3 on Redis).
+func TestLeaseEndsWithItsWindowToTheMicrosecond(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a := algo.FixedWindow{Limit: 3, Window: 10 * time.Millisecond}
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			_, _, ls, clk := pair(t, b, 2)
+			start := clk.Now().Truncate(10 * time.Millisecond)
+			clk.Set(start.Add(10*time.Millisecond + 937500*time.Nanosecond))
+			if d, err := ls.Apply(ctx, "k", a, algo.Request{N: 1}); err != nil || !d.Allowed {
+				t.Fatalf("%+v, %v", d, err)
+			}
+			clk.Set(start.Add(20 * time.Millisecond)) // the next window begins
+			d, err := ls.Apply(ctx, "k", a, algo.Request{N: 1})
+			if err != nil || !d.Allowed {
+				t.Fatalf("%+v, %v", d, err)
+			}
+			if d.At < clk.Now().UnixMicro() {
+				t.Errorf("granted at 20 ms from the slice of the window before (At %d µs before now)", clk.Now().UnixMicro()-d.At)
+			}
+		})
+	}
+}

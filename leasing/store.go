@@ -260,7 +260,10 @@ func (s *Store) refill(ctx context.Context, a algo.Algorithm, req algo.Request, 
 	}
 	l.a, l.size, l.left, l.at, l.limit, l.remain = a, size, size-req.N, d.At, d.Limit, d.Remaining
 	l.own, l.top = d.At > l.top, max(l.top, d.At)
-	l.taken, l.reset, l.ends, l.dry, l.denied = now, d.ResetAfter, now.Add(life), time.Time{}, l.denied[:0]
+	// The inner store decided at now in whole µs, and its ResetAfter counts from there: a
+	// lease counted from the ns instant would outlive a fixed window by up to 1 µs.
+	taken := now.Truncate(time.Microsecond)
+	l.taken, l.reset, l.ends, l.dry, l.denied = taken, d.ResetAfter, taken.Add(life), time.Time{}, l.denied[:0]
 	l.mu.Unlock()
 	return out, nil
 }

@@ -268,9 +268,9 @@ func (s *Store) refill(ctx context.Context, a algo.Algorithm, req algo.Request, 
 	return out, nil
 }
 
-// Refund gives n permits of a grant back: to key's lease when the grant came from it
-// (at is the lease's slice, and no earlier slice of the key has that At), the lease still lasts and holds no more than its slice after
-// it; otherwise to the inner store. A lease that a Reset dropped is gone: the refund of
+// Refund gives n permits of a grant back: to key's lease when the grant came from it (at
+// is the lease's slice, and no earlier slice of the key has that At), the lease still
+// lasts and holds no more than its slice after it; otherwise to the inner store. A lease that a Reset dropped is gone: the refund of
 // its grants goes to the inner store, as on a plain store.
 func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int64, at int64) error {
 	if err := storecheck.Call(ctx, key, a, algo.Request{N: n}, s.closed.Load()); err != nil {

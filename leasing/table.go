@@ -53,9 +53,9 @@ type lease struct {
 	at   int64 // the slice's Decision.At, which identifies it to Refund
 	// own is set when at tells the slice's grants from every earlier one's of this key: at
 	// is later than top, the latest At of this lease's earlier slices and of the leases
-	// that left its shard before it was made (leaseShard.gone). Without it a refund of an earlier slice's grant at the
-	// same instant would be credited to this slice and granted again late, beyond the
-	// processes × slice the package documents.
+	// that left its shard before it was made (leaseShard.gone). Without it a refund of an
+	// earlier slice's grant at the same instant would be credited to this slice and
+	// granted again late, beyond the processes × slice the package documents.
 	own    bool
 	top    int64
 	limit  int64     // the slice's Decision.Limit
@@ -162,9 +162,7 @@ func (s *Store) evict(sh *leaseShard) []*lease {
 	now := s.clock.Now()
 	var out []*lease
 	drop := func(k leaseKey, l *lease) {
-		delete(sh.m, k)
-		sh.left(l.at)
-		if c := l.kill(); c.left > 0 {
+		if c := sh.remove(k, l); c.left > 0 {
 			out = append(out, c)
 		}
 	}
@@ -193,6 +191,14 @@ func (l *lease) detach() *lease {
 	c := &lease{key: l.key, a: l.a, left: l.left, at: l.at}
 	l.left = 0
 	return c
+}
+
+// remove takes l, the lease of k, out of sh for good and returns what it held; sh and l
+// are locked.
+func (sh *leaseShard) remove(k leaseKey, l *lease) *lease {
+	delete(sh.m, k)
+	sh.left(l.at)
+	return l.kill()
 }
 
 // kill marks l out of the table for good and returns what it held; l is locked.
@@ -226,10 +232,8 @@ func (s *Store) drop(k leaseKey, resetting int) {
 		}
 	}
 	if l := sh.m[k]; l != nil {
-		delete(sh.m, k)
 		l.mu.Lock()
-		sh.left(l.at)
-		l.kill()
+		sh.remove(k, l)
 		l.mu.Unlock()
 	}
 }

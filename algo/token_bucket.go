@@ -202,9 +202,18 @@ func (c TokenBucket) applyFast(s *TokenBucketState, now int64, req Request, d *D
 	}
 	s.tokens, s.last, s.act = left, now, act
 	s.stamp(r, rb)
-	// untilFullFrom(s, now, r), s.tokens being left: its estimate, checked at once when it
-	// is 1 µs (the usual answer at high rates) with seconds(1) as a constant, not a division.
-	until := ceilMicros((burst - min(burst, left)) / r * 1e6)
+	// untilFullFrom(s, now, r), s.tokens being left: its estimate, ceilMicros(def/r*1e6),
+	// checked at once when it is 1 µs (the usual answer at high rates) with seconds(1) as a
+	// constant. Where def·1e6 is clearly at most r (by a relative 2^-30, far more than the
+	// roundings of def/r*1e6), the estimate is 1 with no division: the quotient is then
+	// in (0, 1] (def is positive: left ≤ Burst - 1).
+	def := burst - min(burst, left)
+	var until int64
+	if def*1e6*(1+0x1p-30) <= r && def >= 0x1p-1000 {
+		until = 1
+	} else {
+		until = ceilMicros(def / r * 1e6)
+	}
 	if until != 1 || !(left+float64(oneMicro*r) >= burst) {
 		until = c.untilFullFrom(s, now, r)
 	}

@@ -155,8 +155,98 @@ func (c TokenBucket) Apply(st State, now int64, req Request) Decision {
 // ApplyTo is Apply writing its Decision to *d, every field of it. Stores call it on their
 // hot path: a 56-byte Decision returned by value is copied through memory at each call
 // boundary, and a copy of one just returned in registers stalls on the stores it reads.
+//
+// It is small enough to be inlined into a store's hot path: the usual grant goes straight
+// to grantNow, every other case to applyTo.
 func (c TokenBucket) ApplyTo(st State, now int64, req Request, d *Decision) {
-	s := st.(*TokenBucketState)
+	c.applyFast(st.(*TokenBucketState), now, req, d)
+}
+
+// applyFast is applyTo, its usual case written out: a grant with no wait on a state last
+// written under the current Rate, with the clock not behind it, by the same float64
+// operations on the same values, with the branches that case cannot take left out and no
+// division that it does not need (see rollsBack, oneMicro). Any other case goes
+// to applyTo before anything is written.
+func (c TokenBucket) applyFast(s *TokenBucketState, now int64, req Request, d *Decision) {
+	r, n := c.Rate, req.N
+	// r in [2^-1000, 1e9] (every valid Rate but the absurdly small): refill is r exactly
+	// when the state was written under it, and rollsBack's brackets hold. A zero mark
+	// (a state never written) never equals it.
+	if !(r >= 0x1p-1000 && r <= 1e9) || s.mark != r && s.mark != -r || now < s.last || n <= 0 || n > c.Burst {
+		c.applyTo(s, now, req, d)
+		return
+	}
+	burst := float64(c.Burst)
+	// advance: at = now, so lag = 0. At now = s.last the refill is s.tokens + 0, which is
+	// s.tokens except for -0, which no write leaves (a grant's tokens - n, n ≥ 1, is never
+	// -0; a refund adds a positive amount), and only left is used below.
+	tokens := s.tokens
+	if now != s.last {
+		// The explicit conversion forbids a fused multiply-add, which Redis' Lua never does.
+		tokens += float64(seconds(now-s.last) * r)
+	}
+	if tokens > burst {
+		tokens = burst
+	}
+	left := tokens - float64(n)
+	if !(left >= 0) { // a wait (or a deficit under 1 ns), or NaN
+		c.applyTo(s, now, req, d)
+		return
+	}
+	// wait = 0, so act = now; rb as applyTo computes it for a valid state.
+	act, rb := now, false
+	if s.act >= now {
+		act = s.act
+	} else {
+		rb = c.rollsBack(now, s.act, n)
+	}
+	s.tokens, s.last, s.act = left, now, act
+	s.stamp(r, rb)
+	// untilFullFrom(s, now, r), s.tokens being left: its estimate, ceilMicros(def/r*1e6),
+	// checked at once when it is 1 µs (the usual answer at high rates) with seconds(1) as a
+	// constant. Where def·1e6 is clearly at most r (by a relative 2^-30, far more than the
+	// roundings of def/r*1e6), the estimate is 1 with no division: the quotient is then
+	// in (0, 1] (def is positive: left ≤ Burst - 1).
+	def := burst - min(burst, left)
+	var until int64
+	if def*1e6*(1+0x1p-30) <= r && def >= 0x1p-1000 {
+		until = 1
+	} else {
+		until = ceilMicros(def / r * 1e6)
+	}
+	if until != 1 || !(left+float64(oneMicro*r) >= burst) {
+		until = c.untilFullFrom(s, now, r)
+	}
+	d.set(true, c.Burst, floorCount(left), 0, toDuration(until), 0, now)
+}
+
+// rollsBack is applyTo's float64(now) - c.rollback(n) >= float64(prev) for prev < now, that
+// is floor(x) ≤ g with x = n/Rate*1e6 as computed (each operation rounded) and g = now -
+// prev, so x < g+1. Where the exact quotient n·1e6/Rate, X, is clearly below or above g+1
+// (by a relative 2^-30, far more than the few roundings between x and X), the comparison
+// (g+1)·Rate against n·1e6 decides it with multiplications only; the division is done in
+// the narrow band between. Its range: Rate in [2^-1000, 1e9] (grantNow's), times in
+// [0, 2^52) µs, so that every product is a normal float64 and now, prev and g+1 are exact.
+func (c TokenBucket) rollsBack(now, prev, n int64) bool {
+	if prev >= 0 && now < 1<<52 && n <= maxExact {
+		p := float64(now-prev+1) * c.Rate
+		q := float64(n) * 1e6
+		if p > q*(1+0x1p-30) {
+			return true
+		}
+		if p < q*(1-0x1p-30) {
+			return false
+		}
+	}
+	return float64(now)-c.rollback(n) >= float64(prev)
+}
+
+// oneMicro is seconds(1), folded by the compiler: 1000/1e9 rounded once, as seconds rounds
+// its one division (TestOneMicro).
+const oneMicro = 1000.0 / 1e9
+
+// applyTo is ApplyTo for every case.
+func (c TokenBucket) applyTo(s *TokenBucketState, now int64, req Request, d *Decision) {
 	tokens, at := c.advance(s, now)
 	// lag is how far a backwards clock is behind the state: ResetAfter counts from the
 	// caller's now, so a store never expires the key before its state is fresh.

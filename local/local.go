@@ -9,7 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe" // Sizeof for the shard's padding, StringData for same
+	"unsafe" // Sizeof for the shard's padding, StringData for same, the type word in neverDone
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
@@ -132,6 +132,65 @@ func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req alg
 // where it wants it, where a 56-byte Decision returned by value is copied with 16-byte
 // loads that stall on the 8-byte stores just made to it.
 func (s *Store) ApplyFields(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (allowed bool, limit, remaining int64, retryAfter, resetAfter, wait time.Duration, at int64, err error) {
+	// The usual call, a token bucket on a context that cannot be done (Background), is
+	// written out on its own: applyFields' fast path with nothing else, so that the few
+	// values it needs are all that the compiler keeps across its calls (the hash, the
+	// clock, the transition), which it spills to the stack around each.
+	tb, isTB := a.(algo.TokenBucket)
+	if !isTB || key == "" || req.N <= 0 || !neverDone(ctx) || s.closed.Load() {
+		return s.applyFields(ctx, key, a, req)
+	}
+	h := s.hasher.hash(key)
+	sh := &s.shards[h&s.mask]
+	gs := sh.first.cur.Load()
+	if gs != nil && !same(gs.slot, tbSlot) {
+		gs = sh.other(tbSlot)
+	}
+	if gs != nil {
+		e := gs.candidate(h)
+		if e == nil || e.h != h || !same(e.key, key) {
+			e = gs.probe(h, key)
+		}
+		if e != nil {
+			e.mu.Lock()
+			// Last written under tb (so tb is valid and the state is kept; see
+			// applyFields), and alive.
+			if e.state != nil && isTokenBucket(e.cfg, tb) {
+				var now int64
+				if s.onReal {
+					now = realMicros()
+				} else {
+					now = s.now()
+				}
+				var d algo.Decision
+				tb.ApplyTo(e.state, now, req, &d) // in place, with no struct copy
+				if d.Allowed {
+					e.fresh = freshIn(now, d.ResetAfter)
+				}
+				e.mu.Unlock()
+				return d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter, d.Wait, d.At, nil
+			}
+			e.mu.Unlock()
+		}
+	}
+	return s.applyLocked(sh, h, key, tbSlot, a, tb, true, req)
+}
+
+// neverDone reports whether ctx can never be done: nil, context.Background(), or any
+// other whose Done returns nil. Background, the usual one, is told by its type word alone
+// (the interface's first word, the same for every Background()), with no call of Done:
+// a call makes the compiler spill every value it keeps to the stack around it.
+func neverDone(ctx context.Context) bool {
+	return ctx == nil || (*[2]uintptr)(unsafe.Pointer(&ctx))[0] == background || ctx.Done() == nil
+}
+
+// background is the type word of context.Background() as a context.Context.
+var background = func(ctx context.Context) uintptr {
+	return (*[2]uintptr)(unsafe.Pointer(&ctx))[0]
+}(context.Background())
+
+// applyFields is ApplyFields for any call.
+func (s *Store) applyFields(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (allowed bool, limit, remaining int64, retryAfter, resetAfter, wait time.Duration, at int64, err error) {
 	// The checks, the clock and the lookup are written out for a token bucket on a live
 	// context: a few comparisons, with no call that the compiler does not inline. A token
 	// bucket's Validate waits for the lookup: an entry last written under the very same

@@ -64,3 +64,13 @@ const (
 func WithZeroReplicaAck() Option {
 	return optionFunc(func(o *options) { o.ack = &replicaAck{replicas: 0, timeout: time.Millisecond} })
 }
+
+// Busy makes s's batcher count a call in flight until release is called, so that the
+// calls made meanwhile queue for a pipeline rather than go on their own (with MaxInFlight
+// ≥ 2 a flusher sends them at once). s must be idle and batching.
+func Busy(s *Store) (release func()) {
+	if s.batch == nil || !s.batch.alone() {
+		panic("distributed.Busy: the store is not batching, or not idle")
+	}
+	return s.batch.done
+}

@@ -188,6 +188,8 @@ func (b *batcher) wake() {
 func (b *batcher) close() {
 	b.mu.Lock()
 	b.closed = true
+	b.idle = 0
+	b.cond.Broadcast() // a waiting flusher that finds the queue empty exits
 	if len(b.queue) > 0 && b.flushers == 0 {
 		// Every slot is a lone caller's: a flusher waits for one to end (wake signals it).
 		b.flushers++
@@ -212,6 +214,12 @@ func (b *batcher) flusher() {
 		}
 		if len(b.queue) == 0 {
 			b.flushers--
+			// A flusher waiting for a slot has nothing left to send either: the one that
+			// took the queue while it waited does not signal it (it loops on its own).
+			if b.idle > 0 {
+				b.idle = 0
+				b.cond.Broadcast()
+			}
 			b.mu.Unlock()
 			b.pipes.Put(pipe)
 			return

@@ -74,3 +74,13 @@ func Busy(s *Store) (release func()) {
 	}
 	return s.batch.done
 }
+
+// Flushers returns the number of flusher goroutines s's batcher runs, 0 without batching.
+func Flushers(s *Store) int {
+	if s.batch == nil {
+		return 0
+	}
+	s.batch.mu.Lock()
+	defer s.batch.mu.Unlock()
+	return s.batch.flushers
+}

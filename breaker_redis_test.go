@@ -61,8 +61,8 @@ func TestDefaultsHungOrRefusedRedis(t *testing.T) {
 				count := &callCounter{}
 				c.AddHook(count)
 				opts := []distributed.Option{distributed.WithPrefix("breaker:" + name + ":")} // one prefix per subtest
-				if batched {
-					opts = append(opts, distributed.WithBatching(distributed.Batching{}))
+				if !batched {
+					opts = append(opts, distributed.WithBatching(distributed.Batching{Off: true}))
 				}
 				st := teststore.Redis(t, c, opts...)
 				t.Cleanup(func() { _ = st.Close() })

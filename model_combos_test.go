@@ -68,7 +68,8 @@ func withSeeds(v comboVariant, n int) comboVariant {
 var comboRateFamilies = []string{"fixed-window", "sliding-log", "sliding-counter", "token-bucket", "gcra", "leaky-bucket"}
 
 var (
-	withBatching    = distributed.WithBatching(distributed.Batching{})
+	// A Redis store batches by default; withoutBatching sends a round trip per call.
+	withoutBatching = distributed.WithBatching(distributed.Batching{Off: true})
 	withDenialCache = distributed.WithDenialCache(distributed.DenialCache{})
 )
 
@@ -79,14 +80,14 @@ var modelCombos = []*combo{
 	{name: "procs", keys: comboKeys, rules: plainRules, variants: []comboVariant{
 		// Three stores on one Redis as three processes decide as one local store.
 		plainVariant("redis", true, 3, agreeFull),
-		plainVariant("redis-batching", true, 3, agreeFull, withBatching),
+		plainVariant("redis-unbatched", true, 3, agreeFull, withoutBatching),
 	}},
 	{name: "leasing", fams: comboRateFamilies, keys: comboKeys, kinds: comboNoReset, rules: leaseRules, variants: []comboVariant{
 		leasingVariant("local", false, 1, nil),
 		leasingVariant("redis", true, 1, nil),
 		leasingVariant("procs-local", false, 3, nil),
 		leasingVariant("procs-redis", true, 3, nil),
-		leasingVariant("procs-redis-batching", true, 3, nil, withBatching),
+		leasingVariant("procs-redis-unbatched", true, 3, nil, withoutBatching),
 		leasingVariant("procs-redis-denial-cache", true, 3, nil, withDenialCache),
 	}},
 	// Case 2: a Refund after Reset re-grants.
@@ -102,7 +103,7 @@ var modelCombos = []*combo{
 	{name: "denial-cache", keys: comboKeys, rules: plainRules, variants: []comboVariant{
 		plainVariant("redis", true, 1, agreeGranted, withDenialCache),
 		plainVariant("procs-redis", true, 3, agreeNone, withDenialCache),
-		plainVariant("procs-redis-batching", true, 3, agreeNone, withDenialCache, withBatching),
+		plainVariant("procs-redis-unbatched", true, 3, agreeNone, withDenialCache, withoutBatching),
 	}},
 	{name: "penalty", keys: comboKeys, rules: penaltyRules, variants: []comboVariant{
 		plainVariant("redis", true, 1, agreeFull),

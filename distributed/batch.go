@@ -25,17 +25,21 @@ const (
 	maxInFlightLimit = 64
 )
 
-// Batching configures the client-side batching that [WithBatching] turns on. Its zero value
-// means the defaults: pipelines of up to 64 commands, at most 2 of them in flight.
+// Batching configures the client-side batching a store does by default (see
+// [WithBatching]). Its zero value means the defaults: pipelines of up to 64 commands, at
+// most 2 of them in flight.
 type Batching struct {
 	// MaxBatch is the largest number of commands one pipeline carries. 0 means 64; more
 	// than 4096 means 4096; less than 0 is an error of WithBatching.
 	MaxBatch int
 	// MaxInFlight is the number of pipelines that may be in flight at once, which is also
-	// the number of flusher goroutines the store runs and, on a single server, the number
-	// of connections batching uses. 0 means 2; more than 64 means 64; less
+	// the most flusher goroutines the store runs at once and, on a single server, the
+	// number of connections batching uses. 0 means 2; more than 64 means 64; less
 	// than 0 is an error of WithBatching.
 	MaxInFlight int
+	// Off sends every call on its own round trip, as a store did before batching became
+	// the default; the other fields are then ignored.
+	Off bool
 }
 
 // normalized returns b with the defaults filled in and the bounds applied.
@@ -58,10 +62,15 @@ func (b Batching) normalized() Batching {
 // batcher coalesces the scripts of concurrent calls into pipelines ("smart batching",
 // no timer). A call that finds nothing in flight and nothing queued is sent at once from
 // its own goroutine, as a pipeline of one command under its own context, like a plain
-// call. Otherwise it joins the queue, and one of maxInFlight flusher goroutines takes
-// everything queued (up to maxBatch calls) as soon as fewer than maxInFlight pipelines
-// are in flight: calls arriving while the pipelines are busy go out together in the next
-// one. The queue holds only blocked callers, so it is bounded by them.
+// call. Otherwise it joins the queue, and a flusher goroutine takes everything queued (up
+// to maxBatch calls) as soon as fewer than maxInFlight pipelines are in flight: calls
+// arriving while the pipelines are busy go out together in the next one. The queue holds
+// only blocked callers, so it is bounded by them.
+//
+// Flushers run only while there is work: one is started when a call is queued and no
+// flusher is there to take it, and it exits when it finds the queue empty. An idle store
+// (batching is the default) holds no goroutine, so a store that is never closed leaks
+// nothing.
 type batcher struct {
 	s           *Store // sends the pipelines (transport.go)
 	client      redis.UniversalClient
@@ -69,34 +78,53 @@ type batcher struct {
 	guard       *guard // the store's: bounds each pipeline by its deadline
 	maxBatch    int
 	maxInFlight int
-	pipes       sync.Pool // redis.Pipeliner for the calls sent from their own goroutine
+	pipes       sync.Pool // redis.Pipeliner, reused: Exec leaves a pipeline empty
 
-	mu     sync.Mutex
-	cond   sync.Cond // flushers wait on it for work, with mu held
-	queue  []*call   // oldest first
-	busy   int       // pipelines in flight, the flushers' and the lone callers'
-	idle   int       // flushers waiting on cond and not yet signalled
-	closed bool
-	wg     sync.WaitGroup // the flushers
+	mu       sync.Mutex
+	cond     sync.Cond // flushers wait on it for a free pipeline slot, with mu held
+	queue    []*call   // oldest first
+	busy     int       // pipelines in flight, the flushers' and the lone callers'
+	flushers int       // flusher goroutines running
+	idle     int       // flushers waiting on cond and not yet signalled
+	closed   bool
+	wg       sync.WaitGroup // the flushers
 }
 
-// newBatcher starts the flushers of cfg.
+// newBatcher returns the batcher of cfg; it starts no goroutine.
 func newBatcher(s *Store, cfg Batching) *batcher {
 	cfg = cfg.normalized()
 	client := s.client
 	b := &batcher{s: s, client: client, timeout: s.timeout, guard: &s.guard, maxBatch: cfg.MaxBatch, maxInFlight: cfg.MaxInFlight}
 	b.pipes.New = func() any { return client.Pipeline() }
 	b.cond.L = &b.mu
-	b.wg.Add(cfg.MaxInFlight)
-	for i := 0; i < cfg.MaxInFlight; i++ {
-		go b.flusher()
-	}
 	return b
 }
 
-// do sends c and returns its reply, at once when the store is idle and in the next
-// pipeline otherwise, or returns when ctx ends. It returns store.ErrClosed, unwrapped (the
-// store compares it with ==), when the batcher is closed. c is the batcher's from then on.
+// alone reports whether a call may go on its own, as without batching: nothing is in
+// flight and nothing queued (and the batcher is open). It then holds a pipeline slot,
+// which done gives back.
+func (b *batcher) alone() bool {
+	b.mu.Lock()
+	ok := !b.closed && b.busy == 0 && len(b.queue) == 0
+	if ok {
+		b.busy++
+	}
+	b.mu.Unlock()
+	return ok
+}
+
+// done gives back the slot of a call alone returned true for, and lets the calls queued
+// meanwhile go.
+func (b *batcher) done() {
+	b.mu.Lock()
+	b.busy--
+	b.wake()
+	b.mu.Unlock()
+}
+
+// do queues c for the next pipeline and returns its reply, or returns when ctx ends. It
+// returns store.ErrClosed, unwrapped (the store compares it with ==), when the batcher is
+// closed. c is the batcher's from then on.
 func (b *batcher) do(ctx context.Context, c *call) (any, error) {
 	if err := ctx.Err(); err != nil {
 		putCall(c)
@@ -104,8 +132,8 @@ func (b *batcher) do(ctx context.Context, c *call) (any, error) {
 	}
 	var start time.Time
 	if b.timeout > 0 {
-		// One deadline for the whole call, sent alone or queued: a caller never waits
-		// longer than the timeout, even for a flusher stuck on a server that hangs.
+		// One deadline for the whole call: a caller never waits longer than the timeout,
+		// even for a flusher stuck on a server that hangs.
 		start = time.Now()
 		var cancel context.CancelFunc
 		if ctx, cancel = b.s.bounds.bound(ctx, start); cancel != nil {
@@ -117,22 +145,6 @@ func (b *batcher) do(ctx context.Context, c *call) (any, error) {
 		b.mu.Unlock()
 		putCall(c)
 		return nil, store.ErrClosed
-	}
-	if b.busy == 0 && len(b.queue) == 0 {
-		// Idle: no one to share a round trip with, so no hand-off to a flusher either.
-		b.busy++
-		b.mu.Unlock()
-		left := b.sendAlone(ctx, c)
-		b.mu.Lock()
-		b.busy--
-		b.wake()
-		b.mu.Unlock()
-		if left {
-			return nil, ctx.Err() // c belongs to the call still running
-		}
-		reply, err := c.reply, c.err
-		putCall(c)
-		return reply, err
 	}
 	c.start = start
 	b.queue = append(b.queue, c)
@@ -152,41 +164,65 @@ func (b *batcher) do(ctx context.Context, c *call) (any, error) {
 	return reply, err
 }
 
-// wake signals an idle flusher when calls are queued and another pipeline may go.
-// b.mu must be held.
+// wake gets the queue moving when calls are queued and another pipeline may go: it
+// signals a flusher waiting for a slot, or starts one when none is waiting and fewer than
+// maxInFlight run. b.mu must be held.
 func (b *batcher) wake() {
-	if len(b.queue) > 0 && b.busy < b.maxInFlight && b.idle > 0 {
+	if len(b.queue) == 0 || b.busy >= b.maxInFlight {
+		return
+	}
+	if b.idle > 0 {
 		b.idle--
 		b.cond.Signal()
+		return
+	}
+	if b.flushers < b.maxInFlight {
+		b.flushers++
+		b.wg.Add(1)
+		go b.flusher()
 	}
 }
 
-// close stops accepting calls and waits until the flushers have answered every call
-// queued so far and exited.
+// close stops accepting calls and waits until the calls queued so far have been
+// answered and the flushers have exited.
 func (b *batcher) close() {
 	b.mu.Lock()
 	b.closed = true
 	b.idle = 0
-	b.cond.Broadcast()
+	b.cond.Broadcast() // a waiting flusher that finds the queue empty exits
+	if len(b.queue) > 0 && b.flushers == 0 {
+		// Every slot is a lone caller's: a flusher waits for one to end (wake signals it).
+		b.flushers++
+		b.wg.Add(1)
+		go b.flusher()
+	}
 	b.mu.Unlock()
 	b.wg.Wait()
 }
 
 // flusher sends the queue, up to maxBatch calls per pipeline, whenever fewer than
-// maxInFlight pipelines are in flight, until the batcher is closed and the queue empty.
+// maxInFlight pipelines are in flight, and exits when it finds the queue empty.
 func (b *batcher) flusher() {
 	defer b.wg.Done()
-	pipe := b.client.Pipeline() // reusable: Exec leaves it empty
+	pipe := b.pipes.Get().(redis.Pipeliner)
 	var batch []*call
 	b.mu.Lock()
 	for {
-		for len(b.queue) == 0 || b.busy >= b.maxInFlight {
-			if b.closed && len(b.queue) == 0 {
-				b.mu.Unlock()
-				return
-			}
+		for len(b.queue) > 0 && b.busy >= b.maxInFlight {
 			b.idle++
 			b.cond.Wait()
+		}
+		if len(b.queue) == 0 {
+			b.flushers--
+			// A flusher waiting for a slot has nothing left to send either: the one that
+			// took the queue while it waited does not signal it (it loops on its own).
+			if b.idle > 0 {
+				b.idle = 0
+				b.cond.Broadcast()
+			}
+			b.mu.Unlock()
+			b.pipes.Put(pipe)
+			return
 		}
 		b.busy++
 		n := min(len(b.queue), b.maxBatch)
@@ -201,32 +237,6 @@ func (b *batcher) flusher() {
 		b.mu.Lock()
 		b.busy--
 	}
-}
-
-// sendAlone sends c on its own under the caller's context, which carries the store's
-// timeout, as a plain call does. left reports that ctx ended first while the client
-// ignores deadlines (see guard): the call runs on and owns c, which it puts back in the
-// pool once done.
-func (b *batcher) sendAlone(ctx context.Context, c *call) (left bool) {
-	pipe := b.pipes.Get().(redis.Pipeliner)
-	if b.guard.inline {
-		one := [1]*call{c}
-		b.s.sendBatch(ctx, pipe, one[:])
-		b.pipes.Put(pipe)
-		return false
-	}
-	_, err, left := b.guard.do(ctx, func(ctx context.Context) (any, error) {
-		b.s.sendBatch(ctx, pipe, []*call{c})
-		return nil, nil
-	}, func() { b.pipes.Put(pipe); putCall(c) })
-	if left {
-		return true
-	}
-	b.pipes.Put(pipe)
-	if err != nil {
-		c.err = err // not sent: too many calls given up on, or ctx already done
-	}
-	return false
 }
 
 // flush sends a batch taken from the queue and answers every call.

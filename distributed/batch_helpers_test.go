@@ -28,8 +28,11 @@ func batchedFactory(c redis.UniversalClient) storetest.Factory {
 	}
 }
 
-// gate is a go-redis hook that logs every pipeline and single command of its client and,
-// while held, stops each pipeline at the door until the test lets it through. It makes
+// gate is a go-redis hook that logs every round trip of its client and, while held, stops
+// each at the door until the test lets it through. A round trip is a pipeline, or a script
+// command sent on its own (a lone call, which the batcher sends as a store without
+// batching does), logged and held as a pipeline of one; other commands sent on their own
+// (FUNCTION LOAD, HELLO...) are logged apart and never held. It makes
 // the batching tests deterministic: with MaxInFlight 1, callers that arrive while the
 // only pipeline is held must queue, and the test decides when the next one goes.
 type gate struct {
@@ -39,8 +42,8 @@ type gate struct {
 	holding bool
 	pass    chan struct{} // one token lets one held pipeline through
 	opened  chan struct{} // closed by open: every held pipeline goes
-	pipes   [][]string    // command names of every pipeline, in order
-	singles []string      // names of the commands sent on their own
+	pipes   [][]string    // command names of every round trip, in order
+	singles []string      // names of the other commands sent on their own
 }
 
 func newGate(c redis.UniversalClient) *gate {
@@ -109,9 +112,15 @@ func (g *gate) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (g *gate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		g.mu.Lock()
-		g.singles = append(g.singles, strings.ToLower(cmd.Name()))
-		g.mu.Unlock()
+		name := strings.ToLower(cmd.Name())
+		switch name {
+		case "fcall", "evalsha", "eval":
+			g.door(ctx, []string{name})
+		default:
+			g.mu.Lock()
+			g.singles = append(g.singles, name)
+			g.mu.Unlock()
+		}
 		return next(ctx, cmd)
 	}
 }
@@ -122,19 +131,25 @@ func (g *gate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 		for i, c := range cmds {
 			names[i] = strings.ToLower(c.Name())
 		}
-		g.mu.Lock()
-		g.pipes = append(g.pipes, names)
-		holding, opened := g.holding, g.opened
-		g.mu.Unlock()
-		if holding {
-			g.entered <- names
-			select {
-			case <-g.pass:
-			case <-opened:
-			case <-ctx.Done(): // next fails every command with the context's error
-			}
-		}
+		g.door(ctx, names)
 		return next(ctx, cmds)
+	}
+}
+
+// door logs a round trip of the commands names and, while the gate holds, waits until
+// the test lets it through (or ctx ends: the client then fails it with ctx's error).
+func (g *gate) door(ctx context.Context, names []string) {
+	g.mu.Lock()
+	g.pipes = append(g.pipes, names)
+	holding, opened := g.holding, g.opened
+	g.mu.Unlock()
+	if holding {
+		g.entered <- names
+		select {
+		case <-g.pass:
+		case <-opened:
+		case <-ctx.Done():
+		}
 	}
 }
 

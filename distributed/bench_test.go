@@ -28,8 +28,9 @@ const (
 // BenchmarkApply measures decisions per second through one client with 64 goroutines
 // (b.SetParallelism scales them to GOMAXPROCS) spread over 10,000 keys, at the server's
 // time: the figure to compare with redis-benchmark running the same EVALSHA with 64
-// clients (see testdata/bench-evalsha.sh). Each algorithm runs plain (one round trip per
-// call) and batched (WithBatching with its defaults: concurrent calls share pipelines).
+// clients (see testdata/bench-evalsha.sh). Each algorithm runs unbatched
+// (Batching{Off: true}: one round trip per call) and batched (the default store:
+// concurrent calls share pipelines).
 func BenchmarkApply(b *testing.B) {
 	addr := os.Getenv(benchAddrEnv)
 	if addr == "" {
@@ -47,11 +48,11 @@ func BenchmarkApply(b *testing.B) {
 		algo.SlidingWindowLog{Limit: 100, Window: time.Second},
 	} {
 		b.Run(a.Name(), func(b *testing.B) {
-			benchApply(b, teststore.Redis(b, c, distributed.WithPrefix("bench:")), keys, a)
+			benchApply(b, teststore.Redis(b, c, distributed.WithPrefix("bench:"), distributed.WithBatching(distributed.Batching{Off: true})), keys, a)
 		})
-		// The same load through WithBatching: concurrent calls share pipelines.
+		// The same load through the default store: concurrent calls share pipelines.
 		b.Run(a.Name()+"/batched", func(b *testing.B) {
-			s := teststore.Redis(b, c, distributed.WithPrefix("bench:"), distributed.WithBatching(distributed.Batching{}))
+			s := teststore.Redis(b, c, distributed.WithPrefix("bench:"))
 			defer s.Close()
 			benchApply(b, s, keys, a)
 		})

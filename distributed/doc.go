@@ -20,8 +20,8 @@
 // holding other data, a script error, a reply that does not parse) wrap
 // store.ErrKeyUnavailable as well: Redis answered, so the limiter's circuit breaker does not
 // count them. A deadline that passed while go-redis kept failing to connect names the
-// dial's error (New adds a dial hook to the client for that). [WithBatching] lets concurrent calls
-// share round trips; [WithReplicaAck] makes a decision count only once replicas hold it.
+// dial's error (New adds a dial hook to the client for that). Concurrent calls share round
+// trips by default ([WithBatching] tunes or turns it off); [WithReplicaAck] makes a decision count only once replicas hold it.
 //
 // docs/distributed.md explains the keys, expiry, time, Cluster, what a failover can lose,
 // the failure modes, batching, and measured figures.

@@ -73,15 +73,17 @@ func Example_cluster() {
 func ExampleWithBatching() {
 	client := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
 	defer client.Close()
+	// Batching is the default: this is distributed.New(client) spelled out.
+	// Batching{Off: true} would send every call on its own round trip.
 	s, err := distributed.New(client, distributed.WithBatching(distributed.Batching{
 		MaxBatch:    64, // commands per pipeline at most (the default)
-		MaxInFlight: 2,  // pipelines in flight at once, and flusher goroutines (the default)
+		MaxInFlight: 2,  // pipelines in flight at once, and flusher goroutines at most (the default)
 	}))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer s.Close() // stops the flushers, after answering every call already queued
+	defer s.Close() // answers every call already queued
 
 	rule := algo.TokenBucket{Rate: 100, Burst: 100}
 	var admitted atomic.Int64

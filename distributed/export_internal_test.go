@@ -64,3 +64,23 @@ const (
 func WithZeroReplicaAck() Option {
 	return optionFunc(func(o *options) { o.ack = &replicaAck{replicas: 0, timeout: time.Millisecond} })
 }
+
+// Busy makes s's batcher count a call in flight until release is called, so that the
+// calls made meanwhile queue for a pipeline rather than go on their own (with MaxInFlight
+// ≥ 2 a flusher sends them at once). s must be idle and batching.
+func Busy(s *Store) (release func()) {
+	if s.batch == nil || !s.batch.alone() {
+		panic("distributed.Busy: the store is not batching, or not idle")
+	}
+	return s.batch.done
+}
+
+// Flushers returns the number of flusher goroutines s's batcher runs, 0 without batching.
+func Flushers(s *Store) int {
+	if s.batch == nil {
+		return 0
+	}
+	s.batch.mu.Lock()
+	defer s.batch.mu.Unlock()
+	return s.batch.flushers
+}

@@ -42,7 +42,7 @@ type options struct {
 	clock    clockx.Clock // nil: the server's TIME
 	tol      time.Duration
 	real     func() time.Time // real time for the client clock's check (a test hook)
-	batching *Batching        // nil: one round trip per call
+	batching Batching         // Off: one round trip per call
 	ack      *replicaAck      // nil: no WAIT (WithReplicaAck)
 	denials  *DenialCache     // nil: no denial cache (WithDenialCache)
 	evalOnly bool             // EVALSHA even where FCALL would do (a test hook)
@@ -132,27 +132,27 @@ func WithClockTolerance(d time.Duration) Option {
 	})
 }
 
-// WithBatching makes the calls of concurrent callers share round trips: every script the
-// store runs (Apply, Refund, Peek, Reset, ApplyAll and the semaphore operations) goes to
-// Redis in pipelines of at most b.MaxBatch commands, with at most b.MaxInFlight pipelines
-// in flight. There is no timer: a call made while nothing is in flight is sent at once, so
-// a lone caller sees one round trip, and a call made while pipelines are busy queues until
-// one comes back. The zero Batching means the defaults (see Batching); a negative field is
-// an error. Without this option, each call is its own round trip; with WithReplicaAck,
-// this option is ignored.
+// WithBatching configures how the calls of concurrent callers share round trips, which a
+// store does by default: every script the store runs (Apply, Refund, Peek, Reset,
+// ApplyAll and the semaphore operations) goes to Redis in pipelines of at most b.MaxBatch
+// commands, with at most b.MaxInFlight pipelines in flight. There is no timer: a call made
+// while nothing is in flight is sent at once, so a lone caller sees one round trip, and a
+// call made while pipelines are busy queues until one comes back. The zero Batching means
+// the defaults (see Batching); a negative field is an error. Batching{Off: true} sends
+// each call on its own round trip. With WithReplicaAck, calls are not batched.
 //
 // Each call still gets exactly the answer it would get without batching, and failures
 // stay per call: WithTimeout bounds a call's wait in the queue and on the wire together,
-// and a caller whose context ends returns at once. The store runs b.MaxInFlight flusher
-// goroutines until Close, which answers the calls already queued. See docs/distributed.md
-// ("Batching").
+// and a caller whose context ends returns at once. The store runs up to b.MaxInFlight
+// flusher goroutines while calls are queued, none while it is idle; Close answers the
+// calls already queued. See docs/distributed.md ("Batching").
 func WithBatching(b Batching) Option {
 	return optionFunc(func(o *options) {
 		if b.MaxBatch < 0 || b.MaxInFlight < 0 {
 			o.invalid("WithBatching(%+v): MaxBatch and MaxInFlight must be ≥ 0 (0: the default)", b)
 			return
 		}
-		o.batching = &b
+		o.batching = b
 	})
 }
 

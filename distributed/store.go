@@ -34,7 +34,7 @@ type Store struct {
 	clock   clockx.Clock // nil: the server's TIME
 	cc      *clientClock // nil: the server's TIME (see clock.go)
 	closed  atomic.Bool
-	batch   *batcher // nil unless WithBatching (and not WithReplicaAck)
+	batch   *batcher // nil with Batching{Off: true} or WithReplicaAck
 	ack     *replicaAck
 	guard   guard     // bounds each call by its deadline whatever the client's options
 	dials   dialWatch // the client's last failed dial, to name it in errors
@@ -125,8 +125,8 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 	if o.denials != nil {
 		s.denials = newDenialCache(*o.denials, o.clock)
 	}
-	if o.batching != nil && o.ack == nil {
-		s.batch = newBatcher(s, *o.batching)
+	if !o.batching.Off && o.ack == nil {
+		s.batch = newBatcher(s, o.batching)
 	}
 	return s, nil
 }
@@ -134,7 +134,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 // Apply answers req for key under a, atomically in Redis, at the server's time (or at the
 // time of the clock given with WithClientClock). It takes one round trip, two when the server has
 // lost the script (restart, failover, SCRIPT FLUSH) and it is loaded again; with
-// WithBatching, concurrent calls share their round trips.
+// batching (the default, see WithBatching), concurrent calls share their round trips.
 //
 // Errors: bad input wraps store.ErrInvalidKey, algo.ErrInvalidConfig (also for an algorithm
 // without a Lua twin) or algo.ErrInvalidRequest; after Close, store.ErrClosed; anything that
@@ -231,10 +231,10 @@ func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int6
 // Close marks the store closed: later calls return store.ErrClosed. It does not close the
 // Redis client, which belongs to the caller. Close is idempotent and always returns nil.
 //
-// With WithBatching, Close also stops the store's flusher goroutines. Calls queued before
-// Close are still sent and answered: Close returns once they have been, so it may wait
-// up to about WithTimeout per pipeline still to go (it does not wait for callers that
-// gave up on their context).
+// Calls queued for a pipeline before Close (see WithBatching) are still sent and
+// answered: Close returns once they have been, so it may wait up to about WithTimeout per
+// pipeline still to go (it does not wait for callers that gave up on their context), and
+// once the store's flusher goroutines have exited.
 func (s *Store) Close() error {
 	s.closed.Store(true)
 	if s.batch != nil {

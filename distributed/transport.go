@@ -147,14 +147,19 @@ func (c *call) command(ctx context.Context) *redis.Cmd {
 // firstKey is the call's first key, which names the server that owns all of them.
 func (c *call) firstKey() string { return c.args[3].(string) }
 
-// exec runs e's script on keys with argv and returns its reply: in the next pipeline with
-// WithBatching, else on its own within the store's timeout (or ctx's earlier deadline)
-// whatever the client's options (see guard). keys and argv are copied: the caller may
-// reuse them when exec returns.
+// exec runs e's script on keys with argv and returns its reply: on its own within the
+// store's timeout (or ctx's earlier deadline) whatever the client's options (see guard),
+// or, while other calls are in flight and batching is on, in the next pipeline. keys and
+// argv are copied: the caller may reuse them when exec returns.
 func (s *Store) exec(ctx context.Context, e *scriptEntry, keys []string, argv []any) (any, error) {
 	c := s.newCall(e, keys, argv)
 	if s.batch != nil {
-		return s.batch.do(ctx, c) // the batcher owns c from here on
+		if !s.batch.alone() {
+			return s.batch.do(ctx, c) // the batcher owns c from here on
+		}
+		// Nothing in flight: no one to share a round trip with, so the call goes on its
+		// own, exactly as without batching, holding the batcher's slot meanwhile.
+		defer s.batch.done()
 	}
 	if s.bounds != nil {
 		var cancel context.CancelFunc

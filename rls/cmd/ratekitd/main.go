@@ -78,7 +78,7 @@ func parseFlags(args []string, out io.Writer) (*flags, error) {
 	fs.StringVar(&f.store.redis, "redis", "", "Redis URL: redis://[user:password@]host:port[/db] (rediss:// for TLS), or redis+cluster://host:port[,host:port...]; empty: in memory")
 	fs.StringVar(&f.store.prefix, "redis-prefix", "ratekitd:", "prefix of every Redis key")
 	fs.DurationVar(&f.store.timeout, "redis-timeout", 200*time.Millisecond, "bound on each Redis call")
-	fs.BoolVar(&f.store.batching, "redis-batching", false, "share pipelines between concurrent calls (distributed.WithBatching)")
+	fs.BoolVar(&f.store.batching, "redis-batching", true, "share pipelines between concurrent calls (distributed.WithBatching; false: a round trip per call)")
 	fs.BoolVar(&f.store.denialCache, "denial-cache", false, "answer a key Redis just denied locally until its RetryAfter (distributed.WithDenialCache)")
 	fs.IntVar(&f.store.denialEntries, "denial-cache-entries", 10_000, "keys the denial cache remembers")
 	fs.DurationVar(&f.store.denialMaxAge, "denial-cache-max-age", 0, "longest reuse of one denial (0: until its RetryAfter)")

@@ -52,8 +52,8 @@ func openStore(ctx context.Context, f storeFlags) (s store.Store, desc string, e
 			return nil, "", fmt.Errorf("redis %s: %w", desc, err)
 		}
 		opts := []distributed.Option{distributed.WithPrefix(f.prefix), distributed.WithTimeout(f.timeout)}
-		if f.batching {
-			opts = append(opts, distributed.WithBatching(distributed.Batching{}))
+		if !f.batching {
+			opts = append(opts, distributed.WithBatching(distributed.Batching{Off: true}))
 		}
 		if f.denialCache {
 			opts = append(opts, distributed.WithDenialCache(distributed.DenialCache{MaxEntries: f.denialEntries, MaxAge: f.denialMaxAge}))

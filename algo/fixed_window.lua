@@ -15,21 +15,47 @@
 -- The grant is the hot path, the one ulule/limiter's INCRBY + PEXPIRE is compared with
 -- (docs/benchmarks.md): one GET, one SET, no closure, no number printed but the TTL.
 
-local limit = config_num(ARGV[5])
-local w = config_num(ARGV[6])
-
-local valid, s_win, s_count = false, 0, 0
-local v = get_state(KEYS[1], 17, 70) -- 70: "F"
-if v == true then -- the previous format
-  local st = redis.call('HMGET', KEYS[1], 'win', 'count')
-  if st[1] and st[2] then valid, s_win, s_count = true, tonumber(st[1]), tonumber(st[2]) end
-elseif v then
-  valid = true
-  local _
-  _, s_win, s_count = struct.unpack('<Bdd', v)
+-- remaining is what is left in window cur: 0 while the tail is in the future, and never
+-- below 0 (count exceeds limit after a limit decrease on the same slot). The helpers take
+-- the call's values as arguments: a library makes them once, not on every call.
+local function remaining(win, count, cur, limit)
+  if win ~= cur then return 0 end
+  local r = limit - count
+  if r > 0 then return r end
+  return 0
 end
 
-local cur = math.floor(now / w) -- floor_div
+-- reset is the time in µs from now until window win (of w µs) has ended. When it holds
+-- nothing (a reservation in a future window was refunded) the state is fresh once win has
+-- begun.
+local function reset(win, count, w, now)
+  if count == 0 then
+    local r = win * w - now
+    if r > 0 then return r end
+    return 0
+  end
+  return (win + 1) * w - now
+end
+
+-- ---- per call: the helpers above run once in a library
+local limit = config_nums[ARGV[5]] or config_num(ARGV[5])
+local w = config_nums[ARGV[6]] or config_num(ARGV[6])
+
+local valid, s_win, s_count = false, 0, 0
+-- get_state(KEYS[1], 17, 70) and the unpack, inlined (see not_state): p_win and p_count
+-- are the fields of a state of this format, else nil.
+local v, tag, p_win, p_count = redis.pcall('GET', KEYS[1])
+if v and #v == 17 then tag, p_win, p_count = sunpack('<Bdd', v) end
+if tag == 70 then -- "F"
+  valid, s_win, s_count = true, p_win, p_count
+elseif not_state(v) then -- the previous format
+  local st = redis.call('HMGET', KEYS[1], 'win', 'count')
+  if st[1] and st[2] then valid, s_win, s_count = true, tonumber(st[1]), tonumber(st[2]) end
+end
+
+local cur = now / w -- floor_div(now, w), inlined
+local f = cur % 1
+if f == f then cur = cur - f end
 
 if op == 'apply' and n <= limit and n > 0 then
   local win, count = cur, 0
@@ -41,49 +67,40 @@ if op == 'apply' and n <= limit and n > 0 then
   if wait <= max_wait then
     -- total > 0: the state is fresh once window grant has ended, and never before now.
     local r = (grant + 1) * w - now
-    local s = struct.pack('<Bdd', 70, grant, total)
+    local s = spack('<Bdd', 70, grant, total)
     -- A key of this format already holding grants in window grant expires when it ends:
     -- every write since the first grant in it set that TTL (a refund to 0 sets another).
-    if not (v ~= true and valid and s_win == grant and s_count > 0 and put_state_kept(KEYS[1], s)) then
+    -- put_state_kept, inlined.
+    if p_win == grant and p_count > 0 and server_time and has_keepttl then
+      redis.call('SET', KEYS[1], s, 'KEEPTTL')
+    else
       put_state(KEYS[1], s, r)
     end
     local rem = 0
     if grant == cur and total < limit then rem = limit - total end
-    return {1, limit, rem, 0, dur(r), dur(wait), now + wait}
+    -- dur, inlined: r > 0, and wait is in [0, max_wait]
+    if r > MAX_MICROS then r = MAX_MICROS end
+    return {1, limit, rem, 0, r, wait, now + wait}
   end
-end
-
--- remaining is what is left in the current window: 0 while the tail is in the future, and
--- never below 0 (count exceeds limit after a limit decrease on the same slot).
-local function remaining(win, count)
-  if win ~= cur then return 0 end
-  return math.max(0, limit - count)
-end
-
--- reset is the time in µs until window win has ended. When it holds nothing (a reservation
--- in a future window was refunded) the state is fresh once win has begun.
-local function reset(win, count)
-  if count == 0 then return math.max(0, win * w - now) end
-  return (win + 1) * w - now
 end
 
 if op == 'apply' then -- a denial: written nothing
   local win, count = cur, 0
   if valid and s_win >= cur then win, count = s_win, s_count end
   if n > limit or n <= 0 then
-    return {0, limit, remaining(win, count), MAX_MICROS, dur(reset(win, count)), 0, 0}
+    return {0, limit, remaining(win, count, cur, limit), MAX_MICROS, dur(reset(win, count, w, now)), 0, 0}
   end
   local grant = win
   if count > limit - n then grant = win + 1 end
   local wait = grant * w - now
-  return {0, limit, remaining(win, count), retry_after(wait, max_wait), dur(reset(win, count)), 0, 0}
+  return {0, limit, remaining(win, count, cur, limit), retry_after(wait, max_wait), dur(reset(win, count, w, now)), 0, 0}
 elseif op == 'refund' then
   -- Permits go back only to the window they were granted in, and only while it is the tail.
   if not valid or not (n > 0) or s_win ~= floor_div(grant_at, w) then return 0 end
   local count = s_count - n
   if count < 0 then count = 0 end
   if count == s_count then return 0 end -- nothing to write
-  put_state(KEYS[1], struct.pack('<Bdd', 70, s_win, count), reset(s_win, count)) -- kept: see keep
+  put_state(KEYS[1], spack('<Bdd', 70, s_win, count), reset(s_win, count, w, now)) -- kept: see keep
   return 0
 end
 return redis.error_reply('fixed-window: unknown operation ' .. tostring(op))

@@ -20,28 +20,10 @@
 -- T, now and so the TAT are whole µs below 2^53: every sum and difference is exact.
 -- TTL: the time until TAT, when the key is idle.
 
-local rate = config_num(ARGV[5])
-local burst = config_num(ARGV[6])
-local T = math.ceil(1e6 / rate)
-
--- s_act nil: not known; s_rb: the latest grant acts n·T after the one before it, so its
--- refund may roll act back; s_last: µs of the last write; s_burst: its burst
-local valid, s_tat, s_act, s_iv, s_rb, s_last, s_burst = false, 0, nil, T, false, 0, burst
-local v = get_state(KEYS[1], 49, 71) -- 71: "G"
-if v == true then -- the previous format
-  local st = redis.call('HMGET', KEYS[1], 'tat', 'act', 'iv', 'rb', 'last', 'burst')
-  valid = st[1] and true or false -- false for a missing field
-  s_tat = valid and tonumber(st[1]) or 0
-  s_act = valid and st[2] and tonumber(st[2]) or nil
-  s_iv = valid and st[3] and tonumber(st[3]) or T
-  s_rb = st[4] == '1'
-  s_last = valid and st[5] and tonumber(st[5]) or 0
-  s_burst = valid and st[6] and tonumber(st[6]) or burst
-elseif v then
-  local _, rb
-  _, s_tat, s_act, s_iv, rb, s_last, s_burst = struct.unpack('<Bdddddd', v)
-  valid, s_rb = true, rb == 1
-end
+-- The call's config and stored state, which the helpers below read: set at the start of
+-- every call, so that a function library makes the helpers once (closures made on every
+-- call cost Redis more than the rest of a decision's Lua).
+local T, burst, valid, s_tat, s_iv, s_last, s_burst
 
 -- tat_at returns the key's TAT, never earlier than t. A TAT written under another interval
 -- is rescaled to T, the time since the last write counted at the lower of the two rates:
@@ -73,12 +55,37 @@ local function remaining(ahead)
   return floor_count((burst * T - ahead) / T)
 end
 
--- until_fresh is the ResetAfter of a decision that writes nothing, as algo.GCRA.untilFresh:
--- while a raised rate is not yet written, ahead shrinks at the old rate, and the state is
--- fresh only once its stored TAT has passed.
-local function until_fresh(ahead)
+-- until_fresh is the ResetAfter at now of a decision that writes nothing, as
+-- algo.GCRA.untilFresh: while a raised rate is not yet written, ahead shrinks at the old
+-- rate, and the state is fresh only once its stored TAT has passed.
+local function until_fresh(ahead, now)
   if valid and T < s_iv and s_tat - now > ahead then return ceil_micros(s_tat - now) end
   return ceil_micros(ahead)
+end
+
+-- ---- per call: the helpers above run once in a library
+local rate = config_nums[ARGV[5]] or config_num(ARGV[5])
+burst = config_nums[ARGV[6]] or config_num(ARGV[6])
+T = math.ceil(1e6 / rate)
+
+-- s_act nil: not known; s_rb: the latest grant acts n·T after the one before it, so its
+-- refund may roll act back; s_last: µs of the last write; s_burst: its burst
+valid, s_tat, s_iv, s_last, s_burst = false, 0, T, 0, burst
+local s_act, s_rb = nil, false
+-- get_state(KEYS[1], 49, 71) and the unpack, inlined (see not_state)
+local v, tag, f1, f2, f3, f4, f5, f6 = redis.pcall('GET', KEYS[1])
+if v and #v == 49 then tag, f1, f2, f3, f4, f5, f6 = sunpack('<Bdddddd', v) end
+if tag == 71 then -- "G"
+  valid, s_tat, s_act, s_iv, s_rb, s_last, s_burst = true, f1, f2, f3, f4 == 1, f5, f6
+elseif not_state(v) then -- the previous format
+  local st = redis.call('HMGET', KEYS[1], 'tat', 'act', 'iv', 'rb', 'last', 'burst')
+  valid = st[1] and true or false -- false for a missing field
+  s_tat = valid and tonumber(st[1]) or 0
+  s_act = valid and st[2] and tonumber(st[2]) or nil
+  s_iv = valid and st[3] and tonumber(st[3]) or T
+  s_rb = st[4] == '1'
+  s_last = valid and st[5] and tonumber(st[5]) or 0
+  s_burst = valid and st[6] and tonumber(st[6]) or burst
 end
 
 if op == 'apply' then
@@ -92,14 +99,14 @@ if op == 'apply' then
   local tat = tat_at(now)
   local ahead = tat - now -- ≥ 0, and exact
   if n > burst or n <= 0 then
-    return {0, burst, remaining(ahead), MAX_MICROS, dur(lag + until_fresh(ahead)), 0, 0}
+    return {0, burst, remaining(ahead), MAX_MICROS, dur(lag + until_fresh(ahead, now)), 0, 0}
   end
   -- N fits once ahead has come down to (burst - N)·T.
   local wait = ceil_micros(ahead - (burst - n) * T)
   local delay = wait -- from the caller's now
   if wait > 0 then delay = lag + wait end
   if delay > max_wait then
-    return {0, burst, remaining(ahead), retry_after(lag + wait, max_wait), dur(lag + until_fresh(ahead)), 0, 0}
+    return {0, burst, remaining(ahead), retry_after(lag + wait, max_wait), dur(lag + until_fresh(ahead, now)), 0, 0}
   end
   local new_tat = tat + n * T
   local act = now + wait
@@ -108,7 +115,7 @@ if op == 'apply' then
   if s_act and s_act >= act then act, rb = s_act, false end -- never moves back
   ahead = new_tat - now
   local reset = lag + ceil_micros(ahead)
-  store(struct.pack('<Bdddddd', 71, new_tat, act, T, rb and 1 or 0, now, burst), reset)
+  store(spack('<Bdddddd', 71, new_tat, act, T, rb and 1 or 0, now, burst), reset)
   return {1, burst, remaining(ahead), 0, dur(reset), dur(delay), now + wait}
 elseif op == 'refund' then
   -- Gives back what x/time/rate's CancelAt does: n·T minus the span reserved after the
@@ -130,7 +137,7 @@ elseif op == 'refund' then
   if tat == s_tat and act == s_act and s_iv == T and rb == s_rb and s_last == now and s_burst == burst then
     return 0 -- nothing to write
   end
-  put_state(KEYS[1], struct.pack('<Bdddddd', 71, tat, act, T, rb and 1 or 0, now, burst),
+  put_state(KEYS[1], spack('<Bdddddd', 71, tat, act, T, rb and 1 or 0, now, burst),
     ceil_micros(tat - now)) -- kept: see keep
   return 0
 end

@@ -38,23 +38,29 @@ end
 local MAX_EXACT = 9007199254740992  -- 2^53: the largest count a double holds exactly
 
 -- ceil_micros rounds a wait up to whole µs, clamped to [0, MAX_MICROS]; NaN gives 0.
+-- The rounding helpers round with % (x % 1 is x - floor(x), exact for a finite x), not
+-- math.floor and math.ceil: a global lookup and a C call cost Redis ten times as much.
 local function ceil_micros(x)
   if not (x > 0) then return 0 end
   if x >= MAX_MICROS then return MAX_MICROS end
-  return math.ceil(x)
+  local f = x % 1
+  if f > 0 then return x - f + 1 end
+  return x
 end
 
 -- ceil_count rounds a non-negative count or span up without the MAX_MICROS clamp.
 local function ceil_count(x)
   if not (x > 0) then return 0 end
-  return math.ceil(x)
+  local f = x % 1 -- NaN for +inf, kept
+  if f > 0 then return x - f + 1 end
+  return x
 end
 
 -- floor_count rounds a permit count down, clamped to [0, 2^53]; NaN gives 0.
 local function floor_count(x)
   if not (x > 0) then return 0 end
   if x >= MAX_EXACT then return MAX_EXACT end
-  return math.floor(x)
+  return x - x % 1
 end
 
 -- dur is a duration as replied: clamped to [0, MAX_MICROS], like algo.toDuration.
@@ -72,26 +78,39 @@ local function retry_after(wait, mw)
   return dur(wait - mw)
 end
 
--- first_micro is algo.firstMicro: the least d ≥ lo at which ok(d) holds, from the
--- estimate d, moved at most 4 µs each way; estimates of MAX_MICROS or more are kept.
--- The token and leaky buckets place their retry and reset times with it.
-local function first_micro(d, lo, ok)
+-- first_micro is algo.firstMicro: the least d ≥ lo at which ok(d, a, b, c, e) holds, from
+-- the estimate d, moved at most 4 µs each way; estimates of MAX_MICROS or more are kept.
+-- The token and leaky buckets place their retry and reset times with it. The arguments
+-- after ok are passed on, so that ok can be a function made once rather than a closure
+-- made on every call.
+local function first_micro(d, lo, ok, a, b, c, e)
   if d >= MAX_MICROS then return d end
   local i = 0
-  while i < 4 and d > lo and ok(d - 1) do d, i = d - 1, i + 1 end
+  while i < 4 and d > lo and ok(d - 1, a, b, c, e) do d, i = d - 1, i + 1 end
   i = 0
-  while i < 4 and d < MAX_MICROS and not ok(d) do d, i = d + 1, i + 1 end
+  while i < 4 and d < MAX_MICROS and not ok(d, a, b, c, e) do d, i = d + 1, i + 1 end
   return d
 end
 
--- floor_div divides integers rounding towards minus infinity, like algo.floorDiv. The
--- rounded quotient of two integers below 2^53 never crosses an integer, so it is exact.
-local function floor_div(a, b) return math.floor(a / b) end
+-- floor is math.floor: an infinite or NaN x (f is NaN) is kept. floor_div divides
+-- integers rounding towards minus infinity, like algo.floorDiv. The rounded quotient of
+-- two integers below 2^53 never crosses an integer, so it is exact.
+local function floor(x)
+  local f = x % 1
+  if f ~= f then return x end
+  return x - f
+end
+local function floor_div(a, b) return floor(a / b) end
 
 -- seconds converts an elapsed count of µs (≥ 0) to seconds with the same operations as
--- algo.seconds, itself time.Duration.Seconds on the same span in ns.
+-- algo.seconds, itself time.Duration.Seconds on the same span in ns. Under a second (the
+-- usual span) sec is 0 and 0 + x is x: skipped, as in Go (0 for -0 too, as sec + 0 is).
 local function seconds(us)
-  local sec = floor_div(us, 1000000)
+  if us == 0 then return 0 end
+  if us > 0 and us < 1000000 then return (us * 1000) / 1e9 end
+  local sec = us / 1000000 -- floor_div(us, 1000000), inlined
+  local f = sec % 1
+  if f == f then sec = sec - f end
   local rem = us - sec * 1000000
   return sec + (rem * 1000) / 1e9
 end
@@ -136,30 +155,44 @@ local function peeked(d, probe)
 end
 
 -- ---- per call: everything from here on runs on every call ----
-redis = api()
--- is_peek: a peek, which runs the twin twice (see algo.peekScript).
-local is_peek = ARGV[1] == 'peek'
-if is_peek then redis = peeking(redis) end
-
-local now = read_now(ARGV[2])
+redis = server_redis or api()
+-- is_peek: a peek, which runs the twin twice (see algo.peekScript) as an apply whose
+-- writes are skipped: see the top of this file.
 local op = ARGV[1]
-if op == 'peek' then op = 'apply' end -- writes are skipped: see the top of this file
+local is_peek = op == 'peek'
+if is_peek then redis, op = peeking(redis), 'apply' end
+
+local now
+if ARGV[2] == '' and in_library then
+  -- read_now(''), inlined for the commonest call: the server's TIME in a library
+  pad, server_time = 0, true
+  local t = redis.call('TIME')
+  local s = t[1]
+  if s ~= time_s then time_s, time_n = s, tonumber(s) end
+  now = time_n * 1000000 + t[2]
+else
+  now = read_now(ARGV[2])
+end
 -- N is 1 on most calls, MaxWait 0 (see config_num of the base: "1" == ARGV[3] compares
--- pointers, tonumber runs strtod).
+-- pointers, tonumber runs strtod), so those skip the rest.
 local n = ARGV[3]
-if n == '1' then n = 1 else n = tonumber(n) end
--- Above 2^53 tonumber rounds: "9007199254740993" would read as 2^53, a valid size. Any N
--- above 2^53 exceeds every limit (Go compares int64s), so keep it above: 2^53 + 2.
-if op == 'apply' and n and n >= MAX_EXACT and ARGV[3] ~= '9007199254740992' then
-  n = MAX_EXACT + 2
+if n == '1' then n = 1 else
+  n = tonumber(n)
+  -- Above 2^53 tonumber rounds: "9007199254740993" would read as 2^53, a valid size. Any
+  -- N above 2^53 exceeds every limit (Go compares int64s), so keep it above: 2^53 + 2.
+  if op == 'apply' and n and n >= MAX_EXACT and ARGV[3] ~= '9007199254740992' then
+    n = MAX_EXACT + 2
+  end
 end
 -- grant_at is the refunded grant's At in µs (refund only).
-local grant_at = ARGV[4]
-if grant_at == '0' then grant_at = 0 else grant_at = tonumber(grant_at) end
 -- max_wait is MaxWait in µs (apply only), the same argument (read once: tonumber is one of
 -- the costlier calls of a script). A store sends it in [0, MAX_MICROS - 1]
 -- already; a hand-written call gets the same clamp: at least 0, and anything from
 -- MAX_MICROS on (what earlier versions sent for Forever) is MAX_MICROS - 1, because waits
 -- are clamped to MAX_MICROS, which stands for "that long or more" and is never granted.
-local max_wait = grant_at
-if not (max_wait > 0) then max_wait = 0 elseif max_wait >= MAX_MICROS then max_wait = MAX_MICROS - 1 end
+local grant_at, max_wait = ARGV[4], 0
+if grant_at == '0' then grant_at = 0 else
+  grant_at = tonumber(grant_at)
+  max_wait = grant_at
+  if not (max_wait > 0) then max_wait = 0 elseif max_wait >= MAX_MICROS then max_wait = MAX_MICROS - 1 end
+end

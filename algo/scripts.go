@@ -3,6 +3,7 @@ package algo
 import (
 	_ "embed" // the prelude every Lua twin starts with
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ratekit/limiter/internal/luawire"
@@ -19,8 +20,14 @@ var preludeLua string
 // the helpers of algo.go: ceil_micros, floor_count, seconds, expire, ...) to body, and
 // builds the same code as a Redis 7 function library (see [Script]). The state key itself
 // ("") always comes first in Keys.
+//
+// A body may have a per-call line (luawire.PerCall) of its own: the helpers above it go
+// with the prelude's, before the prelude's per-call part, so that a library makes them
+// once rather than on every call; the line itself is dropped.
 func newScript(name, body string, keys ...string) *Script {
-	src := luawire.BaseLua + preludeLua + "\n" + peekScript(body) + body
+	helpers, body := splitBody(body)
+	preludeHelpers, preludeCall := splitPerCall(preludeLua)
+	src := luawire.BaseLua + preludeHelpers + helpers + preludeCall + "\n" + peekScript(body) + body
 	fn, lib := library(src)
 	return &Script{
 		Name:     name,
@@ -30,6 +37,26 @@ func newScript(name, body string, keys ...string) *Script {
 		Library:  lib,
 		PadsTTL:  true,
 	}
+}
+
+// splitPerCall splits src at its per-call line: what comes before it, and the line with
+// what follows it. Without such a line everything runs per call.
+func splitPerCall(src string) (helpers, perCall string) {
+	i := strings.Index(src, "\n"+luawire.PerCall)
+	if i < 0 {
+		return "", src
+	}
+	return src[:i+1], src[i+1:]
+}
+
+// splitBody is splitPerCall of a twin's body, without the per-call line, which the
+// prelude's comes before.
+func splitBody(body string) (helpers, perCall string) {
+	helpers, perCall = splitPerCall(body)
+	if helpers != "" {
+		perCall = perCall[strings.IndexByte(perCall, '\n')+1:]
+	}
+	return helpers, perCall
 }
 
 // peekScript returns the code a script runs in "peek" mode, before body: body twice as a

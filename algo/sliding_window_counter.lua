@@ -16,23 +16,10 @@
 -- Counts are integers below 2^53; "curr + N > limit" is computed as "curr > limit - N",
 -- which cannot round. TTL: until both counters have left the sliding window.
 
-local limit = config_num(ARGV[5])
-local w = config_num(ARGV[6])
-
-local valid, s_win, s_curr, s_prev = false, 0, 0, 0
-local v = get_state(KEYS[1], 25, 67) -- 67: "C"
-if v == true then -- the previous format
-  local st = redis.call('HMGET', KEYS[1], 'win', 'curr', 'prev')
-  if st[1] and st[2] and st[3] then
-    valid, s_win, s_curr, s_prev = true, tonumber(st[1]), tonumber(st[2]), tonumber(st[3])
-  end
-elseif v then
-  valid = true
-  local _
-  _, s_win, s_curr, s_prev = struct.unpack('<Bddd', v)
-end
-
-local cur = math.floor(now / w) -- floor_div
+-- The call's config and stored state, which the helpers below read: set at the start of
+-- every call, so that a function library makes the helpers once (closures made on every
+-- call cost Redis more than the rest of a decision's Lua).
+local limit, w, valid, s_win, s_curr, s_prev
 
 -- need is the offset in µs from the start of a window from which k more permits fit beside
 -- curr, with prev in the window before: ceil(window·(1 − (limit − curr − k)/prev)), or 0
@@ -40,16 +27,22 @@ local cur = math.floor(now / w) -- floor_div
 -- window can be longer): ceil_count, not ceil_micros.
 local function need(curr, prev, k)
   if prev <= 0 then return 0 end
-  return ceil_count(w * (1 - (limit - curr - k) / prev))
+  local x = w * (1 - (limit - curr - k) / prev) -- ceil_count(x), inlined
+  if not (x > 0) then return 0 end
+  local f = x % 1 -- NaN for +inf, kept
+  if f > 0 then return x - f + 1 end
+  return x
 end
 
 -- remaining is the most a request at now could take without waiting: 0 while the state is
 -- in a future window, else the largest r with need(curr, prev, r) ≤ now − start. It starts
 -- from limit − curr − ceil(prev·(end − now)/window), the same in exact arithmetic, and
 -- steps until it agrees with need, which rounding at an exact boundary may not.
-local function remaining(win, curr, prev)
+local function remaining(win, curr, prev, now)
   local start = win * w
   if now < start or curr >= limit then return 0 end
+  -- Without a previous count (or a NaN one) need is 0 for any r: all the rest fits.
+  if not (prev > 0) then return limit - curr end
   local weighted = prev * (start + w - now) / w
   local r = limit - curr - ceil_count(weighted)
   if r < 0 then r = 0 end
@@ -60,37 +53,9 @@ local function remaining(win, curr, prev)
   return r
 end
 
--- The grant in the window of the state's view (the commonest decision) is the hot path:
--- straight line, with no closure but need and remaining (the reply's Remaining), as in
--- fixed_window.lua; any other case falls through to the general code below, which decides
--- it from the start.
-if op == 'apply' and n <= limit and n > 0 then
-  local win, curr, prev = cur, 0, 0 -- view(), below
-  if valid and not (s_win < cur - 1) then
-    if s_win == cur - 1 then prev = s_curr else win, curr, prev = s_win, s_curr, s_prev end
-  end
-  local start = win * w
-  if not (curr > limit - n) then -- fit(win, curr, prev, n, now), below
-    local t = math.max(now, start, start + need(curr, prev, n))
-    local wait = t - now
-    if t < start + w and wait <= max_wait then
-      curr = curr + n
-      local r = (win + 2) * w - now -- reset(win, curr, prev): curr > 0
-      local s = struct.pack('<Bddd', 67, win, curr, prev)
-      -- A key of this format already counting grants in window win expires when win + 1
-      -- ends: every write since the first grant in win set that TTL (a refund of all of
-      -- them sets another). See put_state_kept.
-      if not (v ~= true and valid and s_win == win and s_curr > 0 and put_state_kept(KEYS[1], s)) then
-        put_state(KEYS[1], s, r)
-      end
-      return {1, limit, remaining(win, curr, prev), 0, dur(r), dur(wait), t}
-    end
-  end
-end
-
 -- view returns the counters as seen from window cur: shifted forward when cur is later
 -- than the state's window; a state in a future window (reservations) is kept as it is.
-local function view()
+local function view(cur)
   if not valid or s_win < cur - 1 then return cur, 0, 0 end
   if s_win == cur - 1 then return cur, 0, s_curr end
   return s_win, s_curr, s_prev
@@ -101,7 +66,10 @@ end
 local function fit(win, curr, prev, k, from)
   local start = win * w
   if curr > limit - k then return nil end
-  local t = math.max(from, start, start + need(curr, prev, k))
+  local t = from -- math.max(from, start, start + need(...)), inlined
+  if start > t then t = start end
+  local e = start + need(curr, prev, k)
+  if e > t then t = e end
   if t >= start + w then return nil end
   return t
 end
@@ -109,16 +77,82 @@ end
 -- reset is the time in µs until both counters have left the sliding window. With both at
 -- zero in a future window (its reservations were refunded) the state is fresh once that
 -- window has begun.
-local function reset(win, curr, prev)
+local function reset(win, curr, prev, now)
   if curr > 0 then return (win + 2) * w - now end
   if prev > 0 then return (win + 1) * w - now end
-  return math.max(0, win * w - now)
+  local r = win * w - now
+  if r > 0 then return r end
+  return 0
+end
+
+-- ---- per call: the helpers above run once in a library
+limit = config_nums[ARGV[5]] or config_num(ARGV[5])
+w = config_nums[ARGV[6]] or config_num(ARGV[6])
+
+valid, s_win, s_curr, s_prev = false, 0, 0, 0
+-- get_state(KEYS[1], 25, 67) and the unpack, inlined (see not_state): p_win, p_curr and
+-- p_prev are the fields of a state of this format, else nil.
+local v, tag, p_win, p_curr, p_prev = redis.pcall('GET', KEYS[1])
+if v and #v == 25 then tag, p_win, p_curr, p_prev = sunpack('<Bddd', v) end
+if tag == 67 then -- "C"
+  valid, s_win, s_curr, s_prev = true, p_win, p_curr, p_prev
+elseif not_state(v) then -- the previous format
+  local st = redis.call('HMGET', KEYS[1], 'win', 'curr', 'prev')
+  if st[1] and st[2] and st[3] then
+    valid, s_win, s_curr, s_prev = true, tonumber(st[1]), tonumber(st[2]), tonumber(st[3])
+  end
+end
+
+local cur = now / w -- floor_div(now, w), inlined
+local f = cur % 1
+if f == f then cur = cur - f end
+
+-- The grant in the window of the state's view (the commonest decision) is the hot path:
+-- straight line, calling only need and remaining (the reply's Remaining), as in
+-- fixed_window.lua; any other case falls through to the general code below, which decides
+-- it from the start.
+if op == 'apply' and n <= limit and n > 0 then
+  local win, curr, prev = cur, 0, 0 -- view(cur), above
+  if valid and not (s_win < cur - 1) then
+    if s_win == cur - 1 then prev = s_curr else win, curr, prev = s_win, s_curr, s_prev end
+  end
+  local start = win * w
+  if not (curr > limit - n) then -- fit(win, curr, prev, n, now), above
+    local t = now -- math.max(now, start, start + need(...)), inlined
+    if start > t then t = start end
+    if prev > 0 then -- else need is 0
+      local e = start + need(curr, prev, n)
+      if e > t then t = e end
+    end
+    local wait = t - now
+    if t < start + w and wait <= max_wait then
+      curr = curr + n
+      local r = (win + 2) * w - now -- reset(win, curr, prev, now): curr > 0
+      local s = spack('<Bddd', 67, win, curr, prev)
+      -- A key of this format already counting grants in window win expires when win + 1
+      -- ends: every write since the first grant in win set that TTL (a refund of all of
+      -- them sets another). See put_state_kept, inlined here.
+      if p_win == win and p_curr > 0 and server_time and has_keepttl then
+        redis.call('SET', KEYS[1], s, 'KEEPTTL')
+      else
+        put_state(KEYS[1], s, r)
+      end
+      -- dur, inlined: r > 0, and wait is in [0, max_wait]
+      if r > MAX_MICROS then r = MAX_MICROS end
+      -- remaining(win, curr, prev, now), called only when prev counts
+      local rem = 0
+      if not (now < start or curr >= limit) then
+        if prev > 0 then rem = remaining(win, curr, prev, now) else rem = limit - curr end
+      end
+      return {1, limit, rem, 0, r, wait, t}
+    end
+  end
 end
 
 if op == 'apply' then
-  local win, curr, prev = view()
+  local win, curr, prev = view(cur)
   if n > limit or n <= 0 then
-    return {0, limit, remaining(win, curr, prev), MAX_MICROS, dur(reset(win, curr, prev)), 0, 0}
+    return {0, limit, remaining(win, curr, prev, now), MAX_MICROS, dur(reset(win, curr, prev, now)), 0, 0}
   end
   -- Try the state's window, then the next (prev := curr), then the one after (empty).
   local t = fit(win, curr, prev, n, now)
@@ -132,19 +166,19 @@ if op == 'apply' then
   end
   local wait = t - now
   if wait > max_wait then
-    win, curr, prev = view()
-    return {0, limit, remaining(win, curr, prev), retry_after(wait, max_wait), dur(reset(win, curr, prev)), 0, 0}
+    win, curr, prev = view(cur)
+    return {0, limit, remaining(win, curr, prev, now), retry_after(wait, max_wait), dur(reset(win, curr, prev, now)), 0, 0}
   end
   curr = curr + n
-  local r = reset(win, curr, prev) -- > 0: curr > 0
-  local s = struct.pack('<Bddd', 67, win, curr, prev)
+  local r = reset(win, curr, prev, now) -- > 0: curr > 0
+  local s = spack('<Bddd', 67, win, curr, prev)
   -- A key of this format already counting grants in window win expires when win + 1 ends:
   -- every write since the first grant in win set that TTL (a refund of all of them sets
   -- another). See put_state_kept.
   if not (v ~= true and valid and s_win == win and s_curr > 0 and put_state_kept(KEYS[1], s)) then
     put_state(KEYS[1], s, r)
   end
-  return {1, limit, remaining(win, curr, prev), 0, dur(r), dur(wait), t}
+  return {1, limit, remaining(win, curr, prev, now), 0, dur(r), dur(wait), t}
 elseif op == 'refund' then
   -- Permits go back to the window they were granted in, while it is still counted.
   if not valid or not (n > 0) then return 0 end
@@ -158,7 +192,7 @@ elseif op == 'refund' then
     if prev < 0 then prev = 0 end
   end
   if curr == s_curr and prev == s_prev then return 0 end -- nothing to write
-  put_state(KEYS[1], struct.pack('<Bddd', 67, s_win, curr, prev), reset(s_win, curr, prev)) -- kept: see keep
+  put_state(KEYS[1], spack('<Bddd', 67, s_win, curr, prev), reset(s_win, curr, prev, now)) -- kept: see keep
   return 0
 end
 return redis.error_reply('sliding-counter: unknown operation ' .. tostring(op))

@@ -19,33 +19,13 @@
 -- rate. TTL: the time until the bucket is full again, counted from the caller's now (so
 -- it includes how far a backwards now is behind last).
 
-local rate = config_num(ARGV[5])
-local burst = config_num(ARGV[6])
-
--- s_act nil: not known; s_rb: the latest grant acts n/rate after the one before it, so its
--- refund may roll act back; s_rate nil: not known (the current rate)
-local valid, s_tokens, s_last, s_act, s_rb, s_rate = false, 0, 0, nil, false, nil
-local v = get_state(KEYS[1], 41, 84) -- 84: "T"
-if v == true then -- the previous format
-  local st = redis.call('HMGET', KEYS[1], 'tokens', 'last', 'act', 'rb', 'rate')
-  valid = st[1] and st[2] and true or false -- false for a missing field
-  if valid then s_tokens, s_last = tonumber(st[1]), tonumber(st[2]) end
-  s_act = valid and st[3] and tonumber(st[3]) or nil
-  s_rb = st[4] == '1'
-  s_rate = valid and st[5] and tonumber(st[5]) or nil
-elseif v then
-  local _, rb
-  _, s_tokens, s_last, s_act, rb, s_rate = struct.unpack('<Bddddd', v)
-  valid, s_rb = true, rb == 1
-end
-
--- refill is the rate until the next write: the lower of rate and the rate of the last write
--- (not known in keys of older versions: the current one), as in algo.TokenBucket.refill.
-local refill = rate
-if s_rate and s_rate > 0 and s_rate < rate then refill = s_rate end
+-- The call's config and stored state, which the helpers below read: set at the start of
+-- every call, so that a function library makes the helpers once (closures made on every
+-- call cost Redis more than the rest of a decision's Lua).
+local rate, burst, refill, valid, s_tokens, s_last
 
 -- rollback is n/rate in whole µs, rounded down (never before x/time/rate's roll-back).
-local function rollback(k) return math.floor(k / rate * 1e6) end
+local function rollback(k) return floor(k / rate * 1e6) end
 
 -- advance returns the tokens at t (never above burst) and the instant used, which never
 -- goes back before last.
@@ -57,25 +37,71 @@ local function advance(t)
   return tokens, t
 end
 
+-- full_by: whether a bucket holding b tokens at last, refilling at r, is full at t + d.
+-- seconds is inlined for a span under a second (a grant's reset checks it twice).
+local function full_by(d, b, last, r, t)
+  local us = t + d - last
+  if us > 0 and us < 1000000 then return b + (us * 1000) / 1e9 * r >= burst end
+  return b + seconds(us) * r >= burst
+end
+
 -- until_full is the time in µs from t (≥ last) until a bucket holding b tokens at last,
 -- refilling at r, holds burst tokens by advance's arithmetic (TokenBucket.untilFullFrom).
 -- b nil: a fresh bucket, full already.
 local function until_full(b, last, r, t)
   if b == nil then return 0 end
-  local tokens = b + seconds(t - last) * r
+  -- At t = last (every grant asks so) the refill is b + 0: skipped, as in Go.
+  local tokens = b
+  if t ~= last then tokens = b + seconds(t - last) * r end
   if tokens > burst then tokens = burst end
-  return first_micro(ceil_micros((burst - tokens) / r * 1e6), 0,
-    function(d) return b + seconds(t + d - last) * r >= burst end)
+  local d = ceil_micros((burst - tokens) / r * 1e6)
+  -- The estimate is almost always the answer: checked here, it is what first_micro
+  -- returns, as in Go. At t = last, full_by(0) is b ≥ burst, which d = 1 rules out.
+  if d < MAX_MICROS and (d == 0 or d == 1 and t == last or not full_by(d - 1, b, last, r, t)) and
+    full_by(d, b, last, r, t) then
+    return d
+  end
+  return first_micro(d, 0, full_by, b, last, r, t)
 end
 
--- grants_at is TokenBucket.grantsAt: whether apply would grant n with max_wait at u on
+-- grants_at is TokenBucket.grantsAt: whether apply would grant k with max wait mw at u on
 -- the stored state.
-local function grants_at(u)
+local function grants_at(u, k, mw)
   local tokens, t = advance(u)
-  local left = tokens - n
+  local left = tokens - k
   if left >= 0 or -left / rate * 1e9 < 1 then return true end
-  return t - u + ceil_micros(-left / rate * 1e6) <= max_wait
+  return t - u + ceil_micros(-left / rate * 1e6) <= mw
 end
+
+-- grants_in is grants_at at from + d: first_micro's ok for a retry.
+local function grants_in(d, from, k, mw) return grants_at(from + d, k, mw) end
+
+-- ---- per call: the helpers above run once in a library
+rate = config_nums[ARGV[5]] or config_num(ARGV[5])
+burst = config_nums[ARGV[6]] or config_num(ARGV[6])
+
+-- s_act nil: not known; s_rb: the latest grant acts n/rate after the one before it, so its
+-- refund may roll act back; s_rate nil: not known (the current rate)
+valid, s_tokens, s_last = false, 0, 0
+local s_act, s_rb, s_rate = nil, false, nil
+-- get_state(KEYS[1], 41, 84) and the unpack, inlined (see not_state)
+local v, tag, f1, f2, f3, f4, f5 = redis.pcall('GET', KEYS[1])
+if v and #v == 41 then tag, f1, f2, f3, f4, f5 = sunpack('<Bddddd', v) end
+if tag == 84 then -- "T"
+  valid, s_tokens, s_last, s_act, s_rb, s_rate = true, f1, f2, f3, f4 == 1, f5
+elseif not_state(v) then -- the previous format
+  local st = redis.call('HMGET', KEYS[1], 'tokens', 'last', 'act', 'rb', 'rate')
+  valid = st[1] and st[2] and true or false -- false for a missing field
+  if valid then s_tokens, s_last = tonumber(st[1]), tonumber(st[2]) end
+  s_act = valid and st[3] and tonumber(st[3]) or nil
+  s_rb = st[4] == '1'
+  s_rate = valid and st[5] and tonumber(st[5]) or nil
+end
+
+-- refill is the rate until the next write: the lower of rate and the rate of the last write
+-- (not known in keys of older versions: the current one), as in algo.TokenBucket.refill.
+refill = rate
+if s_rate and s_rate > 0 and s_rate < rate then refill = s_rate end
 
 if op == 'apply' then
   local tokens, t = advance(now)
@@ -99,7 +125,7 @@ if op == 'apply' then
     -- A denial writes nothing, like x/time/rate. RetryAfter: the first µs at which the
     -- same request is granted.
     local retry = MAX_MICROS
-    if lag + wait < MAX_MICROS then retry = first_micro(lag + wait - max_wait, 1, function(d) return grants_at(now + d) end) end
+    if lag + wait < MAX_MICROS then retry = first_micro(lag + wait - max_wait, 1, grants_in, now, n, max_wait) end
     return {0, burst, floor_count(tokens), dur(retry), dur(lag + until_full(valid and s_tokens or nil, s_last, refill, t)), 0, 0}
   end
   local act = t + wait
@@ -107,7 +133,7 @@ if op == 'apply' then
   local rb = ((not valid) or (not s_act) or s_rb or s_act <= t) and act - rollback(n) >= (s_act or 0)
   if s_act and s_act >= act then act, rb = s_act, false end -- never moves back
   local reset = lag + until_full(left, t, rate, t)
-  store(struct.pack('<Bddddd', 84, left, t, act, rb and 1 or 0, rate), reset)
+  store(spack('<Bddddd', 84, left, t, act, rb and 1 or 0, rate), reset)
   return {1, burst, floor_count(left), 0, dur(reset), dur(delay), t + wait}
 elseif op == 'refund' then
   -- Gives back what x/time/rate's CancelAt does: n minus the tokens reserved after the
@@ -131,7 +157,7 @@ elseif op == 'refund' then
     return 0 -- nothing to write
   end
   -- kept (see keep); the TTL is counted from the caller's now, as in apply
-  put_state(KEYS[1], struct.pack('<Bddddd', 84, tokens, t, act, rb and 1 or 0, rate),
+  put_state(KEYS[1], spack('<Bddddd', 84, tokens, t, act, rb and 1 or 0, rate),
     t - now + until_full(tokens, t, rate, t))
   return 0
 end

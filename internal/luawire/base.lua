@@ -5,11 +5,31 @@
 --
 -- In a Redis 7 function library (luawire.Library) everything before the script's
 -- "per call" line runs once, when the library loads: it only defines constants and
--- functions. The per-call part starts with `redis = api()`.
+-- functions. The per-call part starts with `redis = api()` (see api).
 --
+-- in_library: this code runs in a Redis 7 function library (luawire.Library), whose
+-- helpers and upvalues outlive a call, rather than in a plain script (EVAL/EVALSHA), which
+-- runs all of it again on every call. A plain script's KEYS is a table on every call;
+-- a library's is nil while it loads, set by its function on each call (Library).
+local in_library = KEYS == nil
+
 -- api returns the server's redis table at call time: a library captures, while it loads,
 -- a table without redis.call, so the helpers never keep the table they were loaded with.
-local function api() return redis end
+-- It also names the library functions of the hot paths (string.format, struct.pack and
+-- struct.unpack), which a library cannot reach while it loads: each global name costs a
+-- lookup through the globals table's metatable, an upvalue next to nothing. A library
+-- keeps both from its first call (server_redis: Redis gives a function the same redis
+-- table on every call), so its calls start with `redis = server_redis or api()`.
+-- has_keepttl: SET has KEEPTTL (Redis ≥ 6; REDIS_VERSION_NUM exists from 7.0), see
+-- put_state_kept.
+local sformat, spack, sunpack, server_redis, has_keepttl
+local function api()
+  sformat, spack, sunpack = string.format, struct.pack, struct.unpack
+  has_keepttl = redis.REDIS_VERSION_NUM ~= nil
+  if in_library then server_redis = redis end
+  return redis
+end
+
 -- KEYS and ARGV of the current call: the globals of a script; a library's function sets
 -- them from its arguments before anything else runs.
 local KEYS, ARGV = KEYS, ARGV
@@ -17,12 +37,6 @@ local KEYS, ARGV = KEYS, ARGV
 local redis = redis
 
 local MAX_MICROS = 1e15 -- algo.MaxMicros: bounds every wait; 1e15 µs = never
-
--- in_library: this code runs in a Redis 7 function library (luawire.Library), whose
--- helpers and upvalues outlive a call, rather than in a plain script (EVAL/EVALSHA), which
--- runs all of it again on every call. A plain script's KEYS is a table on every call;
--- a library's is nil while it loads, set by its function on each call (Library).
-local in_library = KEYS == nil
 
 -- Parsing a number (tonumber: strtod) costs Redis about 1k instructions, a tenth of
 -- what the Lua of a fixed window's grant costs. So the hot path avoids it: the commonest
@@ -35,22 +49,24 @@ local in_library = KEYS == nil
 -- them (then starts afresh, so a client sending many never grows it unbounded); in a plain
 -- script, where a memo would be a table and a closure made on every call, it is tonumber.
 -- (tonumber, like string and math, is named at call time only: a library cannot reach
--- it while it loads.)
-local config_num
+-- it while it loads.) The hot paths read config_nums[s] or config_num(s): a hit then
+-- costs a table lookup, not a call (config_nums is always empty in a plain script).
+local config_num, config_nums
 if in_library then
-  local nums, nums_n = {}, 0 -- argument string -> its number
+  local nums_n = 0
+  config_nums = {} -- argument string -> its number
   config_num = function(s)
-    local x = nums[s]
+    local x = config_nums[s]
     if x then return x end
     x = tonumber(s)
     if x then
-      if nums_n >= 64 then nums, nums_n = {}, 0 end
-      nums[s], nums_n = x, nums_n + 1
+      if nums_n >= 64 then config_nums, nums_n = {}, 0 end
+      config_nums[s], nums_n = x, nums_n + 1
     end
     return x
   end
 else
-  config_num = tonumber
+  config_num, config_nums = tonumber, {}
 end
 
 -- num formats a number for Redis: %.17g round-trips every double and prints integers
@@ -90,7 +106,9 @@ local function read_now(arg)
     local t = redis.call('TIME')
     local s = t[1]
     if s ~= time_s then time_s, time_n = s, tonumber(s) end
-    return time_n * 1000000 + tonumber(t[2])
+    -- Arithmetic converts the µs string as tonumber does (both strtod), at a third of the
+    -- cost: tonumber is a global lookup and a C call that converts twice.
+    return time_n * 1000000 + t[2]
   end
   local now = tonumber(arg)
   if now then return now end
@@ -108,8 +126,10 @@ end
 local function ttl_ms(us)
   us = us + pad
   if us > MAX_MICROS then us = MAX_MICROS end
-  local ms = math.ceil(us / 1000)
-  if ms < 2 then ms = 2 end
+  local ms = us / 1000
+  local f = ms % 1 -- ms - floor(ms), exact: math.ceil without a lookup and a C call
+  if f > 0 then ms = ms - f + 1 end
+  if not (ms >= 2) then ms = 2 end -- NaN and -inf too (f is NaN)
   return ms
 end
 
@@ -119,8 +139,8 @@ end
 -- round trips and no number printed or parsed on the hot path. It is read with one GET
 -- and written with one SET ... PX, where the previous format took HMGET, HSET and
 -- PEXPIRE (docs/distributed.md, "State on Redis"). struct is a global of Redis's Lua at
--- call time (a function library cannot reach it while it loads), so it is named inside
--- the functions only.
+-- call time (a function library cannot reach it while it loads): the hot paths call it as
+-- spack and sunpack (see api).
 --
 -- get_state reads key: its value when it is size bytes long and starts with tag; nil for
 -- no key; true for a key of the previous format, a hash, whose fields the caller reads
@@ -129,14 +149,23 @@ end
 -- a key shared by mistake): a WRONGTYPE error too, rather than a fresh state that would
 -- overwrite it. GET of a hash is an error, hence pcall: reading old keys costs nothing on
 -- keys already converted.
-local function get_state(key, size, tag)
-  local v = redis.pcall('GET', key)
+--
+-- The twins' hot paths read their state inline, which spares a call: v =
+-- redis.pcall('GET', key), and when #v == size (a table, pcall's error reply, has length
+-- 0) the fields with sunpack and a check of the tag; otherwise, or with another tag,
+-- not_state(v) answers as get_state: nil for no key, true for a hash, else an error.
+local function not_state(v)
+  if not v then return nil end
   if type(v) == 'string' then
-    if #v == size and string.byte(v) == tag then return v end
     error({err = 'WRONGTYPE Operation against a key holding a string that is not a state of this algorithm'})
   end
-  if v then return true end
-  return nil
+  return true
+end
+local function get_state(key, size, tag)
+  local v = redis.pcall('GET', key)
+  if not v then return nil end
+  if type(v) == 'string' and #v == size and string.byte(v) == tag then return v end
+  return not_state(v)
 end
 
 -- put_state writes the packed value v to key with the TTL of a state fresh again in us µs
@@ -144,7 +173,13 @@ end
 -- rewritten in the new one by the same command: a rolling upgrade neither resets a key
 -- nor counts it twice.
 local function put_state(key, v, us)
-  redis.call('SET', key, v, 'PX', string.format('%d', ttl_ms(us)))
+  us = us + pad -- ttl_ms(us), inlined: every grant of most algorithms comes here
+  if us > MAX_MICROS then us = MAX_MICROS end
+  local ms = us / 1000
+  local f = ms % 1
+  if f > 0 then ms = ms - f + 1 end
+  if not (ms >= 2) then ms = 2 end
+  redis.call('SET', key, v, 'PX', sformat('%d', ms))
 end
 
 -- put_state_kept writes v to key keeping its TTL: SET ... KEEPTTL costs Redis 7.0 about 8k
@@ -152,10 +187,10 @@ end
 -- replication), a tenth of a fixed window's grant. Only for a write whose state is fresh
 -- again exactly when the key's current TTL ends, which a caller knows only when that TTL
 -- was set at the server's TIME (a client clock's writes end on the client's clock) to the
--- same instant (the end of the same window), and only where SET has KEEPTTL (Redis ≥ 6;
--- REDIS_VERSION_NUM exists from 7.0). It returns false, writing nothing, when it cannot.
+-- same instant (the end of the same window), and only where SET has KEEPTTL
+-- (has_keepttl). It returns false, writing nothing, when it cannot.
 local function put_state_kept(key, v)
-  if not server_time or not redis.REDIS_VERSION_NUM then return false end
+  if not (server_time and has_keepttl) then return false end
   redis.call('SET', key, v, 'KEEPTTL')
   return true
 end

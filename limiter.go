@@ -77,6 +77,7 @@ func New(s store.Store, a algo.Algorithm, opts ...Option) (*Limiter, error) {
 	// fast path.
 	l.direct = l.timeout <= 0 && !l.noted()
 	l.fast, _ = s.(fastpath.Applier)
+	l.quick = l.direct && l.fast != nil && l.keyFn == nil
 	l.alg.Store(&algoBox{a: a})
 	return l, nil
 }
@@ -164,6 +165,23 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Decision, er
 // (closed, no failure counted: a success has nothing to record). Every other case goes
 // through decide.
 func (l *Limiter) allow(ctx context.Context, key string, n int64, d *Decision) error {
+	// The usual call (no key function, a fastpath store) is written out alone: a call on
+	// another path keeps values live across it, which the compiler then spills on this one.
+	if n > 0 && l != nil && l.quick && (l.breaker == nil || l.breaker.clean()) {
+		if b := l.alg.Load(); b != nil {
+			var err error
+			d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter, d.Wait, d.At, err = l.fast.ApplyFields(ctx, key, b.a, algo.Request{N: n})
+			if err != nil {
+				return l.failed(ctx, key, b.a, n, d, err)
+			}
+			return nil
+		}
+	}
+	return l.allowAny(ctx, key, n, d)
+}
+
+// allowAny is allow for any call.
+func (l *Limiter) allowAny(ctx context.Context, key string, n int64, d *Decision) error {
 	if n > 0 && l != nil && l.direct && (l.breaker == nil || l.breaker.clean()) {
 		if b := l.alg.Load(); b != nil {
 			key = l.keyFor(key)
@@ -174,15 +192,22 @@ func (l *Limiter) allow(ctx context.Context, key string, n int64, d *Decision) e
 				*d, err = l.store.Apply(ctx, key, b.a, algo.Request{N: n})
 			}
 			if err != nil {
-				err = classify(ctx, err)
-				l.record(key, err, false)
-				*d, err = l.settle(ctx, key, b.a, request{N: n}, nil, Decision{}, 0, err)
+				return l.failed(ctx, key, b.a, n, d, err)
 			}
-			return err
+			return nil
 		}
 	}
 	var err error
 	*d, err = l.decide(ctx, key, request{N: n}, nil)
+	return err
+}
+
+// failed ends allow's store call that failed with err: the breaker and the failure
+// policy answer it, as settle does for the pipeline.
+func (l *Limiter) failed(ctx context.Context, key string, a algo.Algorithm, n int64, d *Decision, err error) error {
+	err = classify(ctx, err)
+	l.record(key, err, false)
+	*d, err = l.settle(ctx, key, a, request{N: n}, nil, Decision{}, 0, err)
 	return err
 }
 

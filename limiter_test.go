@@ -314,6 +314,19 @@ func TestAllowDoesNotAllocate(t *testing.T) {
 	}
 }
 
+// TestAllowFastPathKeyFunc checks that Allow on a local store, whose fast path skips the
+// pipeline, still limits the key WithKeyFunc makes of the key it is given.
+func TestAllowFastPathKeyFunc(t *testing.T) {
+	l, _ := newTest(t, algo.TokenBucket{Rate: 1, Burst: 1}, limiter.WithKeyFunc(func(string) string { return "shared" }))
+	ctx := context.Background()
+	if d, err := l.Allow(ctx, "a"); err != nil || !d.Allowed {
+		t.Fatalf("Allow(a) = %+v, %v; want a grant", d, err)
+	}
+	if d, err := l.Allow(ctx, "b"); err != nil || d.Allowed {
+		t.Fatalf("Allow(b) = %+v, %v; want a denial: b maps to the key a emptied", d, err)
+	}
+}
+
 func BenchmarkAllow(b *testing.B) {
 	st := teststore.Local(b, local.WithSweepInterval(0))
 	b.Cleanup(func() { _ = st.Close() })

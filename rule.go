@@ -24,6 +24,7 @@ type rule struct {
 	timeout time.Duration
 	breaker *breaker // nil with CircuitBreaker{Off: true}
 	direct  bool     // no timeout, observer or shadow: Allow goes straight to the store while the breaker is clean
+	quick   bool     // direct, with fast and no keyFn: Allow's shortest path (allow)
 	onError func(key string, err error)
 	keyFn   func(key string) string // WithKeyFunc; nil: the key as given
 	obs     Observer                // WithObserver; nil: none

@@ -4,7 +4,6 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"reflect"
-	"sync"
 	"sync/atomic"
 	"unique"
 
@@ -43,7 +42,7 @@ type entry struct {
 	fresh int64      // µs at which state equals a fresh one under cfg; the entry can go then
 	cfg   config     // the config of the state's last write; zero: never written
 	h     uint64     // the hash of key
-	mu    sync.Mutex
+	mu    keyLock
 }
 
 // groups is one table's array of groups: a power of two of them, probed from the group

@@ -24,18 +24,22 @@ FUZZROOT := FuzzModel
 # package), so one run shows every failure; the target fails at the end if any step did.
 # go test -json goes through internal/testsum, which prints what plain go test prints (the
 # ok/FAIL lines, the failing tests' output) and keeps the counts for the last line.
+# TEST_TIMEOUT bounds each test binary: the distributed package under -race takes ~5 min
+# on a quiet 2-core VM and ~9 beside two CPU burners, close to go test's 10 min default.
+TEST_TIMEOUT ?= 30m
+
 test: redis-server
 	@failed=""; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	$(GO) build -o "$$tmp/testsum" ./internal/testsum || exit 1; \
 	sum() { "$$tmp/testsum" -tally "$$tmp/tally"; }; \
 	$(MAKE) --no-print-directory vet || failed="$$failed vet"; \
-	LIMITER_REQUIRE_REDIS=1 $(GO) test -json -race -count=1 ./... | sum || failed="$$failed go-test"; \
+	LIMITER_REQUIRE_REDIS=1 $(GO) test -json -race -count=1 -timeout=$(TEST_TIMEOUT) ./... | sum || failed="$$failed go-test"; \
 	echo "# the conformance suite on a batching Redis store (skipped under -race: time budget)"; \
 	LIMITER_REQUIRE_REDIS=1 $(GO) test -json -count=1 -run '^TestBatchingSingleNode$$/^Conformance$$' ./distributed | sum \
 		|| failed="$$failed batching-conformance"; \
 	for m in $(MODULES); do \
 		echo "# the nested module $$m (its own go.mod)"; \
-		(cd $$m && LIMITER_REQUIRE_REDIS=1 $(GO) test -json -race -count=1 ./...) | sum || failed="$$failed $$m-test"; \
+		(cd $$m && LIMITER_REQUIRE_REDIS=1 $(GO) test -json -race -count=1 -timeout=$(TEST_TIMEOUT) ./...) | sum || failed="$$failed $$m-test"; \
 	done; \
 	$(MAKE) --no-print-directory fuzz || failed="$$failed fuzz"; \
 	echo "make test: $$("$$tmp/testsum" -total "$$tmp/tally")"; \

@@ -88,6 +88,8 @@ type batcher struct {
 	idle     int       // flushers waiting on cond and not yet signalled
 	closed   bool
 	wg       sync.WaitGroup // the flushers
+
+	onStart func() // a test hook: called first by every flusher; nil outside tests
 }
 
 // newBatcher returns the batcher of cfg; it starts no goroutine.
@@ -204,6 +206,9 @@ func (b *batcher) close() {
 // maxInFlight pipelines are in flight, and exits when it finds the queue empty.
 func (b *batcher) flusher() {
 	defer b.wg.Done()
+	if b.onStart != nil {
+		b.onStart()
+	}
 	pipe := b.pipes.Get().(redis.Pipeliner)
 	var batch []*call
 	b.mu.Lock()

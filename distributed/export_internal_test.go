@@ -84,3 +84,15 @@ func Flushers(s *Store) int {
 	defer s.batch.mu.Unlock()
 	return s.batch.flushers
 }
+
+// OnFlusherStart makes every flusher of s's batcher call f before it does anything else,
+// so that a test can hold a flusher that was started while others run. Set it while s is
+// idle.
+func OnFlusherStart(s *Store, f func()) { s.batch.onStart = f }
+
+// IdleFlushers returns the number of s's flushers waiting for a free pipeline slot.
+func IdleFlushers(s *Store) int {
+	s.batch.mu.Lock()
+	defer s.batch.mu.Unlock()
+	return s.batch.idle
+}

@@ -263,3 +263,39 @@ func TestSlidingLogTotalCap(t *testing.T) {
 		{"apply", t0, maxExact - 1, 0}, {"apply", t0 + 10, 2, MaxMicros}, {"apply", t0 + 20, 1, 2_000_000},
 		{"apply", t0 + 1_000_000, 2, 0}, {"apply", t0 + 1_000_001, maxExact - 3, 0}, {"apply", t0 + 1_000_002, 1, 5_000_000}})
 }
+
+// TestSlidingLogTotalCapRetryAfterCountsTheLimit: a request denied by the 2^53 cap waits
+// until the cap has room and also until the window has room for it: its RetryAfter is the
+// later of the two (FuzzSlidingLog found it giving only the first, after which the same
+// request was denied again).
+func TestSlidingLogTotalCapRetryAfterCountsTheLimit(t *testing.T) {
+	t.Parallel()
+	const L, w, t0 = maxExact - 55, 464_433, 1_700_000_000_000_000
+	a := SlidingWindowLog{Limit: L, Window: w * time.Microsecond}
+	st := a.NewState()
+	later := int64(t0 + 420_945)
+	if d := a.Apply(st, t0-10_000, Request{N: 60}); !d.Allowed {
+		t.Fatalf("60 at t0-10ms: %+v", d)
+	}
+	if d := a.Apply(st, later, Request{N: 6}); !d.Allowed {
+		t.Fatalf("6 at t0+420.945ms: %+v", d)
+	}
+	// Back at t0: 66 permits live, N = L-2 fits under the cap once the 60 have left, and
+	// under the limit once the 6 have left too.
+	d := a.Apply(st, t0, Request{N: L - 2})
+	want := toDuration(later + w - t0)
+	if d.Allowed || d.RetryAfter != want {
+		t.Fatalf("L-2 at t0: %+v, want denied for %v", d, want)
+	}
+	probe := st.(*slidingLogState).CloneState()
+	if d := a.Apply(probe, t0+int64(want/time.Microsecond)-1, Request{N: L - 2}); d.Allowed {
+		t.Fatalf("1µs before RetryAfter: %+v, want denied", d)
+	}
+	if d := a.Apply(st, t0+int64(want/time.Microsecond), Request{N: L - 2}); !d.Allowed {
+		t.Fatalf("RetryAfter later: %+v, want granted", d)
+	}
+	rdb := redistest.WithoutExpiry(newRedisClient(t, startRedis(t), 3)) // see runEdgeSteps
+	runEdgeSteps(t, rdb, a, "cap and limit", []edgeStep{
+		{"apply", t0 - 10_000, 60, 0}, {"apply", later, 6, 0}, {"apply", t0, L - 2, 0},
+		{"apply", t0, L - 2, 100_000}, {"apply", later + w - 1, L - 2, 0}, {"apply", later + w, L - 2, 0}})
+}

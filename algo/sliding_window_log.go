@@ -133,40 +133,28 @@ func (s *slidingLogState) drop(head int, total int64) {
 // window ending there has room.
 func (c SlidingWindowLog) Apply(st State, now int64, req Request) Decision {
 	s := st.(*slidingLogState)
-	w := int64(c.Window / time.Microsecond)
 	head, total := c.live(s, now)
 	live := s.entries[head:]
 	if req.N > c.Limit || req.N <= 0 {
 		return never(c.Limit, c.remaining(live, total, now), c.reset(s, now))
 	}
+	// The grant can happen once the oldest entries, dropped until the rest leaves room
+	// for N, have left the window, and not before the last logged grant.
+	at := grantFloor(live, now)
+	at = c.untilRoom(live, total, c.Limit-req.N, at)
+	wait := at - now
+	maxWait := req.maxWaitMicros()
 	if total > maxExact-req.N {
 		// The log holds at most 2^53 permits, so that its total is exact in the Lua twin's
 		// doubles (and far from overflowing): reservations queued windows ahead could
 		// otherwise pile up more. The request waits, unreserved, until enough entries have
-		// left the window at its now.
-		sum, until := total, now
-		for i := 0; sum > maxExact-req.N; i++ {
-			sum -= live[i].n
-			until = max(until, live[i].t+w)
-		}
+		// left the window at its now; and, as any request, until its wait fits MaxWait.
+		until := c.untilRoom(live, total, maxExact-req.N, now)
 		return Decision{Limit: c.Limit, Remaining: c.remaining(live, total, now),
-			RetryAfter: toDuration(until - now), ResetAfter: toDuration(c.reset(s, now))}
+			RetryAfter: max(toDuration(until-now), retryAfter(wait, maxWait)),
+			ResetAfter: toDuration(c.reset(s, now))}
 	}
-	at := now
-	if len(live) > 0 && live[len(live)-1].t > at {
-		at = live[len(live)-1].t
-	}
-	// Drop the oldest entries until the rest leaves room for N; the grant can happen once
-	// the last dropped entry has left the window.
-	sum := total
-	for i := 0; sum+req.N > c.Limit; i++ {
-		sum -= live[i].n
-		if t := live[i].t + w; t > at {
-			at = t
-		}
-	}
-	wait := at - now
-	if maxWait := req.maxWaitMicros(); wait > maxWait {
+	if wait > maxWait {
 		return Decision{Limit: c.Limit, Remaining: c.remaining(live, total, now),
 			RetryAfter: retryAfter(wait, maxWait), ResetAfter: toDuration(c.reset(s, now))}
 	}
@@ -180,6 +168,26 @@ func (c SlidingWindowLog) Apply(st State, now int64, req Request) Decision {
 	live = s.entries[s.head:]
 	return Decision{Allowed: true, Limit: c.Limit, Remaining: c.remaining(live, s.total, now),
 		ResetAfter: toDuration(c.reset(s, now)), Wait: toDuration(wait), At: at}
+}
+
+// grantFloor is the earliest instant a grant can take: now, or the newest live entry if
+// it is later (requests are served in order).
+func grantFloor(live []logEntry, now int64) int64 {
+	if len(live) > 0 && live[len(live)-1].t > now {
+		return live[len(live)-1].t
+	}
+	return now
+}
+
+// untilRoom drops the oldest live entries (summing total) until the rest sum to at most
+// bound, and returns the later of t and the instant the last dropped entry leaves the window.
+func (c SlidingWindowLog) untilRoom(live []logEntry, total, bound, t int64) int64 {
+	w := int64(c.Window / time.Microsecond)
+	for i := 0; total > bound && i < len(live); i++ {
+		total -= live[i].n
+		t = max(t, live[i].t+w)
+	}
+	return t
 }
 
 // remaining is what a request at now could take without waiting: nothing while a later

@@ -113,16 +113,20 @@ if op == 'apply' then
     end
     return t
   end
-  if live_total > MAX_EXACT - n then
-    local until_t = until_room(MAX_EXACT - n, now)
-    return {0, limit, remaining(live_last_t, live_total), dur(until_t - now), dur(reset(last_t)), 0, 0}
-  end
   local t = now
   if live_last_t and live_last_t > t then t = live_last_t end
   -- Drop the oldest live entries until the rest leaves room for N; the grant can happen
   -- once the last dropped entry has left the window.
   t = until_room(limit - n, t)
   local wait = t - now
+  if live_total > MAX_EXACT - n then
+    -- Denied until enough entries have left the window at its now, and, as any request,
+    -- until its wait fits max_wait.
+    local ra = dur(until_room(MAX_EXACT - n, now) - now)
+    local rw = retry_after(wait, max_wait)
+    if rw > ra then ra = rw end
+    return {0, limit, remaining(live_last_t, live_total), ra, dur(reset(last_t)), 0, 0}
+  end
   if wait > max_wait then
     return {0, limit, remaining(live_last_t, live_total), retry_after(wait, max_wait),
       dur(reset(last_t)), 0, 0}

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -78,8 +79,8 @@ type serverUse struct {
 
 // serverMeter measures what one Redis server spends on a run.
 type serverMeter struct {
-	c    *redis.Client
-	cpu0 float64
+	c          *redis.Client
+	cpu0, cli0 float64
 }
 
 // meterServer resets the server's statistics (CONFIG RESETSTAT: INFO commandstats and
@@ -88,7 +89,7 @@ func meterServer(b *testing.B, c *redis.Client) *serverMeter {
 	if err := c.ConfigResetStat(context.Background()).Err(); err != nil {
 		b.Fatal(err)
 	}
-	return &serverMeter{c: c, cpu0: serverCPU(b, c)}
+	return &serverMeter{c: c, cpu0: serverCPU(b, c), cli0: clientCPU()}
 }
 
 // report, after a run of n decisions, reports per decision (n > 0):
@@ -96,12 +97,15 @@ func meterServer(b *testing.B, c *redis.Client) *serverMeter {
 //     (reading, parsing, writing replies) included: what a decision costs a Redis node;
 //   - srv-cmd-µs/op: the µs inside the commands (INFO commandstats usec), the script and
 //     what it runs: the part of the above the limiter's Lua decides;
-//   - cmds/op: the commands Redis ran, a script and each command it runs counted apart.
+//   - cmds/op: the commands Redis ran, a script and each command it runs counted apart;
+//   - cli-cpu-µs/op: this process's CPU time (getrusage): the client's side of a decision,
+//     the benchmark's goroutines included.
 //
 // It stops b's timer first, so that its own calls count in neither the time nor the
 // allocations of the run, and returns the totals.
 func (m *serverMeter) report(b *testing.B, n int) serverUse {
 	b.StopTimer()
+	cli := clientCPU() - m.cli0
 	u := serverUse{cpu: serverCPU(b, m.c) - m.cpu0}
 	info, err := m.c.Info(context.Background(), "commandstats").Result()
 	if err != nil {
@@ -112,8 +116,19 @@ func (m *serverMeter) report(b *testing.B, n int) serverUse {
 		b.ReportMetric(u.cpu*1e6/float64(n), "srv-cpu-µs/op")
 		b.ReportMetric(u.usec/float64(n), "srv-cmd-µs/op")
 		b.ReportMetric(float64(u.calls)/float64(n), "cmds/op")
+		b.ReportMetric(cli*1e6/float64(n), "cli-cpu-µs/op")
 	}
 	return u
+}
+
+// clientCPU is the CPU time (user + system, getrusage) of this process, the benchmark's
+// own goroutines included, in seconds.
+func clientCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 // serverCPU is the server's used_cpu_user + used_cpu_sys (INFO cpu), in seconds.

@@ -126,10 +126,14 @@ lookup:
 			if l.busy {
 				done := l.done
 				l.mu.Unlock()
-				select {
-				case <-done:
-				case <-ctx.Done():
-					return algo.Decision{}, ctx.Err()
+				if cancel := ctx.Done(); cancel == nil {
+					<-done // a context never cancelled: one channel to wait on, not a select
+				} else {
+					select {
+					case <-done:
+					case <-cancel:
+						return algo.Decision{}, ctx.Err()
+					}
 				}
 				l.mu.Lock()
 				if l.dead {

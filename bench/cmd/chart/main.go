@@ -74,14 +74,12 @@ func run(in io.Reader, stdout io.Writer, svgPath, docPath string) error {
 // report writes the machine, the tables of the rows and the goals.
 func report(w io.Writer, rs results) {
 	if len(rs.Config) > 0 {
-		fmt.Fprintln(w, "Machine and versions (printed by the run):")
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "| | |")
-		fmt.Fprintln(w, "|---|---|")
-		for _, c := range rs.Config {
-			fmt.Fprintf(w, "| %s | %s |\n", c.Key, c.Value)
+		// One line: the machine is context, the tables are the figures.
+		items := make([]string, len(rs.Config))
+		for i, c := range rs.Config {
+			items[i] = fmt.Sprintf("%s: %s", c.Key, c.Value)
 		}
-		fmt.Fprintln(w)
+		fmt.Fprintf(w, "Machine and versions (printed by the run): %s.\n\n", strings.Join(items, "; "))
 	}
 	for _, t := range tables(rs.Rows) {
 		fmt.Fprintf(w, "**%s**\n\n", t[0].Bench())
@@ -112,7 +110,7 @@ func splice(path, text string) error {
 // columns in display order; a table shows the columns some row of it has.
 var columns = []string{
 	"ns/op", "decisions/s", "p50-µs", "p99-µs", "bytes/key", "ns/insert",
-	"srv-cpu-µs/op", "srv-cmd-µs/op", "cmds/op", "redis-cmds/s", "B/op", "allocs/op",
+	"srv-cpu-µs/op", "srv-cmd-µs/op", "cmds/op", "cli-cpu-µs/op", "redis-cmds/s", "B/op", "allocs/op",
 }
 
 // tables splits rows by benchmark (the name's first element), in order of appearance.

@@ -25,9 +25,7 @@ func TestRun(t *testing.T) {
 	if err := run(strings.NewReader(sample), &out, svg, ""); err != nil {
 		t.Fatal(err)
 	}
-	want := `| | |
-|---|---|
-| goos | linux |
+	want := `Machine and versions (printed by the run): goos: linux.
 
 **LocalSingleKey**
 

@@ -3,6 +3,7 @@ package algo_test
 import (
 	"github.com/ratekit/limiter/algo"
 	"math"
+	"math/big"
 	"math/rand"
 	"reflect"
 	"slices"
@@ -284,24 +285,40 @@ func maxInWindow(grants []grant, w int64) (int64, int64) {
 func maxOverRate(grants []grant, rate float64) (int64, int64, float64) {
 	gs := slices.Clone(grants)
 	slices.SortFunc(gs, func(x, y grant) int { return cmpInt(x.at, y.at) })
-	best := math.Inf(-1)
-	var bt0, bt1 int64
 	// excess(i, j) = prefix[j] - prefix[i-1] - rate·(t_j - t_i)/1e6; keep the best start.
-	startBest, startAt := math.Inf(-1), int64(0)
-	var prefix float64
+	// Exact rationals: near 2^53 permits (and rates of 10^8/s over days) float64 sums
+	// round by tens of permits, more than the bound's slack (FuzzTokenBucket found one).
+	perMicro := new(big.Rat).SetFloat64(rate)
+	perMicro.Quo(perMicro, big.NewRat(1_000_000, 1))
+	var best, startBest, v, at big.Rat
+	haveBest, haveStart := false, false
+	var bt0, bt1, startAt int64
+	var prefix big.Rat
+	one := big.NewRat(1, 1)
 	for _, g := range gs {
-		// Instants relative to the first grant keep the float64 arithmetic exact enough.
-		at := float64(g.at - gs[0].at)
-		if v := at*rate/1e6 - prefix; v > startBest {
-			startBest, startAt = v, g.at
+		at.SetInt64(g.at - gs[0].at)
+		v.Mul(&at, perMicro)
+		v.Sub(&v, &prefix)
+		if !haveStart || v.Cmp(&startBest) > 0 {
+			startBest.Set(&v)
+			startAt, haveStart = g.at, true
 		}
-		prefix += float64(g.n)
+		prefix.Add(&prefix, v.SetInt64(g.n))
 		// At is rounded up to a whole µs: a grant may really act up to 1µs earlier.
-		if v := prefix - (at+1)*rate/1e6 + startBest; v > best {
-			best, bt0, bt1 = v, startAt, g.at
+		at.Add(&at, one)
+		v.Mul(&at, perMicro)
+		v.Sub(&prefix, &v)
+		v.Add(&v, &startBest)
+		if !haveBest || v.Cmp(&best) > 0 {
+			best.Set(&v)
+			bt0, bt1, haveBest = startAt, g.at, true
 		}
 	}
-	return bt0, bt1, best
+	if !haveBest {
+		return 0, 0, math.Inf(-1)
+	}
+	f, _ := best.Float64()
+	return bt0, bt1, f
 }
 
 func cmpInt(x, y int64) int {

@@ -64,8 +64,8 @@ local function until_fresh(ahead, now)
 end
 
 -- ---- per call: the helpers above run once in a library
-local rate = config_nums[ARGV[5]] or config_num(ARGV[5])
-burst = config_nums[ARGV[6]] or config_num(ARGV[6])
+local rate = config_nums[ARGV[C + 1]] or config_num(ARGV[C + 1])
+burst = config_nums[ARGV[C + 2]] or config_num(ARGV[C + 2])
 T = math.ceil(1e6 / rate)
 
 -- s_act nil: not known; s_rb: the latest grant acts n·T after the one before it, so its

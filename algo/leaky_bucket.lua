@@ -16,8 +16,8 @@
 -- ahead, which leaks out in level/rate seconds. TTL: the time until the bucket is empty,
 -- counted from the caller's now (so it includes how far a backwards now is behind last).
 
-local rate = config_num(ARGV[5])
-local capacity = config_num(ARGV[6])
+local rate = config_num(ARGV[C + 1])
+local capacity = config_num(ARGV[C + 2])
 
 -- s_act nil: not known; s_rate nil: not known (the current rate)
 local valid, s_level, s_last, s_act, s_rate = false, 0, 0, nil, nil

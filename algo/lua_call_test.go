@@ -1,7 +1,9 @@
 package algo
 
 import (
+	"encoding/binary"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -94,6 +96,14 @@ func TestParseDecision(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("%s: ParseDecision(%v) = %+v, want %+v", tc.name, tc.reply, got, tc.want)
 		}
+		// The same seven values packed, as a quick function replies them.
+		vals := make([]float64, len(tc.reply))
+		for i, v := range tc.reply {
+			vals[i] = float64(v.(int64))
+		}
+		if got, err := ParseDecision(packedReply(vals...)); err != nil || got != tc.want {
+			t.Errorf("%s packed: ParseDecision = %+v, %v; want %+v", tc.name, got, err, tc.want)
+		}
 	}
 	for _, tc := range []struct {
 		reply   any
@@ -105,6 +115,13 @@ func TestParseDecision(t *testing.T) {
 		{reply(1, 1, -1, 0, 0, 0, 0), "remaining is -1, want ≥ 0"},
 		{nil, "replied nil"},
 		{"junk", `replied "junk"`},
+		{packedReply(1, 10, 9, 0, 0, 0), "or them packed in 57 bytes"},
+		{"d" + packedReply(1, 10, 9, 0, 0, 0, 0)[1:], "or them packed in 57 bytes"},
+		{packedReply(1, 10, 9.5, 0, 0, 0, 0), "value 3 is not an integer"},
+		{packedReply(1, 10, 9, 0, math.NaN(), 0, 0), "value 5 is not an integer"},
+		{packedReply(1, 10, 9, 0, 0, math.Inf(1), 0), "value 6 is not an integer"},
+		{packedReply(2, 10, 9, 0, 0, 0, 0), "allowed is 2, want 0 or 1"},
+		{packedReply(1, 10, -1, 0, 0, 0, 0), "remaining is -1, want ≥ 0"},
 	} {
 		_, err := ParseDecision(tc.reply)
 		var re *ReplyError
@@ -112,6 +129,16 @@ func TestParseDecision(t *testing.T) {
 			t.Errorf("ParseDecision(%#v) = %v, want a *ReplyError wrapping ErrBadReply mentioning %q", tc.reply, err, tc.mention)
 		}
 	}
+}
+
+// packedReply is a quick function's reply of vals (see Script.Quick): 'D' and seven
+// little-endian doubles.
+func packedReply(vals ...float64) string {
+	b := []byte{'D'}
+	for _, v := range vals {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+	}
+	return string(b)
 }
 
 // TestParseDecisionNeverPanics feeds random junk (fixed seed) to the parser: it must return
@@ -126,6 +153,13 @@ func TestParseDecisionNeverPanics(t *testing.T) {
 		case 0:
 			return nil
 		case 1:
+			if rng.IntN(2) == 0 { // a packed reply with random values
+				v := make([]float64, 7)
+				for i := range v {
+					v[i] = float64(rng.IntN(5)-2) * []float64{1, 0.5, 1e300}[rng.IntN(3)]
+				}
+				return packedReply(v...)
+			}
 			return "x"
 		case 2:
 			return rng.Float64()

@@ -156,13 +156,26 @@ end
 
 -- ---- per call: everything from here on runs on every call ----
 redis = server_redis or api()
+-- C: the config arguments are ARGV[C + 1] on (ARGV[5..], or ARGV itself in a quick call).
+local C, op, is_peek, now, n, grant_at, max_wait
+if quick then
+  -- The quick function (luawire.QuickLibrary): apply, TIME, N = 1, MaxWait 0. The TIME
+  -- read is read_now(''), inlined as below.
+  C, op, is_peek = 0, 'apply', false
+  pad, server_time = 0, true
+  local t = redis.call('TIME')
+  local s = t[1]
+  if s ~= time_s then time_s, time_n = s, tonumber(s) end
+  now = time_n * 1000000 + t[2]
+  n, grant_at, max_wait = 1, 0, 0
+else
+C = 4
 -- is_peek: a peek, which runs the twin twice (see algo.peekScript) as an apply whose
 -- writes are skipped: see the top of this file.
-local op = ARGV[1]
-local is_peek = op == 'peek'
+op = ARGV[1]
+is_peek = op == 'peek'
 if is_peek then redis, op = peeking(redis), 'apply' end
 
-local now
 if ARGV[2] == '' and in_library then
   -- read_now(''), inlined for the commonest call: the server's TIME in a library
   pad, server_time = 0, true
@@ -175,7 +188,7 @@ else
 end
 -- N is 1 on most calls, MaxWait 0 (see config_num of the base: "1" == ARGV[3] compares
 -- pointers, tonumber runs strtod), so those skip the rest.
-local n = ARGV[3]
+n = ARGV[3]
 if n == '1' then n = 1 else
   n = tonumber(n)
   -- Above 2^53 tonumber rounds: "9007199254740993" would read as 2^53, a valid size. Any
@@ -190,9 +203,10 @@ end
 -- already; a hand-written call gets the same clamp: at least 0, and anything from
 -- MAX_MICROS on (what earlier versions sent for Forever) is MAX_MICROS - 1, because waits
 -- are clamped to MAX_MICROS, which stands for "that long or more" and is never granted.
-local grant_at, max_wait = ARGV[4], 0
+grant_at, max_wait = ARGV[4], 0
 if grant_at == '0' then grant_at = 0 else
   grant_at = tonumber(grant_at)
   max_wait = grant_at
   if not (max_wait > 0) then max_wait = 0 elseif max_wait >= MAX_MICROS then max_wait = MAX_MICROS - 1 end
+end
 end

@@ -28,12 +28,13 @@ func newScript(name, body string, keys ...string) *Script {
 	helpers, body := splitBody(body)
 	preludeHelpers, preludeCall := splitPerCall(preludeLua)
 	src := luawire.BaseLua + preludeHelpers + helpers + preludeCall + "\n" + peekScript(body) + body
-	fn, lib := library(src)
+	fn, quick, lib := luawire.QuickLibrary(src)
 	return &Script{
 		Name:     name,
 		Source:   src,
 		Keys:     append([]string{""}, keys...),
 		Function: fn,
+		Quick:    quick,
 		Library:  lib,
 		PadsTTL:  true,
 	}

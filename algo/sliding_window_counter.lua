@@ -86,8 +86,8 @@ local function reset(win, curr, prev, now)
 end
 
 -- ---- per call: the helpers above run once in a library
-limit = config_nums[ARGV[5]] or config_num(ARGV[5])
-w = config_nums[ARGV[6]] or config_num(ARGV[6])
+limit = config_nums[ARGV[C + 1]] or config_num(ARGV[C + 1])
+w = config_nums[ARGV[C + 2]] or config_num(ARGV[C + 2])
 
 valid, s_win, s_curr, s_prev = false, 0, 0, 0
 -- get_state(KEYS[1], 25, 67) and the unpack, inlined (see not_state): p_win, p_curr and

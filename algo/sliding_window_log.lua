@@ -16,8 +16,8 @@
 -- chunks of CHUNK. TTL: until the newest entry has left the window.
 
 local CHUNK = 64
-local limit = config_num(ARGV[5])
-local w = config_num(ARGV[6])
+local limit = config_num(ARGV[C + 1])
+local w = config_num(ARGV[C + 2])
 local HASH, LOG = KEYS[1], KEYS[2]
 
 local len = redis.call('LLEN', LOG)

@@ -16,8 +16,8 @@
 -- TTL: until the stored permits are full again, plus one minute (LINGER): a forgotten key
 -- restarts empty, so it must not be forgotten while its saved-up burst is likely wanted.
 
-local cfg_rate = config_num(ARGV[5])
-local cfg_burst = config_num(ARGV[6])
+local cfg_rate = config_num(ARGV[C + 1])
+local cfg_burst = config_num(ARGV[C + 2])
 
 -- params derives Guava's quantities from a config (doSetRate): interval is
 -- stableIntervalMicros, max is maxPermits, cool is coolDownIntervalMicros.

@@ -77,8 +77,8 @@ end
 local function grants_in(d, from, k, mw) return grants_at(from + d, k, mw) end
 
 -- ---- per call: the helpers above run once in a library
-rate = config_nums[ARGV[5]] or config_num(ARGV[5])
-burst = config_nums[ARGV[6]] or config_num(ARGV[6])
+rate = config_nums[ARGV[C + 1]] or config_num(ARGV[C + 1])
+burst = config_nums[ARGV[C + 2]] or config_num(ARGV[C + 2])
 
 -- s_act nil: not known; s_rb: the latest grant acts n/rate after the one before it, so its
 -- refund may roll act back; s_rate nil: not known (the current rate)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -40,8 +41,9 @@ type scriptEntry struct {
 	def *algo.Script
 	sha string // SHA-1 of def.Source, for EVALSHA
 	// fn, shaArg and src are def.Function, sha and def.Source as command arguments, boxed
-	// once: a string stored in an interface is an allocation per call otherwise.
-	fn, shaArg, src any
+	// once: a string stored in an interface is an allocation per call otherwise. quick is
+	// def.Quick so boxed, nil when the script has none.
+	fn, shaArg, src, quick any
 	// cfg caches the config arguments (AppendArgs) of the last algorithm of package algo
 	// run with this script, so that a limiter's calls format and box them once.
 	cfg atomic.Pointer[configArgs]
@@ -50,7 +52,11 @@ type scriptEntry struct {
 func newEntry(def *algo.Script) *scriptEntry {
 	sum := sha1.Sum([]byte(def.Source))
 	sha := hex.EncodeToString(sum[:])
-	return &scriptEntry{def: def, sha: sha, fn: def.Function, shaArg: sha, src: def.Source}
+	e := &scriptEntry{def: def, sha: sha, fn: def.Function, shaArg: sha, src: def.Source}
+	if def.Quick != "" && def.Library != "" {
+		e.quick = def.Quick
+	}
+	return e
 }
 
 // step is how a call is sent next.
@@ -85,6 +91,9 @@ type call struct {
 	e    *scriptEntry
 	step step
 	cmd  *redis.Cmd
+	// quick: args is FCALL of the script's quick function (algo.Script's Quick), whose
+	// ARGV is the config alone; expand turns it back into the full convention.
+	quick bool
 
 	// Batching (batch.go).
 	start time.Time // when it was queued; zero without a timeout
@@ -99,7 +108,9 @@ var callPool = sync.Pool{New: func() any {
 }}
 
 // newCall returns a pooled call of e's script on keys with argv, both copied: the caller
-// may reuse them as soon as newCall returns.
+// may reuse them as soon as newCall returns. An "apply" of N = 1 with MaxWait 0 at the
+// server's TIME goes to the script's quick function when it has one, with the config
+// alone as ARGV.
 func (s *Store) newCall(e *scriptEntry, keys []string, argv []any) *call {
 	c := callPool.Get().(*call)
 	c.e = e
@@ -107,8 +118,14 @@ func (s *Store) newCall(e *scriptEntry, keys []string, argv []any) *call {
 	for _, k := range keys {
 		c.args = append(c.args, k)
 	}
-	c.args = append(c.args, argv...)
-	if e.def.Library != "" && !s.evalOnly.Load() {
+	functions := e.def.Library != "" && !s.evalOnly.Load()
+	if functions && e.quick != nil && quickArgs(argv) {
+		c.quick = true
+		c.args = append(c.args, argv[4:]...)
+	} else {
+		c.args = append(c.args, argv...)
+	}
+	if functions {
 		c.to(stepFCALL)
 	} else {
 		c.to(stepEVALSHA)
@@ -116,10 +133,30 @@ func (s *Store) newCall(e *scriptEntry, keys []string, argv []any) *call {
 	return c
 }
 
+// quickArgs reports the ARGV of the call a quick function answers: "apply" at the
+// server's TIME of N = 1 with MaxWait 0 (luawire.Apply's encoding).
+func quickArgs(argv []any) bool {
+	return len(argv) >= 4 && argv[0] == "apply" && argv[1] == "" && argv[2] == int64(1) && argv[3] == int64(0)
+}
+
+// quickHead is the part of the full ARGV a quick call leaves out (see quickArgs).
+var quickHead = [4]any{"apply", "", int64(1), int64(0)}
+
+// expand turns a quick call back into one of the full calling convention: the four
+// arguments quick left out go back after the keys.
+func (c *call) expand() {
+	if !c.quick {
+		return
+	}
+	c.quick = false
+	at := 3 + c.args[2].(int) // after the command, its name, numkeys and the keys
+	c.args = slices.Insert(c.args, at, quickHead[:]...)
+}
+
 func putCall(c *call) {
 	clear(c.args)
 	c.args = c.args[:0]
-	c.e, c.start, c.cmd, c.reply, c.err = nil, time.Time{}, nil, nil, nil
+	c.e, c.start, c.cmd, c.reply, c.err, c.quick = nil, time.Time{}, nil, nil, nil, false
 	c.state.Store(callWaiting)
 	callPool.Put(c)
 }
@@ -130,9 +167,14 @@ func (c *call) to(st step) {
 	switch st {
 	case stepFCALL, stepLoad:
 		c.args[0], c.args[1] = "fcall", c.e.fn
+		if c.quick {
+			c.args[1] = c.e.quick
+		}
 	case stepEVALSHA:
+		c.expand() // a plain script takes the full convention
 		c.args[0], c.args[1] = "evalsha", c.e.shaArg
 	case stepEVAL:
+		c.expand()
 		c.args[0], c.args[1] = "eval", c.e.src
 	}
 }

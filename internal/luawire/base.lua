@@ -33,6 +33,10 @@ end
 -- KEYS and ARGV of the current call: the globals of a script; a library's function sets
 -- them from its arguments before anything else runs.
 local KEYS, ARGV = KEYS, ARGV
+-- quick: the call came through the quick function of an algorithm's library
+-- (luawire.QuickLibrary): an "apply" of N = 1 with MaxWait 0 at the server's TIME, whose
+-- ARGV is the config alone. Set by the library's two functions; false in a plain script.
+local quick = false
 -- redis is the table the scripts and the helpers call: set per call.
 local redis = redis
 

@@ -34,6 +34,24 @@ func TestLibrary(t *testing.T) {
 	}
 }
 
+// TestQuickLibrary: the same library and function name as Library's, plus the quick
+// function, registered after it; none for a script without a per-call line.
+func TestQuickLibrary(t *testing.T) {
+	if fn, quick, lib := luawire.QuickLibrary("return 1"); fn != "" || quick != "" || lib != "" {
+		t.Errorf("QuickLibrary of a script without a per-call line = %q, %q, %q; want none", fn, quick, lib)
+	}
+	src := "local x = 1\n" + luawire.PerCall + " call\nreturn {x}\n"
+	fn, quick, lib := luawire.QuickLibrary(src)
+	if plain, _ := luawire.Library(src); fn != plain || quick != fn+luawire.QuickSuffix {
+		t.Fatalf("QuickLibrary names %q, %q; want %q and it with %q", fn, quick, plain, luawire.QuickSuffix)
+	}
+	full := strings.Index(lib, "redis.register_function('"+fn+"',")
+	q := strings.Index(lib, "redis.register_function('"+quick+"',")
+	if full < 0 || q < full || !strings.Contains(lib[q:], "quick = true") {
+		t.Errorf("library does not register %s then %s:\n%s", fn, quick, lib)
+	}
+}
+
 // TestNowArgs: ARGV[2] as the scripts read it.
 func TestNowArgs(t *testing.T) {
 	if got := luawire.Now(luawire.ServerTime); got != "" {

@@ -1,8 +1,10 @@
 package luawire
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -43,18 +45,37 @@ func (e *ReplyError) Unwrap() error { return ErrBadReply }
 // retry_after_us, reset_after_us, wait_us, at_us}. Durations of MaxMicros µs or more are
 // never (math.MaxInt64). Anything else is a *[ReplyError] that says what arrived; it
 // never panics.
+//
+// The quick function of a [QuickLibrary] replies the same seven values packed in one
+// string: the byte 'D', then each value as a little-endian double (57 bytes); each must
+// be a whole number.
 func ParseDecision(reply any) (Decision, error) {
-	vals, ok := reply.([]any)
-	if !ok || len(vals) != 7 {
-		return Decision{}, &ReplyError{reply, "want an array of 7 integers"}
-	}
 	var n [7]int64
-	for i, v := range vals {
-		x, ok := v.(int64)
-		if !ok {
-			return Decision{}, &ReplyError{reply, fmt.Sprintf("element %d is not an integer", i+1)}
+	switch r := reply.(type) {
+	case string:
+		if len(r) != packedLen || r[0] != packedTag {
+			return Decision{}, &ReplyError{reply, "want an array of 7 integers, or them packed in 57 bytes"}
 		}
-		n[i] = x
+		for i := range n {
+			f := math.Float64frombits(binary.LittleEndian.Uint64([]byte(r[1+8*i : 9+8*i])))
+			if f != math.Trunc(f) || math.Abs(f) >= 1<<63 {
+				return Decision{}, &ReplyError{reply, fmt.Sprintf("value %d is not an integer", i+1)}
+			}
+			n[i] = int64(f)
+		}
+	case []any:
+		if len(r) != 7 {
+			return Decision{}, &ReplyError{reply, "want an array of 7 integers"}
+		}
+		for i, v := range r {
+			x, ok := v.(int64)
+			if !ok {
+				return Decision{}, &ReplyError{reply, fmt.Sprintf("element %d is not an integer", i+1)}
+			}
+			n[i] = x
+		}
+	default:
+		return Decision{}, &ReplyError{reply, "want an array of 7 integers"}
 	}
 	if n[0] != 0 && n[0] != 1 {
 		return Decision{}, &ReplyError{reply, fmt.Sprintf("allowed is %d, want 0 or 1", n[0])}
@@ -74,6 +95,13 @@ func ParseDecision(reply any) (Decision, error) {
 		At:         n[6],
 	}, nil
 }
+
+// The packed form of a decision (see [ParseDecision]): a tag byte and seven doubles.
+const (
+	packedTag    = 'D'
+	packedTagLua = "68" // packedTag, as the Lua of QuickLibrary writes it
+	packedLen    = 1 + 7*8
+)
 
 // Duration converts a replied span of us µs: MaxMicros or more is never (math.MaxInt64,
 // algo.Never), below 0 is 0.

@@ -69,6 +69,14 @@ func keysFor(n int) *keySet {
 	return ks
 }
 
+// releaseKeySets forgets the key sets built so far: the next keysFor builds its set
+// anew. The benchmarks that do not use them call it first (see settleHeap).
+func releaseKeySets() {
+	keySetsMu.Lock()
+	clear(keySets)
+	keySetsMu.Unlock()
+}
+
 // parallel runs body from g goroutines, splitting b.N calls between them; ns/op is then
 // the wall time per call of all goroutines together, like b.RunParallel reports, but with
 // exactly g goroutines whatever GOMAXPROCS is.

@@ -1,6 +1,6 @@
 // Command chart reads the output of `go test -bench` of the bench module on stdin and
-// prints, in Markdown, the machine it ran on, one table per benchmark, and the goals of
-// issue 23 judged on the run (goals.go: ours, the peer, the ratio, met or not). With -svg
+// prints, in Markdown, the machine it ran on, one table per family of benchmarks (Local,
+// Redis, each other one alone), and the goals of issue 23 judged on the run (goals.go: ours, the peer, the ratio, met or not). With -svg
 // FILE it also writes a bar chart of the figures, one group of bars per benchmark group
 // (drawn by internal/chart); with -doc FILE it also writes what it printed into FILE
 // between the lines <!-- chart:begin --> and <!-- chart:end --> (docs/benchmarks.md).
@@ -82,7 +82,7 @@ func report(w io.Writer, rs results) {
 		fmt.Fprintf(w, "Machine and versions (printed by the run): %s.\n\n", strings.Join(items, "; "))
 	}
 	for _, t := range tables(rs.Rows) {
-		fmt.Fprintf(w, "**%s**\n\n", t[0].Bench())
+		fmt.Fprintf(w, "**%s**\n\n", family(t[0].Bench()))
 		table(w, t)
 		fmt.Fprintln(w)
 	}
@@ -113,15 +113,27 @@ var columns = []string{
 	"srv-cpu-µs/op", "srv-cmd-µs/op", "cmds/op", "cli-cpu-µs/op", "redis-cmds/s", "B/op", "allocs/op",
 }
 
-// tables splits rows by benchmark (the name's first element), in order of appearance.
+// family is the table a benchmark's rows go to: "Local" for the in-memory benchmarks
+// (BenchmarkLocal...), "Redis" for those on Redis (BenchmarkRedis...), else its own name.
+// One table per family keeps the page short; the first column names the benchmark.
+func family(bench string) string {
+	for _, f := range []string{"Local", "Redis"} {
+		if strings.HasPrefix(bench, f) {
+			return f
+		}
+	}
+	return bench
+}
+
+// tables splits rows by family (see family), in order of appearance.
 func tables(rows []row) [][]row {
 	var out [][]row
 	at := map[string]int{}
 	for _, r := range rows {
-		i, ok := at[r.Bench()]
+		i, ok := at[family(r.Bench())]
 		if !ok {
 			i = len(out)
-			at[r.Bench()] = i
+			at[family(r.Bench())] = i
 			out = append(out, nil)
 		}
 		out[i] = append(out[i], r)

@@ -27,7 +27,7 @@ func TestRun(t *testing.T) {
 	}
 	want := `Machine and versions (printed by the run): goos: linux.
 
-**LocalSingleKey**
+**Local**
 
 | benchmark | contender | ns/op | B/op | allocs/op |
 |---|---|---:|---:|---:|

@@ -1,7 +1,8 @@
 // Command chart reads the output of `go test -bench` of the bench module on stdin and
 // prints, in Markdown, the machine it ran on, one table per family of benchmarks (Local,
-// Redis, each other one alone), and the goals of issue 23 judged on the run (goals.go: ours, the peer, the ratio, met or not). With -svg
-// FILE it also writes a bar chart of the figures, one group of bars per benchmark group
+// Redis, each other one alone), and the goals of issue 23 judged on the run (goals.go:
+// ours, the peer, the ratio, met or not). With -svg FILE it also writes a bar chart of
+// the figures, one group of bars per benchmark group
 // (drawn by internal/chart); with -doc FILE it also writes what it printed into FILE
 // between the lines <!-- chart:begin --> and <!-- chart:end --> (docs/benchmarks.md).
 //

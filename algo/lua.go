@@ -50,8 +50,11 @@ package algo
 // numkeys KEYS... followed by the config alone (ARGV[5..] of the convention), replying
 // the seven values packed in one string, the byte 'D' then seven little-endian doubles
 // (struct.pack "<Bddddddd"). It decides exactly as Function does; the Redis store sends
-// it when it can, to spare Redis four arguments and an array reply (about a fifth of a
-// decision's cost there). The scripts of this package have one; others leave it empty.
+// it when it can, to spare Redis four arguments and an array reply (an eighth of a
+// decision's cost there). A Library with Quick also registers Function followed by "_m",
+// the same call for several keys at one reading of TIME, which the store sends for the
+// quick calls of one batch on one server (docs/distributed.md, "The transport"). The
+// scripts of this package have both; others leave Quick empty.
 //
 // A custom algorithm implements [Scripted]: its Script returns a *Script built once (its
 // Source a plain Lua chunk that reads KEYS and ARGV as above, declares only locals and

@@ -5,23 +5,26 @@ import (
 	"fmt"
 	"math/rand"
 	"reflect"
+	"strings"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/limiter/internal/luawire"
 )
 
-// quickTimeShadow is farLibShadow (TTLs 11.6 days longer: no key expires in real time
-// between a script and the PERSIST after it) whose TIME reads the instant stored at the key
-// quick:now, so that the test drives the server's clock, which the quick function always
-// reads.
+// quickTimeShadow shadows a library's redis.call (as farLibShadow does) so that a test
+// drives the server's clock, which the quick and multi functions always read, and sees
+// every TTL as the script set it: TIME reads the instant stored at the key quick:now; a
+// TTL (PEXPIRE, SET ... PX) is recorded in the hash quick:ttl under its key instead of
+// being set, so that no key expires in real time and two keys' TTLs compare exactly (SET
+// ... KEEPTTL keeps the record, DEL drops it).
 const quickTimeShadow = "local redis = {call = function(cmd, ...) " +
 	"if cmd == 'TIME' then local us = tonumber(redis.call('GET', 'quick:now')); " +
 	"return {string.format('%d', math.floor(us / 1000000)), string.format('%d', us % 1000000)} end " +
-	"if cmd == 'PEXPIRE' then local k, ms = ...; return redis.call(cmd, k, tonumber(ms) + 1000000000) end " +
-	"if cmd == 'SET' then local a = {...}; if a[3] == 'PX' then a[4] = tonumber(a[4]) + 1000000000 end return redis.call(cmd, unpack(a)) end " +
+	"if cmd == 'PEXPIRE' then local k, ms = ...; redis.call('HSET', 'quick:ttl', k, ms); return 1 end " +
+	"if cmd == 'SET' then local a = {...}; if a[3] == 'PX' then redis.call('HSET', 'quick:ttl', a[1], a[4]); return redis.call('SET', a[1], a[2]) end return redis.call(cmd, unpack(a)) end " +
+	"if cmd == 'DEL' then for _, k in ipairs({...}) do redis.call('HDEL', 'quick:ttl', k) end return redis.call(cmd, ...) end " +
 	"return redis.call(cmd, ...) end, pcall = function(...) return redis.pcall(...) end, " +
 	"error_reply = function(...) return redis.error_reply(...) end, " +
 	"register_function = redis.register_function}\n"
@@ -43,7 +46,7 @@ func TestQuickFunction(t *testing.T) {
 		}
 		t.Run(fmt.Sprintf("%d-%s", i, a), func(t *testing.T) {
 			def := sa.Script()
-			fn, quick, lib := luawire.QuickLibrary(quickTimeShadow + def.Source)
+			fn, quick, lib := luawire.QuickLibrary(quickTimeShadow+def.Source, len(def.Keys))
 			if quick != fn+luawire.QuickSuffix {
 				t.Fatalf("quick function %q, want %q", quick, fn+luawire.QuickSuffix)
 			}
@@ -58,31 +61,15 @@ func TestQuickFunction(t *testing.T) {
 				return keys
 			}
 			full, fast := keysOf(fmt.Sprintf("{q%d}full", i)), keysOf(fmt.Sprintf("{q%d}fast", i))
-			// call runs one FCALL in a MULTI with the PTTL of each key (the TTL as the script
-			// left it) and a PERSIST of each, so that no key expires in real time and the
-			// next call's PTTL shows only what that call set (-1: not written).
-			call := func(step int, name string, keys []string, args []any) (any, []time.Duration) {
+			// call runs one FCALL and returns its reply and each key's TTL as the scripts
+			// last set it (see quickTimeShadow; "" for none).
+			call := func(step int, name string, keys []string, args []any) (any, []string) {
 				t.Helper()
-				var run *redis.Cmd
-				var ttls []*redis.DurationCmd
-				_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-					run = p.FCall(ctx, name, keys, args...)
-					for _, k := range keys {
-						ttls = append(ttls, p.PTTL(ctx, k))
-					}
-					for _, k := range keys {
-						p.Persist(ctx, k)
-					}
-					return nil
-				})
-				if err != nil && run.Err() != nil {
-					t.Fatalf("step %d: %s: %v", step, name, run.Err())
+				reply, err := rdb.FCall(ctx, name, keys, args...).Result()
+				if err != nil {
+					t.Fatalf("step %d: %s: %v", step, name, err)
 				}
-				out := make([]time.Duration, len(ttls))
-				for j, c := range ttls {
-					out[j] = c.Val()
-				}
-				return run.Val(), out
+				return reply, quickTTLs(ctx, rdb, keys)
 			}
 			cfg := sa.AppendArgs(nil)
 			r := rand.New(rand.NewSource(int64(i) + 1))
@@ -127,16 +114,23 @@ func TestQuickFunction(t *testing.T) {
 					t.Fatalf("step %d at %d: quick %+v, full %+v", step, now, dg, dw)
 				}
 				for j := range full {
-					// A TTL read in the script's MULTI is the one it set, or 1 ms less when a
-					// millisecond ticked in between.
-					if sw, sg := quickKeyState(ctx, rdb, full[j]), quickKeyState(ctx, rdb, fast[j]); !reflect.DeepEqual(sw, sg) ||
-						(tw[j] < 0 || tg[j] < 0) && tw[j] != tg[j] || (tw[j]-tg[j]).Abs() > time.Millisecond {
-						t.Fatalf("step %d: key %q holds %q (TTL %v), %q holds %q (TTL %v)", step, full[j], sw, tw[j], fast[j], sg, tg[j])
+					if sw, sg := quickKeyState(ctx, rdb, full[j]), quickKeyState(ctx, rdb, fast[j]); !reflect.DeepEqual(sw, sg) || tw[j] != tg[j] {
+						t.Fatalf("step %d: key %q holds %q (TTL %q ms), %q holds %q (TTL %q ms)", step, full[j], sw, tw[j], fast[j], sg, tg[j])
 					}
 				}
 			}
 		})
 	}
+}
+
+// quickTTLs returns the TTL in ms the scripts last set on each key (see quickTimeShadow),
+// "" for none.
+func quickTTLs(ctx context.Context, rdb *redis.Client, keys []string) []string {
+	out := make([]string, len(keys))
+	for j, k := range keys {
+		out[j] = rdb.HGet(ctx, "quick:ttl", k).Val()
+	}
+	return out
 }
 
 // quickKeyState is what a key holds, for comparing two keys: its type and value.
@@ -152,4 +146,131 @@ func quickKeyState(ctx context.Context, rdb *redis.Client, key string) []string 
 		out = append(out, fmt.Sprint(rdb.HGetAll(ctx, key).Val()))
 	}
 	return out
+}
+
+// TestMultiFunction: the multi function of every sample's library, given several calls'
+// keys (the same key more than once, sometimes), decides, stores and expires exactly as
+// the quick function called for each key in turn at the same instant, and a call on a key
+// holding something else fails alone (its error in the reply, the others decided).
+func TestMultiFunction(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := newRedisClient(t, startRedis(t), 3)
+	for i, a := range Samples() {
+		sa, ok := a.(Scripted)
+		if !ok || sa.Script().Quick == "" {
+			continue
+		}
+		t.Run(fmt.Sprintf("%d-%s", i, a), func(t *testing.T) {
+			def := sa.Script()
+			fn, quick, lib := luawire.QuickLibrary(quickTimeShadow+def.Source, len(def.Keys))
+			multi := fn + luawire.MultiSuffix
+			if err := rdb.FunctionLoadReplace(ctx, lib).Err(); err != nil {
+				t.Fatal(err)
+			}
+			keysOf := func(base string) []string {
+				keys := make([]string, len(def.Keys))
+				for j, k := range def.Keys {
+					keys[j] = base + k
+				}
+				return keys
+			}
+			const pool = 3
+			var oneByOne, together [pool][]string
+			for k := range pool {
+				oneByOne[k] = keysOf(fmt.Sprintf("{m%d}one%d", i, k))
+				together[k] = keysOf(fmt.Sprintf("{m%d}all%d", i, k))
+			}
+			// Keys of the wrong types: a list where a state is a string (or a hash, the
+			// previous format), a string where the sliding log keeps its list, so that every
+			// twin fails on them with WRONGTYPE.
+			bad := keysOf(fmt.Sprintf("{m%d}bad", i))
+			if err := rdb.RPush(ctx, bad[0], "x").Err(); err != nil {
+				t.Fatal(err)
+			}
+			if len(bad) > 1 {
+				if err := rdb.Set(ctx, bad[1], "x", 0).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg := sa.AppendArgs(nil)
+			// tx runs cmds in a pipeline and returns them with the TTLs of keys as the scripts
+			// last set them (see quickTimeShadow).
+			tx := func(keys []string, cmds func(p redis.Pipeliner) []*redis.Cmd) ([]*redis.Cmd, []string) {
+				t.Helper()
+				var runs []*redis.Cmd
+				_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+					runs = cmds(p)
+					return nil
+				})
+				return runs, quickTTLs(ctx, rdb, keys)
+			}
+			r := rand.New(rand.NewSource(int64(i) + 7))
+			now := int64(1_700_000_000_000_000)
+			for step := 0; step < 150; step++ {
+				now += r.Int63n(30_000) - 2_000
+				if err := rdb.Set(ctx, "quick:now", now, 0).Err(); err != nil {
+					t.Fatal(err)
+				}
+				picks := make([]int, 1+r.Intn(6)) // -1: the bad key
+				for j := range picks {
+					picks[j] = r.Intn(pool+1) - 1
+				}
+				var mkeys, all1, all2 []string
+				for k := range pool {
+					all1 = append(all1, oneByOne[k]...)
+					all2 = append(all2, together[k]...)
+				}
+				for _, p := range picks {
+					if p < 0 {
+						mkeys = append(mkeys, bad...)
+					} else {
+						mkeys = append(mkeys, together[p]...)
+					}
+				}
+				runs, ttlTogether := tx(all2, func(p redis.Pipeliner) []*redis.Cmd {
+					return []*redis.Cmd{p.FCall(ctx, multi, mkeys, cfg...)}
+				})
+				reply, err := runs[0].Text()
+				if err != nil {
+					t.Fatalf("step %d: multi: %v", step, err)
+				}
+				singles, ttlOne := tx(all1, func(p redis.Pipeliner) []*redis.Cmd {
+					var cmds []*redis.Cmd
+					for _, k := range picks {
+						keys := bad
+						if k >= 0 {
+							keys = oneByOne[k]
+						}
+						cmds = append(cmds, p.FCall(ctx, quick, keys, cfg...))
+					}
+					return cmds
+				})
+				err = luawire.SplitMulti(reply, len(picks), func(j int, packed, errMsg string) {
+					want, werr := singles[j].Result()
+					if picks[j] < 0 {
+						if !strings.HasPrefix(errMsg, "WRONGTYPE") || werr == nil || !strings.Contains(werr.Error(), "WRONGTYPE") {
+							t.Fatalf("step %d, call %d on the bad key: multi %q, quick %v", step, j, errMsg, werr)
+						}
+						return
+					}
+					if errMsg != "" || werr != nil || packed != want {
+						t.Fatalf("step %d, call %d: multi %q %q, quick %q %v", step, j, packed, errMsg, want, werr)
+					}
+				})
+				if err != nil {
+					t.Fatalf("step %d: %v", step, err)
+				}
+				for k := range pool {
+					for j := range def.Keys {
+						x, y := oneByOne[k][j], together[k][j]
+						tx, ty := ttlOne[k*len(def.Keys)+j], ttlTogether[k*len(def.Keys)+j]
+						if sx, sy := quickKeyState(ctx, rdb, x), quickKeyState(ctx, rdb, y); !reflect.DeepEqual(sx, sy) || tx != ty {
+							t.Fatalf("step %d: key %q holds %q (TTL %q ms), %q holds %q (TTL %q ms)", step, x, sx, tx, y, sy, ty)
+						}
+					}
+				}
+			}
+		})
+	}
 }

@@ -159,14 +159,16 @@ redis = server_redis or api()
 -- C: the config arguments are ARGV[C + 1] on (ARGV[5..], or ARGV itself in a quick call).
 local C, op, is_peek, now, n, grant_at, max_wait
 if quick then
-  -- The quick function (luawire.QuickLibrary): apply, TIME, N = 1, MaxWait 0. The TIME
-  -- read is read_now(''), inlined as below.
+  -- The quick and multi functions (luawire.QuickLibrary): apply, TIME, N = 1, MaxWait 0.
+  -- The TIME read is read_now(''), inlined as below; a multi call read it once for all.
   C, op, is_peek = 0, 'apply', false
   pad, server_time = 0, true
-  local t = redis.call('TIME')
-  local s = t[1]
-  if s ~= time_s then time_s, time_n = s, tonumber(s) end
-  now = time_n * 1000000 + t[2]
+  if multi_now then now = multi_now else
+    local t = redis.call('TIME')
+    local s = t[1]
+    if s ~= time_s then time_s, time_n = s, tonumber(s) end
+    now = time_n * 1000000 + t[2]
+  end
   n, grant_at, max_wait = 1, 0, 0
 else
 C = 4

@@ -28,7 +28,7 @@ func newScript(name, body string, keys ...string) *Script {
 	helpers, body := splitBody(body)
 	preludeHelpers, preludeCall := splitPerCall(preludeLua)
 	src := luawire.BaseLua + preludeHelpers + helpers + preludeCall + "\n" + peekScript(body) + body
-	fn, quick, lib := luawire.QuickLibrary(src)
+	fn, quick, lib := luawire.QuickLibrary(src, 1+len(keys))
 	return &Script{
 		Name:     name,
 		Source:   src,

@@ -42,6 +42,8 @@ type Store struct {
 	// evalOnly sends every script with EVALSHA: set by the test hook, or once a server
 	// answered that it has no functions (Redis before 7: FCALL is an unknown command).
 	evalOnly atomic.Bool
+	// noMulti stops the batches' groups (batch_multi.go) once a server refused one.
+	noMulti atomic.Bool
 
 	// scripts maps an algorithm's Name to its *scriptEntry, created once, so the SHA-1 of
 	// a script is computed once per store rather than once per call.

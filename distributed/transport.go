@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/internal/luawire"
 )
 
 // The transport: every script the store runs (an algorithm's apply, refund and peek, a
@@ -42,8 +43,9 @@ type scriptEntry struct {
 	sha string // SHA-1 of def.Source, for EVALSHA
 	// fn, shaArg and src are def.Function, sha and def.Source as command arguments, boxed
 	// once: a string stored in an interface is an allocation per call otherwise. quick is
-	// def.Quick so boxed, nil when the script has none.
-	fn, shaArg, src, quick any
+	// def.Quick so boxed, and multi the library's multi function (batch_multi.go); nil when
+	// the script has no quick function.
+	fn, shaArg, src, quick, multi any
 	// cfg caches the config arguments (AppendArgs) of the last algorithm of package algo
 	// run with this script, so that a limiter's calls format and box them once.
 	cfg atomic.Pointer[configArgs]
@@ -54,7 +56,7 @@ func newEntry(def *algo.Script) *scriptEntry {
 	sha := hex.EncodeToString(sum[:])
 	e := &scriptEntry{def: def, sha: sha, fn: def.Function, shaArg: sha, src: def.Source}
 	if def.Quick != "" && def.Library != "" {
-		e.quick = def.Quick
+		e.quick, e.multi = def.Quick, def.Function+luawire.MultiSuffix
 	}
 	return e
 }
@@ -249,15 +251,25 @@ func (s *Store) send(ctx context.Context, c *call) (any, error) {
 // NOSCRIPT again and go in the next round. A missing function is loaded likewise, once
 // per script and round, before the pipeline. Sending the source or the library only where
 // needed keeps a cold start from shipping it once per command.
+//
+// On one server, the quick calls of one script and config go as one command (see
+// batch_multi.go).
 func (s *Store) sendBatch(ctx context.Context, pipe redis.Pipeliner, calls []*call) {
 	live := calls
 	for r := (round{n: 1}); len(live) > 0; r.n++ {
+		var groups []*group
+		if s.multiOK() {
+			groups, live = groupCalls(live)
+		}
 		for _, c := range live {
 			if c.step == stepLoad {
 				c.reply, c.err = s.sendOnNode(ctx, c)
 				continue
 			}
 			_ = pipe.Process(ctx, c.command(ctx))
+		}
+		for _, g := range groups {
+			_ = pipe.Process(ctx, g.command(ctx))
 		}
 		_, _ = pipe.Exec(ctx) // the outcome of each command is read below
 		var again []*call     // allocated only when a script was lost
@@ -269,6 +281,9 @@ func (s *Store) sendBatch(ctx context.Context, pipe redis.Pipeliner, calls []*ca
 			if r.n < maxRounds && s.recover(c, c.err, &r) {
 				again = append(again, c)
 			}
+		}
+		for _, g := range groups {
+			again = s.settle(g, &r, again)
 		}
 		live = again
 	}

@@ -37,6 +37,9 @@ local KEYS, ARGV = KEYS, ARGV
 -- (luawire.QuickLibrary): an "apply" of N = 1 with MaxWait 0 at the server's TIME, whose
 -- ARGV is the config alone. Set by the library's two functions; false in a plain script.
 local quick = false
+-- multi_now: the server's TIME of a multi call (luawire.QuickLibrary), read once for all of
+-- its decisions; nil otherwise.
+local multi_now = nil
 -- redis is the table the scripts and the helpers call: set per call.
 local redis = redis
 

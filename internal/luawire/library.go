@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	_ "embed" // base.lua
 	"encoding/hex"
+	"strconv"
 	"strings"
 )
 
@@ -32,18 +33,61 @@ func Library(src string) (fn, lib string) {
 	return fn, lib
 }
 
-// QuickSuffix ends the name of the second function a [QuickLibrary] registers.
-const QuickSuffix = "_q"
+// QuickSuffix ends the name of the second function a [QuickLibrary] registers, MultiSuffix
+// that of the third.
+const (
+	QuickSuffix = "_q"
+	MultiSuffix = "_m"
+)
 
-// QuickLibrary is [Library] for the scripts of the rate algorithms: besides fn, which
-// follows the calling convention unchanged, the library registers quick (fn followed by
-// [QuickSuffix]) for the commonest call, an "apply" of N = 1 with MaxWait 0 at the
-// server's TIME: its ARGV is the config alone (the script's ARGV[5..]), and it replies the
-// decision packed in one string ([ParseDecision] reads both forms). Four arguments fewer
-// and one bulk string rather than an array of seven integers cost Redis about a fifth less
-// per decision. The script reads its config from ARGV[C + 1] on and knows the call came
-// through quick by the upvalue quick of [BaseLua], which the two functions set.
-func QuickLibrary(src string) (fn, quick, lib string) { return library(src, true) }
+// QuickLibrary is [Library] for the scripts of the rate algorithms, whose calls name keys
+// keys each. Besides fn, which follows the calling convention unchanged, the library
+// registers:
+//
+//   - quick (fn followed by [QuickSuffix]) for the commonest call, an "apply" of N = 1 with
+//     MaxWait 0 at the server's TIME: its ARGV is the config alone (the script's ARGV[5..]),
+//     and it replies the decision packed in one string ([ParseDecision] reads both forms).
+//     Four arguments fewer and one bulk string rather than an array of seven integers cost
+//     Redis about an eighth less per decision.
+//   - fn followed by [MultiSuffix]: the quick call for several keys at once, all at one
+//     reading of the server's TIME. KEYS holds each call's keys in turn, ARGV the config
+//     they share. It replies one string, each call's reply in turn: its packed decision,
+//     or 'E', the length of an error's message (4 bytes, little-endian) and the message
+//     (an error of one call leaves the others alone; see [SplitMulti]). A batch of calls
+//     on one server costs Redis about 30% less per decision this way than as quick calls.
+//
+// The script reads its config from ARGV[C + 1] on; it knows the call came through quick
+// or multi by the upvalues quick and multi_now of [BaseLua], which the functions set.
+func QuickLibrary(src string, keys int) (fn, quick, lib string) {
+	fn, quick, lib = library(src, true)
+	if lib == "" {
+		return "", "", ""
+	}
+	nk := strconv.Itoa(keys)
+	lib += "redis.register_function('" + fn + MultiSuffix + "', function(keys, args)\n" +
+		"  redis = server_redis or api()\n" +
+		"  local t = redis.call('TIME')\n" +
+		"  local s = t[1]\n" +
+		"  if s ~= time_s then time_s, time_n = s, tonumber(s) end\n" +
+		"  quick, multi_now = true, time_n * 1000000 + t[2]\n" +
+		"  local out, one, n = {}, {}, 0\n" +
+		"  for i = 1, #keys, " + nk + " do\n" +
+		"    for j = 1, " + nk + " do one[j] = keys[i + j - 1] end\n" +
+		"    local ok, r = pcall(call, one, args)\n" +
+		"    n = n + 1\n" +
+		"    if ok and type(r) == 'table' and r[7] then\n" +
+		"      out[n] = spack('<Bddddddd', " + packedTagLua + ", r[1], r[2], r[3], r[4], r[5], r[6], r[7])\n" +
+		"    else -- an error raised (a message) or replied ({err = message})\n" +
+		"      if type(r) == 'table' then r = r.err end\n" +
+		"      r = tostring(r)\n" +
+		"      out[n] = spack('<Bi4', " + errorTagLua + ", #r) .. r\n" +
+		"    end\n" +
+		"  end\n" +
+		"  quick, multi_now = false, nil\n" +
+		"  return table.concat(out)\n" +
+		"end)\n"
+	return fn, quick, lib
+}
 
 func library(src string, withQuick bool) (fn, quick, lib string) {
 	i := strings.LastIndex(src, "\n"+PerCall)
@@ -54,7 +98,7 @@ func library(src string, withQuick bool) (fn, quick, lib string) {
 	sum := sha1.Sum([]byte(src))
 	fn = "ratekit_" + hex.EncodeToString(sum[:10])
 	var b strings.Builder
-	b.Grow(len(src) + 512)
+	b.Grow(len(src) + 1024)
 	b.WriteString("#!lua name=" + fn + "\n")
 	b.WriteString("local KEYS, ARGV -- set by the function below on every call\n")
 	b.WriteString(src[:i])
@@ -65,10 +109,10 @@ func library(src string, withQuick bool) (fn, quick, lib string) {
 		return fn, "", b.String()
 	}
 	quick = fn + QuickSuffix
-	// An error raised by call leaves quick set: the full function clears it first.
-	b.WriteString("\nend\nredis.register_function('" + fn + "', function(keys, args) quick = false return call(keys, args) end)\n")
+	// An error raised by call leaves quick set: the other functions clear it first.
+	b.WriteString("\nend\nredis.register_function('" + fn + "', function(keys, args) quick, multi_now = false, nil return call(keys, args) end)\n")
 	b.WriteString("redis.register_function('" + quick + "', function(keys, args)\n" +
-		"  quick = true\n" +
+		"  quick, multi_now = true, nil\n" +
 		"  local r = call(keys, args)\n" +
 		"  quick = false\n" +
 		"  if r[7] then return spack('<Bddddddd', " + packedTagLua + ", r[1], r[2], r[3], r[4], r[5], r[6], r[7]) end\n" +

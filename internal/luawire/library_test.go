@@ -1,6 +1,8 @@
 package luawire_test
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -37,18 +39,42 @@ func TestLibrary(t *testing.T) {
 // TestQuickLibrary: the same library and function name as Library's, plus the quick
 // function, registered after it; none for a script without a per-call line.
 func TestQuickLibrary(t *testing.T) {
-	if fn, quick, lib := luawire.QuickLibrary("return 1"); fn != "" || quick != "" || lib != "" {
+	if fn, quick, lib := luawire.QuickLibrary("return 1", 1); fn != "" || quick != "" || lib != "" {
 		t.Errorf("QuickLibrary of a script without a per-call line = %q, %q, %q; want none", fn, quick, lib)
 	}
 	src := "local x = 1\n" + luawire.PerCall + " call\nreturn {x}\n"
-	fn, quick, lib := luawire.QuickLibrary(src)
+	fn, quick, lib := luawire.QuickLibrary(src, 1)
 	if plain, _ := luawire.Library(src); fn != plain || quick != fn+luawire.QuickSuffix {
 		t.Fatalf("QuickLibrary names %q, %q; want %q and it with %q", fn, quick, plain, luawire.QuickSuffix)
 	}
 	full := strings.Index(lib, "redis.register_function('"+fn+"',")
 	q := strings.Index(lib, "redis.register_function('"+quick+"',")
-	if full < 0 || q < full || !strings.Contains(lib[q:], "quick = true") {
-		t.Errorf("library does not register %s then %s:\n%s", fn, quick, lib)
+	m := strings.Index(lib, "redis.register_function('"+fn+luawire.MultiSuffix+"',")
+	if full < 0 || q < full || m < q || !strings.Contains(lib[q:m], "quick, multi_now = true, nil") {
+		t.Errorf("library does not register %s, %s, then %s%s:\n%s", fn, quick, fn, luawire.MultiSuffix, lib)
+	}
+}
+
+// TestSplitMulti: a multi reply splits into its calls' decisions and errors, and anything
+// else is a *ReplyError, never a panic.
+func TestSplitMulti(t *testing.T) {
+	d := "D" + strings.Repeat("\x00", 56)
+	e := func(msg string) string { return "E" + string([]byte{byte(len(msg)), 0, 0, 0}) + msg }
+	var got []string
+	each := func(i int, packed, errMsg string) { got = append(got, fmt.Sprintf("%d %d %s", i, len(packed), errMsg)) }
+	if err := luawire.SplitMulti(d+e("WRONGTYPE x")+d, 3, each); err != nil || strings.Join(got, ",") != "0 57 ,1 0 WRONGTYPE x,2 57 " {
+		t.Errorf("SplitMulti = %q, %v", got, err)
+	}
+	for _, bad := range []struct {
+		reply string
+		n     int
+	}{
+		{d, 2}, {d + d, 1}, {d[:56], 1}, {"E\xff\x00\x00\x00x", 1}, {"E\x01", 1}, {"X", 1}, {"", 1},
+	} {
+		var re *luawire.ReplyError
+		if err := luawire.SplitMulti(bad.reply, bad.n, func(int, string, string) {}); !errors.As(err, &re) {
+			t.Errorf("SplitMulti(%q, %d) = %v, want a *ReplyError", bad.reply, bad.n, err)
+		}
 	}
 }
 

@@ -96,12 +96,42 @@ func ParseDecision(reply any) (Decision, error) {
 	}, nil
 }
 
-// The packed form of a decision (see [ParseDecision]): a tag byte and seven doubles.
+// The packed form of a decision (see [ParseDecision]): a tag byte and seven doubles. In
+// the reply of a multi function (see [QuickLibrary]) an error is its tag, the length of its
+// message (int32, little-endian) and the message.
 const (
 	packedTag    = 'D'
 	packedTagLua = "68" // packedTag, as the Lua of QuickLibrary writes it
 	packedLen    = 1 + 7*8
+	errorTag     = 'E'
+	errorTagLua  = "69"
 )
+
+// SplitMulti splits the reply of a multi function (see [QuickLibrary]) into n calls'
+// replies: a packed decision (for [ParseDecision]), or the message of the error that call
+// raised or replied. It fails when the reply does not hold exactly n of them.
+func SplitMulti(reply string, n int, each func(i int, packed, errMsg string)) error {
+	for i := 0; i < n; i++ {
+		switch {
+		case len(reply) >= packedLen && reply[0] == packedTag:
+			each(i, reply[:packedLen], "")
+			reply = reply[packedLen:]
+		case len(reply) >= 5 && reply[0] == errorTag:
+			m := int(binary.LittleEndian.Uint32([]byte(reply[1:5])))
+			if m < 0 || len(reply)-5 < m {
+				return &ReplyError{reply, fmt.Sprintf("call %d of %d: an error's length runs past the reply", i+1, n)}
+			}
+			each(i, "", reply[5:5+m])
+			reply = reply[5+m:]
+		default:
+			return &ReplyError{reply, fmt.Sprintf("call %d of %d: want a packed decision or an error", i+1, n)}
+		}
+	}
+	if reply != "" {
+		return &ReplyError{reply, fmt.Sprintf("%d bytes after the %d calls", len(reply), n)}
+	}
+	return nil
+}
 
 // Duration converts a replied span of us µs: MaxMicros or more is never (math.MaxInt64,
 // algo.Never), below 0 is 0.

@@ -1,0 +1,172 @@
+package distributed_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/distributed"
+	"github.com/ratekit/limiter/internal/redistest"
+)
+
+// multiCalls counts, per pipeline, the multi commands and the calls they carried.
+type multiCalls struct {
+	def            *algo.Script
+	groups, inside atomic.Int64
+}
+
+func (h *multiCalls) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *multiCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *multiCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			if a := c.Args(); len(a) > 2 && a[0] == "fcall" && a[1] == h.def.Function+"_m" {
+				h.groups.Add(1)
+				h.inside.Add(int64(a[2].(int)))
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// burstOf runs calls Allow calls from goroutines goroutines at once on keys, the first one
+// held back until all are queued behind it, and returns the grants per key and the errors.
+func burstOf(t *testing.T, s *distributed.Store, a algo.Algorithm, keys []string, goroutines, calls int) (map[string]int, []error) {
+	t.Helper()
+	ctx := ctxTimeout(t, 30*time.Second)
+	var mu sync.Mutex
+	granted := map[string]int{}
+	var errs []error
+	var wg sync.WaitGroup
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < calls; i++ {
+				key := keys[(g+i)%len(keys)]
+				d, err := s.Apply(ctx, key, a, algo.Request{N: 1})
+				mu.Lock()
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%s: %w", key, err))
+				} else if d.Allowed {
+					granted[key]++
+				}
+				mu.Unlock()
+			}
+		}(g)
+	}
+	wg.Wait()
+	return granted, errs
+}
+
+// TestBatchGroups: concurrent Allow calls on one server go as groups (the multi function),
+// and grant exactly what the quota allows: a token bucket of 7 that does not refill grants
+// 7 per key, whatever the grouping.
+func TestBatchGroups(t *testing.T) {
+	t.Parallel()
+	a := algo.TokenBucket{Rate: 1e-9, Burst: 7}
+	c := redistest.Start(t).Client(t)
+	h := &multiCalls{def: a.Script()}
+	c.AddHook(h)
+	s := newStore(t, c)
+	keys := []string{"a", "b", "c", "d", "e"}
+	granted, errs := burstOf(t, s, a, keys, 32, 20)
+	if len(errs) > 0 {
+		t.Fatalf("%d errors, the first %v", len(errs), errs[0])
+	}
+	for _, k := range keys {
+		if granted[k] != 7 {
+			t.Errorf("key %s: %d granted, want 7 (%v)", k, granted[k], granted)
+		}
+	}
+	if h.groups.Load() == 0 {
+		t.Errorf("no group was sent (%d calls)", 32*20)
+	}
+	t.Logf("%d groups carried %d of %d calls", h.groups.Load(), h.inside.Load(), 32*20)
+}
+
+// TestBatchGroupErrorStaysItsOwn: a call on a key that holds another type fails alone; the
+// calls grouped with it are decided.
+func TestBatchGroupErrorStaysItsOwn(t *testing.T) {
+	t.Parallel()
+	a := algo.TokenBucket{Rate: 1e-9, Burst: 1000}
+	c := redistest.Start(t).Client(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	if err := c.RPush(ctx, "bench:{bad}:tb", "x").Err(); err != nil {
+		t.Fatal(err)
+	}
+	h := &multiCalls{def: a.Script()}
+	c.AddHook(h)
+	s := newStore(t, c, distributed.WithPrefix("bench:"))
+	for round := 0; round < 20 && h.groups.Load() == 0; round++ {
+		granted, errs := burstOf(t, s, a, []string{"bad", "g1", "g2", "g3"}, 16, 4)
+		if got := granted["g1"] + granted["g2"] + granted["g3"]; got != 48 {
+			t.Fatalf("the good keys granted %d of 48 (%v), errors %v", got, granted, errs)
+		}
+		if len(errs) != 16 {
+			t.Fatalf("%d errors, want the 16 calls on the bad key: %v", len(errs), errs)
+		}
+		for _, err := range errs {
+			if !strings.Contains(err.Error(), "WRONGTYPE") {
+				t.Fatalf("error %v, want WRONGTYPE", err)
+			}
+		}
+	}
+	if h.groups.Load() == 0 {
+		t.Error("no group was sent")
+	}
+}
+
+// TestBatchGroupsRefusedGoOneByOne: a Cluster-enabled server reached through a plain
+// client refuses a group whose keys hash to different slots (CROSSSLOT); the calls go one
+// by one instead, and the store sends no group again.
+func TestBatchGroupsRefusedGoOneByOne(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartWithFlags(t, "--cluster-enabled", "yes")
+	c := srv.Client(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	if err := c.Do(ctx, "cluster", "addslotsrange", 0, 16383).Err(); err != nil {
+		t.Skipf("CLUSTER ADDSLOTSRANGE: %v", err)
+	}
+	for i := 0; ; i++ { // the node serves its slots once the cluster state is ok
+		info, err := c.ClusterInfo(ctx).Result()
+		if err == nil && strings.Contains(info, "cluster_state:ok") {
+			break
+		}
+		if i == 200 {
+			t.Fatalf("cluster state: %q, %v", info, err)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the server's state, not synchronising goroutines
+	}
+	a := algo.TokenBucket{Rate: 1e-9, Burst: 7}
+	h := &multiCalls{def: a.Script()}
+	c.AddHook(h)
+	s := newStore(t, c)
+	keys := []string{"a", "b", "c", "d", "e"}
+	granted, errs := burstOf(t, s, a, keys, 32, 20)
+	if len(errs) > 0 {
+		t.Fatalf("%d errors, the first %v", len(errs), errs[0])
+	}
+	for _, k := range keys {
+		if granted[k] != 7 {
+			t.Errorf("key %s: %d granted, want 7 (%v)", k, granted[k], granted)
+		}
+	}
+	n := h.groups.Load()
+	if n == 0 {
+		t.Fatal("no group was sent")
+	}
+	if _, errs := burstOf(t, s, a, keys, 32, 5); len(errs) > 0 {
+		t.Fatalf("%d errors, the first %v", len(errs), errs[0])
+	}
+	if m := h.groups.Load(); m != n {
+		t.Errorf("%d more groups sent after one was refused", m-n)
+	}
+}

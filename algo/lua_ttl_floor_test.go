@@ -19,9 +19,19 @@ func TestLuaTTLFloor(t *testing.T) {
 	rdb := newRedisClient(t, startRedis(t), 3)
 	ctx := context.Background()
 	const now = int64(1_700_000_000_000_000)
+	// wrap runs src with redis.call shadowed to record the TTL each key is given (PEXPIRE,
+	// SET ... PX) and replies them, -2 for a key given none: the TTLs as the script sets
+	// them, which a PTTL read after it would show less by the time that passed meanwhile
+	// (a millisecond, beside CPU burners).
 	wrap := func(src string) *redis.Script {
-		return redis.NewScript("local function run(KEYS, ARGV)\n" + src + "\nend\nrun(KEYS, ARGV)\n" +
-			"local out = {}\nfor i, k in ipairs(KEYS) do out[i] = redis.call('PTTL', k) end\nreturn out")
+		return redis.NewScript("local ttls, real = {}, redis\n" +
+			"local redis = setmetatable({call = function(cmd, ...)\n" +
+			"  local a = {...}\n" +
+			"  if cmd == 'PEXPIRE' then ttls[a[1]] = tonumber(a[2]) elseif cmd == 'SET' and a[3] == 'PX' then ttls[a[1]] = tonumber(a[4]) end\n" +
+			"  return real.call(cmd, ...)\n" +
+			"end}, {__index = real})\n" +
+			"local function run(KEYS, ARGV)\n" + src + "\nend\nrun(KEYS, ARGV)\n" +
+			"local out = {}\nfor i, k in ipairs(KEYS) do out[i] = ttls[k] or -2 end\nreturn out")
 	}
 	sem := Semaphore{Permits: 1, LeaseTTL: time.Millisecond}
 	// The rule's window is long: its key must outlive the real time between the two

@@ -140,7 +140,7 @@ func TestBatchGroupsRefusedGoOneByOne(t *testing.T) {
 		if err == nil && strings.Contains(info, "cluster_state:ok") {
 			break
 		}
-		if i == 200 {
+		if i == 1000 { // 10 s
 			t.Fatalf("cluster state: %q, %v", info, err)
 		}
 		time.Sleep(10 * time.Millisecond) // polling the server's state, not synchronising goroutines

@@ -159,16 +159,9 @@ redis = server_redis or api()
 -- C: the config arguments are ARGV[C + 1] on (ARGV[5..], or ARGV itself in a quick call).
 local C, op, is_peek, now, n, grant_at, max_wait
 if quick then
-  -- The quick and multi functions (luawire.QuickLibrary): apply, TIME, N = 1, MaxWait 0.
-  -- The TIME read is read_now(''), inlined as below; a multi call read it once for all.
+  -- The quick and multi functions (luawire.QuickLibrary): apply at the server's TIME of
+  -- N = 1 with MaxWait 0.
   C, op, is_peek = 0, 'apply', false
-  pad, server_time = 0, true
-  if multi_now then now = multi_now else
-    local t = redis.call('TIME')
-    local s = t[1]
-    if s ~= time_s then time_s, time_n = s, tonumber(s) end
-    now = time_n * 1000000 + t[2]
-  end
   n, grant_at, max_wait = 1, 0, 0
 else
 C = 4
@@ -178,16 +171,6 @@ op = ARGV[1]
 is_peek = op == 'peek'
 if is_peek then redis, op = peeking(redis), 'apply' end
 
-if ARGV[2] == '' and in_library then
-  -- read_now(''), inlined for the commonest call: the server's TIME in a library
-  pad, server_time = 0, true
-  local t = redis.call('TIME')
-  local s = t[1]
-  if s ~= time_s then time_s, time_n = s, tonumber(s) end
-  now = time_n * 1000000 + t[2]
-else
-  now = read_now(ARGV[2])
-end
 -- N is 1 on most calls, MaxWait 0 (see config_num of the base: "1" == ARGV[3] compares
 -- pointers, tonumber runs strtod), so those skip the rest.
 n = ARGV[3]
@@ -211,4 +194,18 @@ if grant_at == '0' then grant_at = 0 else
   max_wait = grant_at
   if not (max_wait > 0) then max_wait = 0 elseif max_wait >= MAX_MICROS then max_wait = MAX_MICROS - 1 end
 end
+end
+
+if multi_now then
+  -- a multi call's TIME, read once for all of its calls (luawire.QuickLibrary)
+  now, pad, server_time = multi_now, 0, true
+elseif quick or ARGV[2] == '' and in_library then
+  -- read_now(''), inlined for the commonest call: the server's TIME in a library
+  pad, server_time = 0, true
+  local t = redis.call('TIME')
+  local s = t[1]
+  if s ~= time_s then time_s, time_n = s, tonumber(s) end
+  now = time_n * 1000000 + t[2]
+else
+  now = read_now(ARGV[2])
 end

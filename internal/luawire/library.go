@@ -66,10 +66,7 @@ func QuickLibrary(src string, keys int) (fn, quick, lib string) {
 	nk := strconv.Itoa(keys)
 	lib += "redis.register_function('" + fn + MultiSuffix + "', function(keys, args)\n" +
 		"  redis = server_redis or api()\n" +
-		"  local t = redis.call('TIME')\n" +
-		"  local s = t[1]\n" +
-		"  if s ~= time_s then time_s, time_n = s, tonumber(s) end\n" +
-		"  quick, multi_now = true, time_n * 1000000 + t[2]\n" +
+		"  quick, multi_now = true, read_now('')\n" +
 		"  local out, one, n = {}, {}, 0\n" +
 		"  for i = 1, #keys, " + nk + " do\n" +
 		"    for j = 1, " + nk + " do one[j] = keys[i + j - 1] end\n" +

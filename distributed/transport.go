@@ -123,7 +123,7 @@ func (s *Store) newCall(e *scriptEntry, keys []string, argv []any) *call {
 	functions := e.def.Library != "" && !s.evalOnly.Load()
 	if functions && e.quick != nil && quickArgs(argv) {
 		c.quick = true
-		c.args = append(c.args, argv[4:]...)
+		c.args = append(c.args, argv[len(quickHead):]...)
 	} else {
 		c.args = append(c.args, argv...)
 	}
@@ -135,14 +135,23 @@ func (s *Store) newCall(e *scriptEntry, keys []string, argv []any) *call {
 	return c
 }
 
-// quickArgs reports the ARGV of the call a quick function answers: "apply" at the
-// server's TIME of N = 1 with MaxWait 0 (luawire.Apply's encoding).
-func quickArgs(argv []any) bool {
-	return len(argv) >= 4 && argv[0] == "apply" && argv[1] == "" && argv[2] == int64(1) && argv[3] == int64(0)
-}
+// quickHead is the head of the ARGV of the call a quick function answers, "apply" at the
+// server's TIME of N = 1 with MaxWait 0, as luawire.Apply encodes it: what a quick call
+// leaves out.
+var quickHead = luawire.Apply(nil, luawire.ServerTime, 1, 0, nil)
 
-// quickHead is the part of the full ARGV a quick call leaves out (see quickArgs).
-var quickHead = [4]any{"apply", "", int64(1), int64(0)}
+// quickArgs reports the ARGV of the call a quick function answers (see quickHead).
+func quickArgs(argv []any) bool {
+	if len(argv) < len(quickHead) {
+		return false
+	}
+	for i, h := range quickHead {
+		if argv[i] != h {
+			return false
+		}
+	}
+	return true
+}
 
 // expand turns a quick call back into one of the full calling convention: the four
 // arguments quick left out go back after the keys.
@@ -152,7 +161,7 @@ func (c *call) expand() {
 	}
 	c.quick = false
 	at := 3 + c.args[2].(int) // after the command, its name, numkeys and the keys
-	c.args = slices.Insert(c.args, at, quickHead[:]...)
+	c.args = slices.Insert(c.args, at, quickHead...)
 }
 
 func putCall(c *call) {

@@ -175,7 +175,10 @@ func TestBreakerIgnoresWrongTypeKey(t *testing.T) {
 	ctx := context.Background()
 	st := teststore.Redis(t, c, distributed.WithPrefix("wrongtype:"))
 	t.Cleanup(func() { _ = st.Close() })
-	l, err := limiter.New(st, algo.TokenBucket{Rate: 1e6, Burst: 1e6})
+	// A slow refill: the state written by the first call lives until the bucket is full
+	// again, 1000 s, not the 2 ms a refill of 10^6/s gives it (beside CPU burners the key
+	// expired before it was looked up).
+	l, err := limiter.New(st, algo.TokenBucket{Rate: 0.001, Burst: 1e6})
 	if err != nil {
 		t.Fatal(err)
 	}

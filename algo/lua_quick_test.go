@@ -39,6 +39,74 @@ func TestQuickFunction(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	rdb := newRedisClient(t, startRedis(t), 3)
+	forQuickSamples(t, rdb, func(t *testing.T, i int, sa Scripted, fn, quick string) {
+		def := sa.Script()
+		full, fast := scriptKeys(def, fmt.Sprintf("{q%d}full", i)), scriptKeys(def, fmt.Sprintf("{q%d}fast", i))
+		// call runs one FCALL and returns its reply and each key's TTL as the scripts
+		// last set it (see quickTimeShadow; "" for none).
+		call := func(step int, name string, keys []string, args []any) (any, []string) {
+			t.Helper()
+			reply, err := rdb.FCall(ctx, name, keys, args...).Result()
+			if err != nil {
+				t.Fatalf("step %d: %s: %v", step, name, err)
+			}
+			return reply, quickTTLs(ctx, rdb, keys)
+		}
+		cfg := sa.AppendArgs(nil)
+		r := rand.New(rand.NewSource(int64(i) + 1))
+		now := int64(1_700_000_000_000_000)
+		for step := 0; step < 400; step++ {
+			switch x := r.Intn(20); { // µs: mostly small steps, some jumps, some back
+			case x == 0:
+				now += r.Int63n(3_000_000)
+			case x == 1:
+				now -= r.Int63n(50_000)
+			default:
+				now += r.Int63n(20_000)
+			}
+			if err := rdb.Set(ctx, "quick:now", now, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if r.Intn(4) == 0 { // the same other call on both keys, through the full function
+				var args []any
+				if r.Intn(3) == 0 {
+					args = luawire.Refund(nil, luawire.ServerTime, 1+r.Int63n(2), now-r.Int63n(100_000), cfg)
+				} else {
+					args = luawire.Apply(nil, luawire.ServerTime, 1+r.Int63n(3), toDuration(r.Int63n(200_000)), cfg)
+				}
+				call(step, fn, full, args)
+				call(step, fn, fast, args)
+				continue
+			}
+			want, tw := call(step, fn, full, luawire.Apply(nil, luawire.ServerTime, 1, 0, cfg))
+			got, tg := call(step, quick, fast, cfg)
+			if _, ok := got.(string); !ok {
+				t.Fatalf("step %d: quick replied %#v, want a packed string", step, got)
+			}
+			dw, err := luawire.ParseDecision(want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dg, err := luawire.ParseDecision(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if dg != dw {
+				t.Fatalf("step %d at %d: quick %+v, full %+v", step, now, dg, dw)
+			}
+			for j := range full {
+				if sw, sg := quickKeyState(ctx, rdb, full[j]), quickKeyState(ctx, rdb, fast[j]); !reflect.DeepEqual(sw, sg) || tw[j] != tg[j] {
+					t.Fatalf("step %d: key %q holds %q (TTL %q ms), %q holds %q (TTL %q ms)", step, full[j], sw, tw[j], fast[j], sg, tg[j])
+				}
+			}
+		}
+	})
+}
+
+// forQuickSamples runs f as a subtest for every sample whose script has a quick function,
+// with that script's library loaded on rdb behind quickTimeShadow (fn: its full function).
+func forQuickSamples(t *testing.T, rdb *redis.Client, f func(t *testing.T, i int, sa Scripted, fn, quick string)) {
+	t.Helper()
 	for i, a := range Samples() {
 		sa, ok := a.(Scripted)
 		if !ok || sa.Script().Quick == "" {
@@ -50,75 +118,10 @@ func TestQuickFunction(t *testing.T) {
 			if quick != fn+luawire.QuickSuffix {
 				t.Fatalf("quick function %q, want %q", quick, fn+luawire.QuickSuffix)
 			}
-			if err := rdb.FunctionLoadReplace(ctx, lib).Err(); err != nil {
+			if err := rdb.FunctionLoadReplace(context.Background(), lib).Err(); err != nil {
 				t.Fatal(err)
 			}
-			keysOf := func(base string) []string {
-				keys := make([]string, len(def.Keys))
-				for j, k := range def.Keys {
-					keys[j] = base + k
-				}
-				return keys
-			}
-			full, fast := keysOf(fmt.Sprintf("{q%d}full", i)), keysOf(fmt.Sprintf("{q%d}fast", i))
-			// call runs one FCALL and returns its reply and each key's TTL as the scripts
-			// last set it (see quickTimeShadow; "" for none).
-			call := func(step int, name string, keys []string, args []any) (any, []string) {
-				t.Helper()
-				reply, err := rdb.FCall(ctx, name, keys, args...).Result()
-				if err != nil {
-					t.Fatalf("step %d: %s: %v", step, name, err)
-				}
-				return reply, quickTTLs(ctx, rdb, keys)
-			}
-			cfg := sa.AppendArgs(nil)
-			r := rand.New(rand.NewSource(int64(i) + 1))
-			now := int64(1_700_000_000_000_000)
-			for step := 0; step < 400; step++ {
-				switch x := r.Intn(20); { // µs: mostly small steps, some jumps, some back
-				case x == 0:
-					now += r.Int63n(3_000_000)
-				case x == 1:
-					now -= r.Int63n(50_000)
-				default:
-					now += r.Int63n(20_000)
-				}
-				if err := rdb.Set(ctx, "quick:now", now, 0).Err(); err != nil {
-					t.Fatal(err)
-				}
-				if r.Intn(4) == 0 { // the same other call on both keys, through the full function
-					var args []any
-					if r.Intn(3) == 0 {
-						args = luawire.Refund(nil, luawire.ServerTime, 1+r.Int63n(2), now-r.Int63n(100_000), cfg)
-					} else {
-						args = luawire.Apply(nil, luawire.ServerTime, 1+r.Int63n(3), toDuration(r.Int63n(200_000)), cfg)
-					}
-					call(step, fn, full, args)
-					call(step, fn, fast, args)
-					continue
-				}
-				want, tw := call(step, fn, full, luawire.Apply(nil, luawire.ServerTime, 1, 0, cfg))
-				got, tg := call(step, quick, fast, cfg)
-				if _, ok := got.(string); !ok {
-					t.Fatalf("step %d: quick replied %#v, want a packed string", step, got)
-				}
-				dw, err := luawire.ParseDecision(want)
-				if err != nil {
-					t.Fatal(err)
-				}
-				dg, err := luawire.ParseDecision(got)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if dg != dw {
-					t.Fatalf("step %d at %d: quick %+v, full %+v", step, now, dg, dw)
-				}
-				for j := range full {
-					if sw, sg := quickKeyState(ctx, rdb, full[j]), quickKeyState(ctx, rdb, fast[j]); !reflect.DeepEqual(sw, sg) || tw[j] != tg[j] {
-						t.Fatalf("step %d: key %q holds %q (TTL %q ms), %q holds %q (TTL %q ms)", step, full[j], sw, tw[j], fast[j], sg, tg[j])
-					}
-				}
-			}
+			f(t, i, sa, fn, quick)
 		})
 	}
 }
@@ -156,121 +159,105 @@ func TestMultiFunction(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	rdb := newRedisClient(t, startRedis(t), 3)
-	for i, a := range Samples() {
-		sa, ok := a.(Scripted)
-		if !ok || sa.Script().Quick == "" {
-			continue
+	forQuickSamples(t, rdb, func(t *testing.T, i int, sa Scripted, fn, quick string) {
+		def := sa.Script()
+		multi := fn + luawire.MultiSuffix
+		keysOf := func(base string) []string { return scriptKeys(def, base) }
+		const pool = 3
+		var oneByOne, together [pool][]string
+		for k := range pool {
+			oneByOne[k] = keysOf(fmt.Sprintf("{m%d}one%d", i, k))
+			together[k] = keysOf(fmt.Sprintf("{m%d}all%d", i, k))
 		}
-		t.Run(fmt.Sprintf("%d-%s", i, a), func(t *testing.T) {
-			def := sa.Script()
-			fn, quick, lib := luawire.QuickLibrary(quickTimeShadow+def.Source, len(def.Keys))
-			multi := fn + luawire.MultiSuffix
-			if err := rdb.FunctionLoadReplace(ctx, lib).Err(); err != nil {
+		// Keys of the wrong types: a list where a state is a string (or a hash, the
+		// previous format), a string where the sliding log keeps its list, so that every
+		// twin fails on them with WRONGTYPE.
+		bad := keysOf(fmt.Sprintf("{m%d}bad", i))
+		if err := rdb.RPush(ctx, bad[0], "x").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if len(bad) > 1 {
+			if err := rdb.Set(ctx, bad[1], "x", 0).Err(); err != nil {
 				t.Fatal(err)
 			}
-			keysOf := func(base string) []string {
-				keys := make([]string, len(def.Keys))
-				for j, k := range def.Keys {
-					keys[j] = base + k
-				}
-				return keys
+		}
+		cfg := sa.AppendArgs(nil)
+		// tx runs cmds in a pipeline and returns them with the TTLs of keys as the scripts
+		// last set them (see quickTimeShadow).
+		tx := func(keys []string, cmds func(p redis.Pipeliner) []*redis.Cmd) ([]*redis.Cmd, []string) {
+			t.Helper()
+			var runs []*redis.Cmd
+			_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+				runs = cmds(p)
+				return nil
+			})
+			return runs, quickTTLs(ctx, rdb, keys)
+		}
+		r := rand.New(rand.NewSource(int64(i) + 7))
+		now := int64(1_700_000_000_000_000)
+		for step := 0; step < 150; step++ {
+			now += r.Int63n(30_000) - 2_000
+			if err := rdb.Set(ctx, "quick:now", now, 0).Err(); err != nil {
+				t.Fatal(err)
 			}
-			const pool = 3
-			var oneByOne, together [pool][]string
+			picks := make([]int, 1+r.Intn(6)) // -1: the bad key
+			for j := range picks {
+				picks[j] = r.Intn(pool+1) - 1
+			}
+			var mkeys, all1, all2 []string
 			for k := range pool {
-				oneByOne[k] = keysOf(fmt.Sprintf("{m%d}one%d", i, k))
-				together[k] = keysOf(fmt.Sprintf("{m%d}all%d", i, k))
+				all1 = append(all1, oneByOne[k]...)
+				all2 = append(all2, together[k]...)
 			}
-			// Keys of the wrong types: a list where a state is a string (or a hash, the
-			// previous format), a string where the sliding log keeps its list, so that every
-			// twin fails on them with WRONGTYPE.
-			bad := keysOf(fmt.Sprintf("{m%d}bad", i))
-			if err := rdb.RPush(ctx, bad[0], "x").Err(); err != nil {
-				t.Fatal(err)
-			}
-			if len(bad) > 1 {
-				if err := rdb.Set(ctx, bad[1], "x", 0).Err(); err != nil {
-					t.Fatal(err)
+			for _, p := range picks {
+				if p < 0 {
+					mkeys = append(mkeys, bad...)
+				} else {
+					mkeys = append(mkeys, together[p]...)
 				}
 			}
-			cfg := sa.AppendArgs(nil)
-			// tx runs cmds in a pipeline and returns them with the TTLs of keys as the scripts
-			// last set them (see quickTimeShadow).
-			tx := func(keys []string, cmds func(p redis.Pipeliner) []*redis.Cmd) ([]*redis.Cmd, []string) {
-				t.Helper()
-				var runs []*redis.Cmd
-				_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-					runs = cmds(p)
-					return nil
-				})
-				return runs, quickTTLs(ctx, rdb, keys)
+			runs, ttlTogether := tx(all2, func(p redis.Pipeliner) []*redis.Cmd {
+				return []*redis.Cmd{p.FCall(ctx, multi, mkeys, cfg...)}
+			})
+			reply, err := runs[0].Text()
+			if err != nil {
+				t.Fatalf("step %d: multi: %v", step, err)
 			}
-			r := rand.New(rand.NewSource(int64(i) + 7))
-			now := int64(1_700_000_000_000_000)
-			for step := 0; step < 150; step++ {
-				now += r.Int63n(30_000) - 2_000
-				if err := rdb.Set(ctx, "quick:now", now, 0).Err(); err != nil {
-					t.Fatal(err)
-				}
-				picks := make([]int, 1+r.Intn(6)) // -1: the bad key
-				for j := range picks {
-					picks[j] = r.Intn(pool+1) - 1
-				}
-				var mkeys, all1, all2 []string
-				for k := range pool {
-					all1 = append(all1, oneByOne[k]...)
-					all2 = append(all2, together[k]...)
-				}
-				for _, p := range picks {
-					if p < 0 {
-						mkeys = append(mkeys, bad...)
-					} else {
-						mkeys = append(mkeys, together[p]...)
+			singles, ttlOne := tx(all1, func(p redis.Pipeliner) []*redis.Cmd {
+				var cmds []*redis.Cmd
+				for _, k := range picks {
+					keys := bad
+					if k >= 0 {
+						keys = oneByOne[k]
 					}
+					cmds = append(cmds, p.FCall(ctx, quick, keys, cfg...))
 				}
-				runs, ttlTogether := tx(all2, func(p redis.Pipeliner) []*redis.Cmd {
-					return []*redis.Cmd{p.FCall(ctx, multi, mkeys, cfg...)}
-				})
-				reply, err := runs[0].Text()
-				if err != nil {
-					t.Fatalf("step %d: multi: %v", step, err)
+				return cmds
+			})
+			err = luawire.SplitMulti(reply, len(picks), func(j int, packed, errMsg string) {
+				want, werr := singles[j].Result()
+				if picks[j] < 0 {
+					if !strings.HasPrefix(errMsg, "WRONGTYPE") || werr == nil || !strings.Contains(werr.Error(), "WRONGTYPE") {
+						t.Fatalf("step %d, call %d on the bad key: multi %q, quick %v", step, j, errMsg, werr)
+					}
+					return
 				}
-				singles, ttlOne := tx(all1, func(p redis.Pipeliner) []*redis.Cmd {
-					var cmds []*redis.Cmd
-					for _, k := range picks {
-						keys := bad
-						if k >= 0 {
-							keys = oneByOne[k]
-						}
-						cmds = append(cmds, p.FCall(ctx, quick, keys, cfg...))
-					}
-					return cmds
-				})
-				err = luawire.SplitMulti(reply, len(picks), func(j int, packed, errMsg string) {
-					want, werr := singles[j].Result()
-					if picks[j] < 0 {
-						if !strings.HasPrefix(errMsg, "WRONGTYPE") || werr == nil || !strings.Contains(werr.Error(), "WRONGTYPE") {
-							t.Fatalf("step %d, call %d on the bad key: multi %q, quick %v", step, j, errMsg, werr)
-						}
-						return
-					}
-					if errMsg != "" || werr != nil || packed != want {
-						t.Fatalf("step %d, call %d: multi %q %q, quick %q %v", step, j, packed, errMsg, want, werr)
-					}
-				})
-				if err != nil {
-					t.Fatalf("step %d: %v", step, err)
+				if errMsg != "" || werr != nil || packed != want {
+					t.Fatalf("step %d, call %d: multi %q %q, quick %q %v", step, j, packed, errMsg, want, werr)
 				}
-				for k := range pool {
-					for j := range def.Keys {
-						x, y := oneByOne[k][j], together[k][j]
-						tx, ty := ttlOne[k*len(def.Keys)+j], ttlTogether[k*len(def.Keys)+j]
-						if sx, sy := quickKeyState(ctx, rdb, x), quickKeyState(ctx, rdb, y); !reflect.DeepEqual(sx, sy) || tx != ty {
-							t.Fatalf("step %d: key %q holds %q (TTL %q ms), %q holds %q (TTL %q ms)", step, x, sx, tx, y, sy, ty)
-						}
+			})
+			if err != nil {
+				t.Fatalf("step %d: %v", step, err)
+			}
+			for k := range pool {
+				for j := range def.Keys {
+					x, y := oneByOne[k][j], together[k][j]
+					tx, ty := ttlOne[k*len(def.Keys)+j], ttlTogether[k*len(def.Keys)+j]
+					if sx, sy := quickKeyState(ctx, rdb, x), quickKeyState(ctx, rdb, y); !reflect.DeepEqual(sx, sy) || tx != ty {
+						t.Fatalf("step %d: key %q holds %q (TTL %q ms), %q holds %q (TTL %q ms)", step, x, sx, tx, y, sy, ty)
 					}
 				}
 			}
-		})
-	}
+		}
+	})
 }

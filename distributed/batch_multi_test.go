@@ -36,8 +36,8 @@ func (h *multiCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	}
 }
 
-// burstOf runs calls Allow calls from goroutines goroutines at once on keys, the first one
-// held back until all are queued behind it, and returns the grants per key and the errors.
+// burstOf runs calls Allow calls in each of goroutines goroutines at once (the i-th call of
+// goroutine g on keys[(g+i) mod len(keys)]) and returns the grants per key and the errors.
 func burstOf(t *testing.T, s *distributed.Store, a algo.Algorithm, keys []string, goroutines, calls int) (map[string]int, []error) {
 	t.Helper()
 	ctx := ctxTimeout(t, 30*time.Second)
@@ -66,6 +66,21 @@ func burstOf(t *testing.T, s *distributed.Store, a algo.Algorithm, keys []string
 	return granted, errs
 }
 
+// grantsEach runs a burst of 32 goroutines × 20 Allow calls over keys and checks that each
+// key granted want, with no error.
+func grantsEach(t *testing.T, s *distributed.Store, a algo.Algorithm, keys []string, want int) {
+	t.Helper()
+	granted, errs := burstOf(t, s, a, keys, 32, 20)
+	if len(errs) > 0 {
+		t.Fatalf("%d errors, the first %v", len(errs), errs[0])
+	}
+	for _, k := range keys {
+		if granted[k] != want {
+			t.Errorf("key %s: %d granted, want %d (%v)", k, granted[k], want, granted)
+		}
+	}
+}
+
 // TestBatchGroups: concurrent Allow calls on one server go as groups (the multi function),
 // and grant exactly what the quota allows: a token bucket of 7 that does not refill grants
 // 7 per key, whatever the grouping.
@@ -77,15 +92,7 @@ func TestBatchGroups(t *testing.T) {
 	c.AddHook(h)
 	s := newStore(t, c)
 	keys := []string{"a", "b", "c", "d", "e"}
-	granted, errs := burstOf(t, s, a, keys, 32, 20)
-	if len(errs) > 0 {
-		t.Fatalf("%d errors, the first %v", len(errs), errs[0])
-	}
-	for _, k := range keys {
-		if granted[k] != 7 {
-			t.Errorf("key %s: %d granted, want 7 (%v)", k, granted[k], granted)
-		}
-	}
+	grantsEach(t, s, a, keys, 7)
 	if h.groups.Load() == 0 {
 		t.Errorf("no group was sent (%d calls)", 32*20)
 	}
@@ -150,15 +157,7 @@ func TestBatchGroupsRefusedGoOneByOne(t *testing.T) {
 	c.AddHook(h)
 	s := newStore(t, c)
 	keys := []string{"a", "b", "c", "d", "e"}
-	granted, errs := burstOf(t, s, a, keys, 32, 20)
-	if len(errs) > 0 {
-		t.Fatalf("%d errors, the first %v", len(errs), errs[0])
-	}
-	for _, k := range keys {
-		if granted[k] != 7 {
-			t.Errorf("key %s: %d granted, want 7 (%v)", k, granted[k], granted)
-		}
-	}
+	grantsEach(t, s, a, keys, 7)
 	n := h.groups.Load()
 	if n == 0 {
 		t.Fatal("no group was sent")

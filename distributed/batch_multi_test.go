@@ -1,7 +1,6 @@
 package distributed_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -16,23 +15,17 @@ import (
 	"github.com/ratekit/limiter/internal/redistest"
 )
 
-// multiCalls counts, per pipeline, the multi commands and the calls they carried.
+// multiCalls counts the multi commands sent and the calls they carried.
 type multiCalls struct {
 	def            *algo.Script
 	groups, inside atomic.Int64
 }
 
-func (h *multiCalls) DialHook(next redis.DialHook) redis.DialHook          { return next }
-func (h *multiCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-func (h *multiCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, c := range cmds {
-			if a := c.Args(); len(a) > 2 && a[0] == "fcall" && a[1] == h.def.Function+"_m" {
-				h.groups.Add(1)
-				h.inside.Add(int64(a[2].(int)))
-			}
-		}
-		return next(ctx, cmds)
+// note counts cmd if it is a multi command (see eachCmd).
+func (h *multiCalls) note(cmd redis.Cmder) {
+	if a := cmd.Args(); len(a) > 2 && a[0] == "fcall" && a[1] == h.def.Function+"_m" {
+		h.groups.Add(1)
+		h.inside.Add(int64(a[2].(int)))
 	}
 }
 
@@ -89,7 +82,7 @@ func TestBatchGroups(t *testing.T) {
 	a := algo.TokenBucket{Rate: 1e-9, Burst: 7}
 	c := redistest.Start(t).Client(t)
 	h := &multiCalls{def: a.Script()}
-	c.AddHook(h)
+	c.AddHook(eachCmd(h.note))
 	s := newStore(t, c)
 	keys := []string{"a", "b", "c", "d", "e"}
 	grantsEach(t, s, a, keys, 7)
@@ -110,7 +103,7 @@ func TestBatchGroupErrorStaysItsOwn(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := &multiCalls{def: a.Script()}
-	c.AddHook(h)
+	c.AddHook(eachCmd(h.note))
 	s := newStore(t, c, distributed.WithPrefix("bench:"))
 	for round := 0; round < 20 && h.groups.Load() == 0; round++ {
 		granted, errs := burstOf(t, s, a, []string{"bad", "g1", "g2", "g3"}, 16, 4)
@@ -154,7 +147,7 @@ func TestBatchGroupsRefusedGoOneByOne(t *testing.T) {
 	}
 	a := algo.TokenBucket{Rate: 1e-9, Burst: 7}
 	h := &multiCalls{def: a.Script()}
-	c.AddHook(h)
+	c.AddHook(eachCmd(h.note))
 	s := newStore(t, c)
 	keys := []string{"a", "b", "c", "d", "e"}
 	grantsEach(t, s, a, keys, 7)

@@ -23,17 +23,21 @@ type sentScripts struct {
 	got []string
 }
 
-func (h *sentScripts) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *sentScripts) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+// eachCmd is a client hook that hands every command sent, alone or in a pipeline, to the
+// function before sending it.
+type eachCmd func(redis.Cmder)
+
+func (f eachCmd) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (f eachCmd) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.note(cmd)
+		f(cmd)
 		return next(ctx, cmd)
 	}
 }
-func (h *sentScripts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (f eachCmd) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		for _, c := range cmds {
-			h.note(c)
+			f(c)
 		}
 		return next(ctx, cmds)
 	}
@@ -89,7 +93,7 @@ func TestQuickFunctionSent(t *testing.T) {
 	run := func(t *testing.T, c *redis.Client, opts ...distributed.Option) *sentScripts {
 		t.Helper()
 		h := &sentScripts{def: def}
-		c.AddHook(h)
+		c.AddHook(eachCmd(h.note))
 		s := newStore(t, c, append([]distributed.Option{distributed.WithBatching(distributed.Batching{Off: true})}, opts...)...)
 		ctx := ctxTimeout(t, 30*time.Second)
 		apply := func(req algo.Request, wantAllowed bool, wantRemaining int64) {

@@ -73,7 +73,7 @@ func QuickLibrary(src string, keys int) (fn, quick, lib string) {
 		"    local ok, r = pcall(call, one, args)\n" +
 		"    n = n + 1\n" +
 		"    if ok and type(r) == 'table' and r[7] then\n" +
-		"      out[n] = spack('<Bddddddd', " + packedTagLua + ", r[1], r[2], r[3], r[4], r[5], r[6], r[7])\n" +
+		"      out[n] = " + packLua + "\n" +
 		"    else -- an error raised (a message) or replied ({err = message})\n" +
 		"      if type(r) == 'table' then r = r.err end\n" +
 		"      r = tostring(r)\n" +
@@ -85,6 +85,9 @@ func QuickLibrary(src string, keys int) (fn, quick, lib string) {
 		"end)\n"
 	return fn, quick, lib
 }
+
+// packLua is the Lua expression of the packed form of the decision r (see ParseDecision).
+const packLua = "spack('<Bddddddd', " + packedTagLua + ", r[1], r[2], r[3], r[4], r[5], r[6], r[7])"
 
 func library(src string, withQuick bool) (fn, quick, lib string) {
 	i := strings.LastIndex(src, "\n"+PerCall)
@@ -112,7 +115,7 @@ func library(src string, withQuick bool) (fn, quick, lib string) {
 		"  quick, multi_now = true, nil\n" +
 		"  local r = call(keys, args)\n" +
 		"  quick = false\n" +
-		"  if r[7] then return spack('<Bddddddd', " + packedTagLua + ", r[1], r[2], r[3], r[4], r[5], r[6], r[7]) end\n" +
+		"  if r[7] then return " + packLua + " end\n" +
 		"  return r -- an error reply\n" +
 		"end)\n")
 	return fn, quick, b.String()

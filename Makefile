@@ -55,14 +55,24 @@ run:
 	$(GO) run ./cmd/ratekit sim --algo token-bucket --rate 10 --burst 20 --traffic burst --duration 10s --svg docs/sim-token-bucket.svg
 
 # fuzz runs each fuzz target of the algorithms, then the model-based one, briefly (FUZZTIME each).
+# A target fails on a failing input (the fuzzer writes it to testdata/fuzz) or a failing
+# seed, not on Go's own race at the end of -fuzztime (go1.26's coordinator may report the
+# expired -fuzztime itself as "context deadline exceeded", with no input: golang/go#75804,
+# fixed in go1.27; seen beside CPU burners).
 fuzz:
-	@failed=""; for t in $(FUZZ); do \
+	@failed=""; \
+	fuzz1() { out=$$(mktemp); "$$@" > "$$out" 2>&1; st=$$?; cat "$$out"; \
+		if [ $$st -ne 0 ] && ! grep -q 'Failing input written' "$$out" && grep -q '^    context deadline exceeded$$' "$$out" && \
+			! grep -q -- '--- FAIL: Fuzz[A-Za-z]*/' "$$out"; then \
+			echo "fuzz: the end of -fuzztime raced a worker (golang/go#75804), no failing input: not a failure"; st=0; fi; \
+		rm -f "$$out"; return $$st; }; \
+	for t in $(FUZZ); do \
 		echo "fuzz $$t ($(FUZZTIME))"; \
-		LIMITER_REQUIRE_REDIS=1 $(GO) test -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZTIME) ./algo || failed="$$failed $$t"; \
+		fuzz1 env LIMITER_REQUIRE_REDIS=1 $(GO) test -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZTIME) ./algo || failed="$$failed $$t"; \
 	done; \
 	for t in $(FUZZROOT); do \
 		echo "fuzz $$t ($(FUZZTIME))"; \
-		$(GO) test -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZTIME) . || failed="$$failed $$t"; \
+		fuzz1 $(GO) test -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZTIME) . || failed="$$failed $$t"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "fuzz: FAILED:$$failed" >&2; exit 1; fi
 

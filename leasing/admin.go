@@ -25,7 +25,7 @@ func (s *Store) Peek(ctx context.Context, key string, a algo.Algorithm, req algo
 	if req.MaxWait == 0 && req.N <= s.slice && leased(a) {
 		if l := s.lookup(ctx, leaseKey{key, a.Slot()}, false); l != nil {
 			now := s.clock.Now()
-			d, ok := l.grant(a, req, now, false)
+			d, ok := l.grant(a, req, s.ticks(now), false)
 			if e := l.denial(req.N, now.UnixMicro()); !ok && l.a == a && e != nil {
 				d, ok = e.Answer(now.UnixMicro()), true
 			}

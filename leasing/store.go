@@ -31,6 +31,8 @@ type Store struct {
 	slice  int64
 	ttl    time.Duration
 	clock  clockx.Clock
+	real   bool      // clock is clockx.Real(): see tick
+	epoch  time.Time // read from clock by New: see tick
 	seed   maphash.Seed
 	closed atomic.Bool
 	// fills is held for reading by every call that takes a slice and for writing by Close,
@@ -63,6 +65,7 @@ func New(inner store.Store, slice int64, opts ...Option) (*Store, error) {
 	if c, ok := inner.(store.Clocked); ok {
 		s.clock = c.Clock()
 	}
+	s.real, s.epoch = s.clock == clockx.Real(), s.clock.Now()
 	// WithMaxKeys(n) is exact: n below leaseShards uses n shards of one lease, and the
 	// shards' shares of n differ by at most one.
 	s.shards = make([]leaseShard, min(leaseShards, o.maxKeys))
@@ -75,6 +78,19 @@ func New(inner store.Store, slice int64, opts ...Option) (*Store, error) {
 	}
 	return s, nil
 }
+
+// tick returns the time on s.clock as the span since s.epoch, which the leases count
+// from: on real time it reads the monotonic clock alone, half the cost of a time.Now,
+// which every grant from a lease needs (and it ignores steps of the wall clock).
+func (s *Store) tick() time.Duration {
+	if s.real {
+		return time.Since(s.epoch)
+	}
+	return s.clock.Now().Sub(s.epoch)
+}
+
+// ticks is tick of an instant read from s.clock.
+func (s *Store) ticks(t time.Time) time.Duration { return t.Sub(s.epoch) }
 
 // leased reports whether a's permits can be taken in slices (algo.Leasable): the rate
 // algorithms whose grants may be used a little later (not the smooth ones, whose point is
@@ -111,11 +127,13 @@ lookup:
 			return s.inner.Apply(ctx, key, a, req)
 		}
 		for {
-			now := s.clock.Now()
-			if d, ok := l.grant(a, req, now, true); ok {
+			// The time is read under the lease's lock, so that no grant is decided at an
+			// instant before one that ended the lease.
+			if d, ok := l.grant(a, req, s.tick(), true); ok {
 				l.mu.Unlock()
 				return d, nil
 			}
+			now := s.clock.Now()
 			if l.a == a {
 				if e := l.denial(req.N, now.UnixMicro()); e != nil {
 					d := e.Answer(now.UnixMicro())
@@ -154,10 +172,11 @@ lookup:
 	}
 }
 
-// grant answers req from l when it holds enough under a at now, taking the permits when
-// take is set (Peek leaves them); l is locked.
-func (l *lease) grant(a algo.Algorithm, req algo.Request, now time.Time, take bool) (algo.Decision, bool) {
-	if l.a != a || l.left < req.N || !now.Before(l.ends) {
+// grant answers req from l when it holds enough under a at t (Store.tick), taking the
+// permits when take is set (Peek leaves them); l is locked.
+func (l *lease) grant(a algo.Algorithm, req algo.Request, t time.Duration, take bool) (algo.Decision, bool) {
+	elapsed := t - l.start
+	if l.a != a || l.left < req.N || elapsed >= l.life {
 		return algo.Decision{}, false
 	}
 	left := l.left - req.N
@@ -166,7 +185,7 @@ func (l *lease) grant(a algo.Algorithm, req algo.Request, now time.Time, take bo
 	}
 	d := algo.Decision{Allowed: true, Limit: l.limit, Remaining: left + l.remain, At: l.at, ResetAfter: l.reset}
 	if l.reset != algo.Never {
-		d.ResetAfter = max(0, l.reset-now.Sub(l.taken))
+		d.ResetAfter = max(0, l.reset-(elapsed+l.skew))
 	}
 	return d, true
 }
@@ -267,7 +286,7 @@ func (s *Store) refill(ctx context.Context, a algo.Algorithm, req algo.Request, 
 	// The inner store decided at now in whole µs, and its ResetAfter counts from there: a
 	// lease counted from the ns instant would outlive a fixed window by up to 1 µs.
 	taken := now.Truncate(time.Microsecond)
-	l.taken, l.reset, l.ends, l.dry, l.denied = taken, d.ResetAfter, taken.Add(life), time.Time{}, l.denied[:0]
+	l.start, l.skew, l.reset, l.life, l.dry, l.denied = s.ticks(now), now.Sub(taken), d.ResetAfter, life-now.Sub(taken), time.Time{}, l.denied[:0]
 	l.mu.Unlock()
 	return out, nil
 }
@@ -282,7 +301,7 @@ func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int6
 	}
 	if leased(a) {
 		if l := s.lookup(ctx, leaseKey{key, a.Slot()}, false); l != nil {
-			if l.a == a && l.own && l.at == at && s.clock.Now().Before(l.ends) && n <= l.size-l.left {
+			if l.a == a && l.own && l.at == at && s.tick()-l.start < l.life && n <= l.size-l.left {
 				l.left += n
 				l.mu.Unlock()
 				return nil

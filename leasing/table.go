@@ -58,12 +58,16 @@ type lease struct {
 	// granted again late, beyond the processes × slice the package documents.
 	own    bool
 	top    int64
-	limit  int64     // the slice's Decision.Limit
-	remain int64     // the inner store's Remaining after the slice
-	taken  time.Time // when the slice was asked for
-	reset  time.Duration
-	ends   time.Time // the lease ends here: taken + TTL (a fixed window: or its end)
-	dry    time.Time // a slice was denied: no slice is asked for before this instant
+	limit  int64 // the slice's Decision.Limit
+	remain int64 // the inner store's Remaining after the slice
+	// start is when the slice was asked for (Store.tick); the inner store decided at that
+	// instant truncated to whole µs, skew before it, and its ResetAfter (reset) counts
+	// from there.
+	start time.Duration
+	skew  time.Duration
+	reset time.Duration
+	life  time.Duration // the lease ends life after start: TTL (a fixed window: or its end)
+	dry   time.Time     // a slice was denied: no slice is asked for before this instant
 	// denied remembers, while slices are denied, the inner store's denials of single
 	// requests (by N) until their RetryAfter: a key hammered over its limit is answered
 	// here instead of by the inner store.
@@ -168,7 +172,7 @@ func (s *Store) evict(sh *leaseShard) []*lease {
 	}
 	for k, l := range sh.m {
 		l.mu.Lock()
-		if !l.busy && !now.Before(l.ends) && !now.Before(l.dry) {
+		if !l.busy && s.ticks(now)-l.start >= l.life && !now.Before(l.dry) {
 			drop(k, l)
 		}
 		l.mu.Unlock()

@@ -110,7 +110,7 @@ func splice(path, text string) error {
 
 // columns in display order; a table shows the columns some row of it has.
 var columns = []string{
-	"ns/op", "decisions/s", "p50-µs", "p99-µs", "bytes/key", "ns/insert",
+	"ns/op", "decisions/s", "bound-decisions/s", "p50-µs", "p99-µs", "bytes/key", "ns/insert",
 	"srv-cpu-µs/op", "srv-cmd-µs/op", "cmds/op", "cli-cpu-µs/op", "redis-cmds/s", "B/op", "allocs/op",
 }
 

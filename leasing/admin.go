@@ -71,7 +71,8 @@ func (s *Store) Reset(ctx context.Context, key string, rules ...algo.Algorithm) 
 // Clock returns the clock the leases are kept on: the inner store's, else real time.
 func (s *Store) Clock() clockx.Clock { return s.clock }
 
-// Close waits for the slices in flight to land, gives back every lease's leftover (within
+// Close waits for the slices in flight to land and for the leftovers that evictions are
+// giving back to reach the inner store, gives back every lease's leftover (within
 // ctx-free calls bounded by the inner store's own timeout), then closes the inner store.
 // Later calls return store.ErrClosed. Close is idempotent; it returns the inner store's
 // Close error, or the first failed give-back.

@@ -22,7 +22,8 @@
 // Nothing else creates permits: a lease evicted to make room (WithMaxKeys) gives its
 // leftover back to its own key; a lease out of the table is never granted from or filled
 // again (a caller holding it looks the key up anew); Close waits for the slices in flight
-// and gives back every leftover; while Reset runs, the key's requests go to the inner store,
+// and the leftovers of evicted leases on their way back, and gives back every other
+// leftover; while Reset runs, the key's requests go to the inner store,
 // a slice that lands after it began grants only its caller's request (as a plain store's
 // request in flight does), and a Refund of a grant made before it goes to the inner store,
 // as on a plain store.

@@ -2,8 +2,10 @@ package leasing_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/leasing"
 	"github.com/ratekit/limiter/local"
+	"github.com/ratekit/limiter/store"
 )
 
 // TestEvictionGivesBackToItsOwnKey is issue 21's scripted history: one hot key of
@@ -302,6 +305,95 @@ func TestLeftoversConserved(t *testing.T) {
 		if used := a.Limit - p.Remaining; used != n {
 			t.Errorf("%s: %d granted, %d counted by the inner store after Close", key, n, used)
 		}
+	}
+}
+
+// closing is an inner store whose Close only marks it closed, keeping the state for the
+// test to read, and which refuses the refunds that reach it after Close, as a closed store
+// does (their permits are lost), counting them. Before the first refund it runs hook.
+type closing struct {
+	shared
+	closed atomic.Bool
+	late   atomic.Int64
+	hook   func()
+}
+
+func (c *closing) Refund(ctx context.Context, key string, a algo.Algorithm, n int64, at int64) error {
+	if h := c.hook; h != nil {
+		c.hook = nil
+		h()
+	}
+	if c.closed.Load() {
+		c.late.Add(1)
+		return store.ErrClosed
+	}
+	return c.shared.Refund(ctx, key, a, n, at)
+}
+
+func (c *closing) Close() error {
+	c.closed.Store(true)
+	return nil
+}
+
+// TestCloseWaitsForAnEvictionsGiveBack: a new key evicts a lease from a full table and
+// gives its leftover back; Close, called meanwhile, must let that leftover reach the inner
+// store before closing it (it closed it first, and the leftover was lost: the key's
+// inner count stayed at the slice, not at the one permit granted). The test starts Close
+// from inside the give-back and waits until Close has either finished or is waiting for
+// the give-back (its goroutine seen blocked in Close on a lock).
+func TestCloseWaitsForAnEvictionsGiveBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a := algo.FixedWindow{Limit: 100, Window: time.Hour}
+	clk := clockx.NewFake(epoch)
+	l, err := local.New(local.WithClock(clk), local.WithSweepInterval(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	inner := &closing{shared: shared{l}}
+	ls, err := leasing.New(inner, 10, leasing.WithMaxKeys(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !grant(t, ls, "a", a) { // a's lease: a slice of 10, 9 left
+		t.Fatal("denied")
+	}
+	closed := make(chan error, 1)
+	inner.hook = func() { // in the give-back of a's leftover, b evicting a's lease
+		go func() { closed <- ls.Close() }()
+		for {
+			select {
+			case err := <-closed:
+				closed <- err
+				return
+			default:
+			}
+			buf := make([]byte, 1<<20)
+			for g := range strings.SplitSeq(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+				if strings.Contains(g, "sync.(*RWMutex).Lock(") && strings.Contains(g, "leasing.(*Store).Close(") &&
+					strings.Contains(g, "TestCloseWaitsForAnEvictionsGiveBack") { // this test's Close
+					return // a Close waits for the give-back
+				}
+			}
+			runtime.Gosched()
+		}
+	}
+	if _, err := ls.Apply(ctx, "b", a, algo.Request{N: 1}); err != nil && !errors.Is(err, store.ErrClosed) {
+		t.Fatal(err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if n := inner.late.Load(); n > 0 {
+		t.Errorf("%d leftovers reached the inner store after Close", n)
+	}
+	p, err := l.Peek(ctx, "a", a, algo.Request{N: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if used := a.Limit - p.Remaining; used != 1 {
+		t.Errorf("a: 1 granted, %d counted by the inner store after Close", used)
 	}
 }
 

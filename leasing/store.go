@@ -123,7 +123,11 @@ lookup:
 			return algo.Decision{}, store.ErrClosed
 		}
 		l := s.lookup(ctx, k, true)
-		if l == nil { // a Reset of the key is running: no lease until it is done
+		if l == nil {
+			if s.closed.Load() {
+				return algo.Decision{}, store.ErrClosed
+			}
+			// A Reset of the key is running: no lease until it is done.
 			return s.inner.Apply(ctx, key, a, req)
 		}
 		for {

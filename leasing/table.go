@@ -123,7 +123,8 @@ func (s *Store) shard(k leaseKey) *leaseShard {
 
 // lookup returns k's live lease, locked, creating it when create is set (giving back the
 // leftovers of the leases it evicts to make room). It returns nil when k has none and
-// create is not set, and while a Reset of k runs.
+// create is not set, while a Reset of k runs, and once Close has begun, when it would
+// have to evict.
 func (s *Store) lookup(ctx context.Context, k leaseKey, create bool) *lease {
 	sh := s.shard(k)
 	for {
@@ -138,15 +139,15 @@ func (s *Store) lookup(ctx context.Context, k leaseKey, create bool) *lease {
 				sh.mu.Unlock()
 				return nil
 			}
-			var out []*lease
 			if len(sh.m) >= sh.cap {
-				out = s.evict(sh)
-			}
-			l = &lease{key: k.key, top: sh.gone.Load()}
-			sh.m[k] = l
-			sh.mu.Unlock()
-			for _, o := range out {
-				s.giveBack(ctx, o)
+				sh.mu.Unlock()
+				if l = s.makeRoom(ctx, sh, k); l == nil {
+					return nil
+				}
+			} else {
+				l = &lease{key: k.key, top: sh.gone.Load()}
+				sh.m[k] = l
+				sh.mu.Unlock()
 			}
 		} else {
 			sh.mu.Unlock()
@@ -157,6 +158,38 @@ func (s *Store) lookup(ctx context.Context, k leaseKey, create bool) *lease {
 		}
 		l.mu.Unlock() // it left the table after we found it: look again
 	}
+}
+
+// makeRoom makes k's lease in sh, a full shard, evicting others and giving back their
+// leftovers, and returns it (unlocked): the lease already there when another caller made
+// it meanwhile. It holds s.fills for reading throughout, as a refill does, so that Close,
+// which closes the inner store, waits for those leftovers to reach it; it returns nil
+// once Close has begun.
+func (s *Store) makeRoom(ctx context.Context, sh *leaseShard, k leaseKey) *lease {
+	s.fills.RLock()
+	defer s.fills.RUnlock()
+	if s.closed.Load() {
+		return nil
+	}
+	sh.mu.Lock()
+	if sh.resetting[k] > 0 {
+		sh.mu.Unlock()
+		return nil
+	}
+	l := sh.m[k]
+	var out []*lease
+	if l == nil {
+		if len(sh.m) >= sh.cap {
+			out = s.evict(sh)
+		}
+		l = &lease{key: k.key, top: sh.gone.Load()}
+		sh.m[k] = l
+	}
+	sh.mu.Unlock()
+	for _, o := range out {
+		s.giveBack(ctx, o)
+	}
+	return l
 }
 
 // evict removes the ended leases of a full shard, or else one that no caller is filling,

@@ -2,6 +2,7 @@ package echolimit
 
 import (
 	"net/http"
+	"sync"
 
 	"github.com/labstack/echo/v4"
 
@@ -19,14 +20,55 @@ func Middleware(l *limiter.Limiter, key httplimit.KeyFunc, opts ...httplimit.Opt
 		return nil, err
 	}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) (err error) {
-			// httplimit passes the writer it was given on unchanged, so the next handler
-			// keeps writing through c.Response(); only the request is handed back.
-			mw(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
-				c.SetRequest(r)
-				err = next(c)
-			})).ServeHTTP(c.Response(), c.Request())
+		// The httplimit handler is built once per chain; each request reaches next through
+		// the writer it is served with, which carries the request's Echo context
+		// (httplimit hands its writer on unchanged, so next keeps writing through
+		// c.Response(); only the request is handed back).
+		h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			cw := find(w)
+			if cw == nil { // not served by the handler below: cannot happen
+				http.Error(w, http.StatusText(http.StatusInternalServerError), http.StatusInternalServerError)
+				return
+			}
+			cw.c.SetRequest(r)
+			cw.err = next(cw.c)
+		}))
+		return func(c echo.Context) error {
+			cw := writers.Get().(*ctxWriter)
+			cw.ResponseWriter, cw.c = c.Response(), c
+			h.ServeHTTP(cw, c.Request())
+			err := cw.err
+			*cw = ctxWriter{}
+			writers.Put(cw)
 			return err
 		}
 	}, nil
+}
+
+// ctxWriter is the writer a request is served with: Echo's, the request's context and
+// what next returned.
+type ctxWriter struct {
+	http.ResponseWriter
+	c   echo.Context
+	err error
+}
+
+// Unwrap returns Echo's writer (http.ResponseController).
+func (w *ctxWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// writers reuses the ctxWriters: a request costs no allocation of its own.
+var writers = sync.Pool{New: func() any { return new(ctxWriter) }}
+
+// find returns the ctxWriter w is or wraps (through Unwrap), or nil.
+func find(w http.ResponseWriter) *ctxWriter {
+	for {
+		if cw, ok := w.(*ctxWriter); ok {
+			return cw
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return nil
+		}
+		w = u.Unwrap()
+	}
 }

@@ -62,3 +62,12 @@ func TestNextError(t *testing.T) {
 		t.Errorf("got %s, want 418 with the RateLimit headers", adaptertest.Describe(rec))
 	}
 }
+
+// BenchmarkMiddleware: what a request through the middleware costs (adaptertest.Benchmark).
+func BenchmarkMiddleware(b *testing.B) {
+	adaptertest.Benchmark(b, adaptertest.Adapter{
+		Mount: func(_ testing.TB, l *limiter.Limiter, key httplimit.KeyFunc, opts []httplimit.Option, n *adaptertest.Counts) (http.Handler, error) {
+			return newEcho(l, key, opts, n)
+		},
+	})
+}

@@ -22,20 +22,28 @@ func Middleware(l *limiter.Limiter, key httplimit.KeyFunc, opts ...httplimit.Opt
 	if err != nil {
 		return nil, err
 	}
+	// The httplimit handler is built once; each request reaches the rest of the Fiber
+	// chain through its writer, which holds the request's Fiber context (httplimit hands
+	// its writer on to the next handler).
+	h := mw(http.HandlerFunc(func(hw http.ResponseWriter, _ *http.Request) {
+		w, ok := hw.(*writer)
+		if !ok { // not served by Middleware's handler below: cannot happen
+			http.Error(hw, http.StatusText(http.StatusInternalServerError), http.StatusInternalServerError)
+			return
+		}
+		// Let through: the headers httplimit set go to Fiber's response before the chain
+		// runs, so a handler may still change them.
+		w.copyHeader()
+		w.next = w.c.Next()
+	}))
 	return func(c *fiber.Ctx) error {
 		r, err := request(c)
 		if err != nil {
 			return fiber.ErrBadRequest
 		}
 		w := &writer{c: c}
-		var nextErr error
-		mw(http.HandlerFunc(func(_ http.ResponseWriter, _ *http.Request) {
-			// Let through: the headers httplimit set go to Fiber's response before the
-			// chain runs, so a handler may still change them.
-			w.copyHeader()
-			nextErr = c.Next()
-		})).ServeHTTP(w, r)
-		return nextErr
+		h.ServeHTTP(w, r)
+		return w.next
 	}, nil
 }
 
@@ -78,6 +86,7 @@ type writer struct {
 	c     *fiber.Ctx
 	h     http.Header
 	wrote bool
+	next  error // what the rest of the chain returned, when the request went on
 }
 
 func (w *writer) Header() http.Header {

@@ -56,3 +56,8 @@ func TestMiddleware(t *testing.T) {
 	t.Parallel()
 	adaptertest.Run(t, adaptertest.Adapter{Mount: mount, Proxy: "0.0.0.0"})
 }
+
+// BenchmarkMiddleware: what a request through the middleware costs (adaptertest.Benchmark).
+func BenchmarkMiddleware(b *testing.B) {
+	adaptertest.Benchmark(b, adaptertest.Adapter{Mount: mount})
+}

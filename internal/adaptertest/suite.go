@@ -257,3 +257,41 @@ func invalidConfig(t *testing.T, a Adapter) {
 		t.Errorf("nil limiter: %v, want ErrInvalidConfig", err)
 	}
 }
+
+// Benchmark serves GET / through a's middleware (a limit far above the load, one key for
+// every request) and reports what a request costs, the framework's routing and the
+// route's handler included.
+func Benchmark(b *testing.B, a Adapter) {
+	l, _ := NewLimiter(b, algo.TokenBucket{Rate: 1e9, Burst: 1e9})
+	key := func(*http.Request) (string, error) { return "k", nil }
+	h, err := a.Mount(b, l, key, nil, new(Counts))
+	if err != nil {
+		b.Fatal(err)
+	}
+	serve(b, h)
+}
+
+// serve runs GET / on h b.N times into a writer that discards the body.
+func serve(b *testing.B, h http.Handler) {
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	w := &discard{h: http.Header{}}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		clear(w.h)
+		h.ServeHTTP(w, req)
+		if w.code != http.StatusOK {
+			b.Fatalf("status %d", w.code)
+		}
+	}
+}
+
+// discard is an http.ResponseWriter that keeps the status and drops the body.
+type discard struct {
+	h    http.Header
+	code int
+}
+
+func (w *discard) Header() http.Header         { return w.h }
+func (w *discard) Write(p []byte) (int, error) { return len(p), nil }
+func (w *discard) WriteHeader(code int)        { w.code = code }

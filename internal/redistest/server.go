@@ -186,6 +186,7 @@ func (s *Server) startLocked() error {
 	args = append(args, s.extra...)
 	var out bytes.Buffer
 	cmd := exec.Command(s.bin, args...)
+	cmd.SysProcAttr = withParent()
 	cmd.Stdout = &syncWriter{w: &out}
 	cmd.Stderr = cmd.Stdout
 	if err := cmd.Start(); err != nil {

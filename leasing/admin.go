@@ -94,6 +94,9 @@ func (s *Store) Close() error {
 			}
 			l.mu.Unlock()
 		}
+		for k := range sh.m {
+			s.live.Delete(k)
+		}
 		clear(sh.m)
 		sh.mu.Unlock()
 		for _, c := range out {

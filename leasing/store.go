@@ -39,6 +39,10 @@ type Store struct {
 	// so that Close gives back the slices in flight once they land, before closing inner.
 	fills  sync.RWMutex
 	shards []leaseShard
+	// live holds every lease of the shards' tables (leaseKey → *lease), written with
+	// them under the shard's lock and read without it: a lookup of a key that holds a
+	// lease takes no shard lock.
+	live sync.Map
 }
 
 // New returns a Store that leases slices of slice permits from inner. It takes ownership

@@ -126,6 +126,14 @@ func (s *Store) shard(k leaseKey) *leaseShard {
 // create is not set, while a Reset of k runs, and once Close has begun, when it would
 // have to evict.
 func (s *Store) lookup(ctx context.Context, k leaseKey, create bool) *lease {
+	if v, ok := s.live.Load(k); ok { // no shard lock for a key that holds a lease
+		l := v.(*lease)
+		l.mu.Lock()
+		if !l.dead {
+			return l
+		}
+		l.mu.Unlock()
+	}
 	sh := s.shard(k)
 	for {
 		sh.mu.Lock()
@@ -145,8 +153,7 @@ func (s *Store) lookup(ctx context.Context, k leaseKey, create bool) *lease {
 					return nil
 				}
 			} else {
-				l = &lease{key: k.key, top: sh.gone.Load()}
-				sh.m[k] = l
+				l = s.insert(sh, k)
 				sh.mu.Unlock()
 			}
 		} else {
@@ -182,13 +189,20 @@ func (s *Store) makeRoom(ctx context.Context, sh *leaseShard, k leaseKey) *lease
 		if len(sh.m) >= sh.cap {
 			out = s.evict(sh)
 		}
-		l = &lease{key: k.key, top: sh.gone.Load()}
-		sh.m[k] = l
+		l = s.insert(sh, k)
 	}
 	sh.mu.Unlock()
 	for _, o := range out {
 		s.giveBack(ctx, o)
 	}
+	return l
+}
+
+// insert makes k's lease in sh; sh is locked.
+func (s *Store) insert(sh *leaseShard, k leaseKey) *lease {
+	l := &lease{key: k.key, top: sh.gone.Load()}
+	sh.m[k] = l
+	s.live.Store(k, l)
 	return l
 }
 
@@ -199,7 +213,7 @@ func (s *Store) evict(sh *leaseShard) []*lease {
 	now := s.clock.Now()
 	var out []*lease
 	drop := func(k leaseKey, l *lease) {
-		if c := sh.remove(k, l); c.left > 0 {
+		if c := s.remove(sh, k, l); c.left > 0 {
 			out = append(out, c)
 		}
 	}
@@ -232,8 +246,9 @@ func (l *lease) detach() *lease {
 
 // remove takes l, the lease of k, out of sh for good and returns what it held; sh and l
 // are locked.
-func (sh *leaseShard) remove(k leaseKey, l *lease) *lease {
+func (s *Store) remove(sh *leaseShard, k leaseKey, l *lease) *lease {
 	delete(sh.m, k)
+	s.live.Delete(k)
 	sh.left(l.at)
 	return l.kill()
 }
@@ -270,7 +285,7 @@ func (s *Store) drop(k leaseKey, resetting int) {
 	}
 	if l := sh.m[k]; l != nil {
 		l.mu.Lock()
-		sh.remove(k, l)
+		s.remove(sh, k, l)
 		l.mu.Unlock()
 	}
 }

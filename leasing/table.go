@@ -121,10 +121,9 @@ func (s *Store) shard(k leaseKey) *leaseShard {
 	return &s.shards[h.Sum64()%uint64(len(s.shards))]
 }
 
-// lookup returns k's live lease, locked, creating it when create is set (giving back the
-// leftovers of the leases it evicts to make room). It returns nil when k has none and
-// create is not set, while a Reset of k runs, and once Close has begun, when it would
-// have to evict.
+// lookup returns k's live lease, locked, creating it when create is set (see Store.create).
+// It returns nil when k has none and create is not set, while a Reset of k runs, and when
+// it would create the lease once Close has begun.
 func (s *Store) lookup(ctx context.Context, k leaseKey, create bool) *lease {
 	if v, ok := s.live.Load(k); ok { // no shard lock for a key that holds a lease
 		l := v.(*lease)
@@ -142,22 +141,14 @@ func (s *Store) lookup(ctx context.Context, k leaseKey, create bool) *lease {
 			return nil
 		}
 		l := sh.m[k]
+		sh.mu.Unlock()
 		if l == nil {
 			if !create {
-				sh.mu.Unlock()
 				return nil
 			}
-			if len(sh.m) >= sh.cap {
-				sh.mu.Unlock()
-				if l = s.makeRoom(ctx, sh, k); l == nil {
-					return nil
-				}
-			} else {
-				l = s.insert(sh, k)
-				sh.mu.Unlock()
+			if l = s.create(ctx, sh, k); l == nil {
+				return nil
 			}
-		} else {
-			sh.mu.Unlock()
 		}
 		l.mu.Lock()
 		if !l.dead {
@@ -167,12 +158,12 @@ func (s *Store) lookup(ctx context.Context, k leaseKey, create bool) *lease {
 	}
 }
 
-// makeRoom makes k's lease in sh, a full shard, evicting others and giving back their
+// create makes k's lease in sh, evicting others when sh is full and giving back their
 // leftovers, and returns it (unlocked): the lease already there when another caller made
 // it meanwhile. It holds s.fills for reading throughout, as a refill does, so that Close,
 // which closes the inner store, waits for those leftovers to reach it; it returns nil
-// once Close has begun.
-func (s *Store) makeRoom(ctx context.Context, sh *leaseShard, k leaseKey) *lease {
+// once Close has begun, and while a Reset of k runs.
+func (s *Store) create(ctx context.Context, sh *leaseShard, k leaseKey) *lease {
 	s.fills.RLock()
 	defer s.fills.RUnlock()
 	if s.closed.Load() {
@@ -189,20 +180,14 @@ func (s *Store) makeRoom(ctx context.Context, sh *leaseShard, k leaseKey) *lease
 		if len(sh.m) >= sh.cap {
 			out = s.evict(sh)
 		}
-		l = s.insert(sh, k)
+		l = &lease{key: k.key, top: sh.gone.Load()}
+		sh.m[k] = l
+		s.live.Store(k, l)
 	}
 	sh.mu.Unlock()
 	for _, o := range out {
 		s.giveBack(ctx, o)
 	}
-	return l
-}
-
-// insert makes k's lease in sh; sh is locked.
-func (s *Store) insert(sh *leaseShard, k leaseKey) *lease {
-	l := &lease{key: k.key, top: sh.gone.Load()}
-	sh.m[k] = l
-	s.live.Store(k, l)
 	return l
 }
 

@@ -397,6 +397,12 @@ func (l *Limiter) Peek(ctx context.Context, key string) (Decision, error) {
 // atomic call per store and key; a composite resets all of them even when one fails and
 // returns the failures joined. A concurrent request is decided before or after it, never
 // on a mix. Errors as Peek's.
+//
+// A known limit: a Cancel of a reservation (or any refund) of a grant made before the
+// Reset still gives its permits to the key's new state, so once the key has granted again
+// they come on top of its limit (a fixed window of 10: 10 grants, Reset, 10 grants, then
+// 10 old cancels let 10 more through in that window); the sliding log alone ignores them.
+// Cancel a key's reservations before resetting it when that matters (store.Admin).
 func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if l.unmade() {
 		return errUnmade

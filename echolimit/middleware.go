@@ -19,23 +19,24 @@ func Middleware(l *limiter.Limiter, key httplimit.KeyFunc, opts ...httplimit.Opt
 	if err != nil {
 		return nil, err
 	}
+	// The httplimit handler is built once: Echo applies middleware added with Use on every
+	// request, so building it around next would build it per request. Each request
+	// reaches next through the writer it is served with, which carries the request's
+	// Echo context and next (httplimit hands its writer on unchanged, so next keeps
+	// writing through c.Response(); only the request is handed back).
+	h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cw := find(w)
+		if cw == nil { // not served by the handler below: cannot happen
+			http.Error(w, http.StatusText(http.StatusInternalServerError), http.StatusInternalServerError)
+			return
+		}
+		cw.c.SetRequest(r)
+		cw.err = cw.next(cw.c)
+	}))
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		// The httplimit handler is built once per chain; each request reaches next through
-		// the writer it is served with, which carries the request's Echo context
-		// (httplimit hands its writer on unchanged, so next keeps writing through
-		// c.Response(); only the request is handed back).
-		h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			cw := find(w)
-			if cw == nil { // not served by the handler below: cannot happen
-				http.Error(w, http.StatusText(http.StatusInternalServerError), http.StatusInternalServerError)
-				return
-			}
-			cw.c.SetRequest(r)
-			cw.err = next(cw.c)
-		}))
 		return func(c echo.Context) error {
 			cw := writers.Get().(*ctxWriter)
-			cw.ResponseWriter, cw.c = c.Response(), c
+			cw.ResponseWriter, cw.c, cw.next = c.Response(), c, next
 			h.ServeHTTP(cw, c.Request())
 			err := cw.err
 			*cw = ctxWriter{}
@@ -45,12 +46,13 @@ func Middleware(l *limiter.Limiter, key httplimit.KeyFunc, opts ...httplimit.Opt
 	}, nil
 }
 
-// ctxWriter is the writer a request is served with: Echo's, the request's context and
-// what next returned.
+// ctxWriter is the writer a request is served with: Echo's, the request's context, the
+// handler after the middleware and what it returned.
 type ctxWriter struct {
 	http.ResponseWriter
-	c   echo.Context
-	err error
+	c    echo.Context
+	next echo.HandlerFunc
+	err  error
 }
 
 // Unwrap returns Echo's writer (http.ResponseController).

@@ -36,7 +36,7 @@ func Middleware(l *limiter.Limiter, key httplimit.KeyFunc, opts ...httplimit.Opt
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			cw := writers.Get().(*ctxWriter)
-			cw.ResponseWriter, cw.c, cw.next = c.Response(), c, next
+			cw.Response, cw.c, cw.next = c.Response(), c, next
 			h.ServeHTTP(cw, c.Request())
 			err := cw.err
 			*cw = ctxWriter{}
@@ -49,14 +49,14 @@ func Middleware(l *limiter.Limiter, key httplimit.KeyFunc, opts ...httplimit.Opt
 // ctxWriter is the writer a request is served with: Echo's, the request's context, the
 // handler after the middleware and what it returned.
 type ctxWriter struct {
-	http.ResponseWriter
-	c    echo.Context
-	next echo.HandlerFunc
-	err  error
+	*echo.Response // its Flush and Hijack too, for an error handler that asserts them
+	c              echo.Context
+	next           echo.HandlerFunc
+	err            error
 }
 
 // Unwrap returns Echo's writer (http.ResponseController).
-func (w *ctxWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+func (w *ctxWriter) Unwrap() http.ResponseWriter { return w.Response }
 
 // writers reuses the ctxWriters: a request costs no allocation of its own.
 var writers = sync.Pool{New: func() any { return new(ctxWriter) }}

@@ -362,6 +362,7 @@ func TestCloseWaitsForAnEvictionsGiveBack(t *testing.T) {
 	closed := make(chan error, 1)
 	inner.hook = func() { // in the give-back of a's leftover, b evicting a's lease
 		go func() { closed <- ls.Close() }()
+		buf := make([]byte, 1<<20)
 		for {
 			select {
 			case err := <-closed:
@@ -369,7 +370,6 @@ func TestCloseWaitsForAnEvictionsGiveBack(t *testing.T) {
 				return
 			default:
 			}
-			buf := make([]byte, 1<<20)
 			for g := range strings.SplitSeq(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
 				if strings.Contains(g, "sync.(*RWMutex).Lock(") && strings.Contains(g, "leasing.(*Store).Close(") &&
 					strings.Contains(g, "TestCloseWaitsForAnEvictionsGiveBack") { // this test's Close

@@ -2,7 +2,9 @@
 // [store.Store] (typically the Redis store of package distributed), takes Slice permits of
 // a key in one call to it, and grants them to the process's requests locally, with no
 // round trip, until they run out or the lease ends; then it gives back what is left (a
-// Refund) and takes the next slice.
+// Refund) and takes the next slice. One caller takes it; the callers that arrive while
+// it is in flight wait, and are granted from the new slice, in turn, by the caller that
+// took it before they wake.
 //
 // The inner store counts every slice when it grants it, so it never admits more than the
 // algorithm's limit: leasing moves permits in time, it does not create any. What it costs:

@@ -150,6 +150,11 @@ lookup:
 				}
 			}
 			if l.busy {
+				// Wait for the call in flight: a refill grants the waiters from its slice
+				// before it wakes them, so that each need not take the lock again.
+				w := waiters.Get().(*waiter)
+				w.a, w.n = a, req.N
+				l.waiting = append(l.waiting, w)
 				done := l.done
 				l.mu.Unlock()
 				if cancel := ctx.Done(); cancel == nil {
@@ -158,9 +163,24 @@ lookup:
 					select {
 					case <-done:
 					case <-cancel:
-						return algo.Decision{}, ctx.Err()
+						l.mu.Lock()
+						if !w.ok { // still waiting: the refill must skip it
+							w.gone = true
+							l.mu.Unlock()
+							return algo.Decision{}, ctx.Err()
+						}
+						l.mu.Unlock()
+						<-done // granted just before: the refill has woken it, or is about to
 					}
 				}
+				if w.ok {
+					d := w.d
+					*w = waiter{}
+					waiters.Put(w)
+					return d, nil
+				}
+				*w = waiter{}
+				waiters.Put(w)
 				l.mu.Lock()
 				if l.dead {
 					l.mu.Unlock()
@@ -199,10 +219,37 @@ func (l *lease) grant(a algo.Algorithm, req algo.Request, t time.Duration, take 
 }
 
 // land ends the call that marked l busy, waking the callers waiting for it; l is locked.
+// Those the call did not grant (handOut) look at the lease again.
 func (l *lease) land() {
 	l.busy = false
+	clear(l.waiting)
+	l.waiting = l.waiting[:0]
 	close(l.done)
 }
+
+// handOut grants the waiting callers, in turn, from the slice just taken at t
+// (Store.tick); l is locked.
+func (l *lease) handOut(t time.Duration) {
+	for _, w := range l.waiting {
+		if w.gone {
+			continue
+		}
+		if d, ok := l.grant(w.a, algo.Request{N: w.n}, t, true); ok {
+			w.d, w.ok = d, true
+		}
+	}
+}
+
+// waiter is a caller waiting for a lease's call in flight.
+type waiter struct {
+	a    algo.Algorithm
+	n    int64
+	d    algo.Decision // its grant, when ok
+	ok   bool          // granted by the refill (read after the lease's done is closed)
+	gone bool          // its context ended first: not to be granted
+}
+
+var waiters = sync.Pool{New: func() any { return new(waiter) }}
 
 // ask answers req, while slices of l are denied, by asking the inner store for it alone
 // (the caller marked l busy), and remembers a denial until its RetryAfter.
@@ -254,12 +301,13 @@ func (s *Store) refill(ctx context.Context, a algo.Algorithm, req algo.Request, 
 		d, err = s.inner.Apply(ctx, l.key, a, req)
 	}
 	l.mu.Lock()
-	l.land()
 	if err != nil {
+		l.land()
 		l.mu.Unlock()
 		return algo.Decision{}, err
 	}
 	if size == 0 { // no slice: d answers req alone
+		l.land()
 		if !l.dead {
 			if l.a != a {
 				l.denied = l.denied[:0] // another config's denials say nothing of a's
@@ -275,6 +323,7 @@ func (s *Store) refill(ctx context.Context, a algo.Algorithm, req algo.Request, 
 	}
 	out := algo.Decision{Allowed: true, Limit: d.Limit, Remaining: size - req.N + d.Remaining, At: d.At, ResetAfter: d.ResetAfter}
 	if l.dead {
+		l.land()
 		// A Reset dropped the lease while the slice was in flight: the slice may have been
 		// counted in the state the Reset forgot, so only req is granted from it (as a plain
 		// store's request in flight at the Reset is) and the rest is forgotten with the state.
@@ -295,6 +344,8 @@ func (s *Store) refill(ctx context.Context, a algo.Algorithm, req algo.Request, 
 	// lease counted from the ns instant would outlive a fixed window by up to 1 µs.
 	taken := now.Truncate(time.Microsecond)
 	l.start, l.skew, l.reset, l.life, l.dry, l.denied = s.ticks(now), now.Sub(taken), d.ResetAfter, life-now.Sub(taken), time.Time{}, l.denied[:0]
+	l.handOut(s.tick())
+	l.land()
 	l.mu.Unlock()
 	return out, nil
 }

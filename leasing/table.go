@@ -74,8 +74,9 @@ type lease struct {
 	denied []memo
 	// busy is set while one caller asks the inner store for the lease (a slice, or a
 	// request while slices are denied); the others wait for done.
-	busy bool
-	done chan struct{}
+	busy    bool
+	done    chan struct{}
+	waiting []*waiter // the callers waiting for done, in turn
 }
 
 // memo is a remembered denial of requests of n permits.

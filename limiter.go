@@ -398,11 +398,10 @@ func (l *Limiter) Peek(ctx context.Context, key string) (Decision, error) {
 // returns the failures joined. A concurrent request is decided before or after it, never
 // on a mix. Errors as Peek's.
 //
-// A known limit: a Cancel of a reservation (or any refund) of a grant made before the
-// Reset still gives its permits to the key's new state, so once the key has granted again
-// they come on top of its limit (a fixed window of 10: 10 grants, Reset, 10 grants, then
-// 10 old cancels let 10 more through in that window); the sliding log alone ignores them.
-// Cancel a key's reservations before resetting it when that matters (store.Admin).
+// A Cancel of a reservation (or any refund) of a grant acting before the Reset gives the
+// new state nothing: the stores mark the Reset (store.Admin). A reservation still queued
+// at the Reset, acting after it, is the exception: its Cancel reaches the new state, so
+// cancel such reservations before resetting the key when that matters.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if l.unmade() {
 		return errUnmade

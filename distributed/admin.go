@@ -6,11 +6,15 @@ import (
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/internal/luawire"
+	"github.com/ratekit/limiter/internal/resetmark"
 	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/store"
 )
 
 var _ store.Admin = (*Store)(nil)
+
+// markSuffix names the key of a state's reset mark (see resetLua).
+var markSuffix = []string{resetmark.Suffix}
 
 // Peek answers what Apply(ctx, key, a, req) would answer now (with what is available
 // before the request as Remaining, see algo.Peek), in one round trip, without
@@ -25,10 +29,33 @@ func (s *Store) Peek(ctx context.Context, key string, a algo.Algorithm, req algo
 	return s.decide(ctx, "peek", "peek", key, a, req, luawire.Peek)
 }
 
-// resetLua deletes every key it is given. All of them carry the key's hash tag, so on a
-// Cluster they live in one slot and one DEL removes them at once.
-const resetLua = "-- limiter reset\n" + luawire.PerCall + " everything runs on every call\n" +
-	"return redis.call('DEL', unpack(KEYS))"
+// resetLua deletes the state keys it is given and marks each rule's state (see package
+// internal/resetmark): KEYS holds the state keys of every rule, then one mark key per
+// rule (its state key followed by resetmark.Suffix); ARGV[1] is the time argument of the
+// algorithms' scripts, ARGV[1 + i] the span in µs of rule i's mark. A mark is a string
+// "R" at until (a tag byte, two doubles packed little-endian), kept as long as it lasts;
+// a second Reset keeps the later of each. All the keys carry the key's hash tag, so on a
+// Cluster they live in one slot and one call handles them at once.
+var resetLua = luawire.BaseLua + "-- limiter reset\n" + luawire.PerCall + " everything runs on every call\n" + `
+redis = server_redis or api()
+local now = read_now(ARGV[1])
+local rules = #ARGV - 1
+local states = #KEYS - rules
+for i = 1, rules do
+  local k = KEYS[states + i]
+  local at, untl = now, now + tonumber(ARGV[1 + i])
+  local old = redis.call('GET', k)
+  if old and #old == 17 then
+    local tag, oat, ountl = sunpack('<Bdd', old)
+    if tag == 82 then
+      if oat > at then at = oat end
+      if ountl > untl then untl = ountl end
+    end
+  end
+  redis.call('SET', k, spack('<Bdd', 82, at, untl), 'PX', ttl_ms(untl - now))
+end
+return redis.call('DEL', unpack(KEYS, 1, states))
+`
 
 // resetEntry runs resetLua through the transport like an algorithm's script (FCALL,
 // batching, recovery of a lost script, WAIT under WithReplicaAck); its def is never
@@ -40,8 +67,11 @@ var resetEntry = func() *scriptEntry {
 
 // Reset deletes, in one round trip, every Redis key of key's state under each of rules:
 // for each rule, its state key <prefix>{<key>}:<slot> and the keys its script names beside
-// it (algo.Script.Keys). It needs no support from the rules' scripts, only their keys.
-// Its errors are those of Apply. See store.Admin.
+// it (algo.Script.Keys), and leaves a mark beside the state key, <prefix>{<key>}:<slot>!reset,
+// that the refunds of every script of package algo read (algo/prelude.lua): while it lasts
+// (its TTL), a Refund of a grant acting before the Reset is dropped. A script of another
+// package reads no mark, so its refunds behave as before. Its errors are those of Apply.
+// See store.Admin.
 func (s *Store) Reset(ctx context.Context, key string, rules ...algo.Algorithm) error {
 	if err := storecheck.Reset(key, rules); err != nil {
 		return err
@@ -66,6 +96,16 @@ func (s *Store) Reset(ctx context.Context, key string, rules ...algo.Algorithm) 
 			return err
 		}
 		b.keys = appendStateKeys(b.keys, s.prefix, key, a.Slot(), e.def.Keys)
+	}
+	_, nowArg, err := s.now(true)
+	if err != nil {
+		putBuf(b)
+		return err
+	}
+	b.args = append(b.args, nowArg)
+	for _, a := range rules {
+		b.keys = appendStateKeys(b.keys, s.prefix, key, a.Slot(), markSuffix)
+		b.args = append(b.args, resetmark.Span(a))
 	}
 	reply, err := s.exec(ctx, resetEntry, b.keys, b.args)
 	defer putBuf(b)

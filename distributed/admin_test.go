@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/internal/redistest"
+	"github.com/ratekit/limiter/internal/resetmark"
 	"github.com/ratekit/limiter/store"
 	"github.com/ratekit/limiter/store/storetest"
 )
@@ -128,7 +130,7 @@ func TestPeekWritesNothing(t *testing.T) {
 }
 
 // TestResetDeletesEveryKey checks that Reset deletes every Redis key of the rules' slots
-// (the sliding log keeps two) and no other.
+// (the sliding log keeps two) and no other, and leaves one mark per rule (resetLua).
 func TestResetDeletesEveryKey(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -158,9 +160,21 @@ func TestResetDeletesEveryKey(t *testing.T) {
 			if err := s.Reset(ctx, "k", log, tb); err != nil {
 				t.Fatal(err)
 			}
-			left := storeKeys(t, c, prefix)
+			var left, marks []string
+			for _, k := range storeKeys(t, c, prefix) {
+				if strings.HasSuffix(k, resetmark.Suffix) {
+					marks = append(marks, k)
+				} else {
+					left = append(left, k)
+				}
+			}
 			if len(left) != 5 {
 				t.Fatalf("keys after Reset: %q, want the 4 of \"other\" and k's fixed window", left)
+			}
+			slices.Sort(marks)
+			want := []string{prefix + "{k}:" + log.Slot() + resetmark.Suffix, prefix + "{k}:" + tb.Slot() + resetmark.Suffix}
+			if !slices.Equal(marks, want) {
+				t.Errorf("marks after Reset: %q, want %q", marks, want)
 			}
 			for _, k := range left {
 				if strings.Contains(k, "{k}") && !strings.Contains(k, ":"+fw.Slot()) {

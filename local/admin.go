@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/internal/resetmark"
 	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/store"
 )
@@ -65,7 +66,9 @@ func (sh *shard) peekState(h uint64, key, slot string, a algo.Algorithm, now int
 }
 
 // Reset forgets the state of key under each of rules: their entries are removed under the
-// shard's lock, so the next Apply starts fresh. See store.Admin.
+// shard's lock, so the next Apply starts fresh, and each is marked (package
+// internal/resetmark), so that Refund drops a grant acting before the Reset while the mark
+// lasts; Sweep forgets the marks that have ended. See store.Admin.
 //
 // A key that has no entry of its own because it is decided by its shard's overflow state
 // (see WithMaxKeys) stays so: that state is shared with other keys, so it is not reset,
@@ -83,11 +86,15 @@ func (s *Store) Reset(ctx context.Context, key string, rules ...algo.Algorithm) 
 	h, sh := s.locate(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	now := s.now()
 	for _, a := range rules {
 		slot := a.Slot()
 		if e := sh.find(h, key, slot); e != nil {
 			sh.remove(h, slot, e)
 		}
+		// Marked whether or not it had an entry, as the Redis store marks every key it
+		// deletes: an entry not yet swept may be fresh where Redis has expired its key.
+		s.marks.put(key, slot, resetmark.New(a, now))
 	}
 	return nil
 }

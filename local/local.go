@@ -32,6 +32,7 @@ type Store struct {
 	stop    chan struct{}
 	stopped sync.WaitGroup
 	once    sync.Once
+	marks   marks // what the Resets left (marks.go)
 }
 
 // shard is one lock domain, padded to two cache lines (shardPad) so that a call locking
@@ -396,6 +397,9 @@ func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int6
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		now := s.now()
+		if s.marks.drops(key, slot, now, at) {
+			return nil // a grant made before a Reset of the key: not the new state's
+		}
 		if e.fresh <= now {
 			revive(e, a, now) // under another config: a fresh state, nothing to give back
 		}

@@ -29,6 +29,7 @@ func (s *Store) sweeper(interval time.Duration) {
 // approach Redis takes for expiring keys). The background sweeper calls it; tests and
 // callers with their own scheduling may call it directly.
 func (s *Store) Sweep() {
+	s.marks.sweep(s.now())
 	for i := range s.shards {
 		sh := &s.shards[i]
 		for {

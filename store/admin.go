@@ -24,11 +24,12 @@ type Admin interface {
 	// Reset forgets the state key holds under each of rules (every key of its slot: a
 	// sliding log's list and its total, say), so that the next Apply finds it fresh. The
 	// state of key under other slots is kept. At least one rule is required; the rules
-	// are forgotten at once, as one step. The state keeps no trace of the Reset: a
-	// Refund of a grant made before it is applied to the new state as any other (the
-	// stores of the module do so; only the sliding log, whose entries carry their
-	// instants, finds nothing to give back), so after new grants it gives permits back
-	// beyond the limit.
+	// are forgotten at once, as one step. The new state must not take the permits of
+	// the old one back: the stores of the module mark each state they reset with the
+	// Reset's instant and, while the mark lasts (twice the time a drained state takes to
+	// be fresh again, after which such a refund can add nothing), drop a Refund whose
+	// grant acts before it. A refund of a grant acting after it reaches the new state,
+	// whenever it was made (a reservation still queued at the Reset is not told apart).
 	Reset(ctx context.Context, key string, rules ...algo.Algorithm) error
 }
 

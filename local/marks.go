@@ -1,0 +1,51 @@
+package local
+
+import (
+	"sync"
+
+	"github.com/ratekit/limiter/internal/resetmark"
+)
+
+// marks are the marks the Resets left (package resetmark): a Refund of a grant made
+// before a Reset of its key and slot is dropped while the mark lasts. Resets are rare, so
+// one map under its own lock serves the whole store; it is read by Refund and Reset only,
+// each holding its key's shard lock first, and emptied of ended marks by Sweep.
+type marks struct {
+	mu sync.Mutex
+	m  map[markKey]resetmark.Mark
+}
+
+type markKey struct{ key, slot string }
+
+// put leaves m on key's state under slot, keeping what an earlier mark still drops.
+func (ms *marks) put(key, slot string, m resetmark.Mark) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	k := markKey{key, slot}
+	if old, ok := ms.m[k]; ok {
+		m = m.Merge(old)
+	} else if ms.m == nil {
+		ms.m = make(map[markKey]resetmark.Mark)
+	}
+	ms.m[k] = m
+}
+
+// drops reports whether a mark on key's state under slot drops, at now, the refund of a
+// grant acting at at.
+func (ms *marks) drops(key, slot string, now, at int64) bool {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	m, ok := ms.m[markKey{key, slot}]
+	return ok && m.Drops(now, at)
+}
+
+// sweep forgets the marks that have ended at now.
+func (ms *marks) sweep(now int64) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	for k, m := range ms.m {
+		if !m.Live(now) {
+			delete(ms.m, k)
+		}
+	}
+}

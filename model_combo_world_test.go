@@ -29,6 +29,7 @@ type comboWorld struct {
 	lims   []*limiter.Limiter
 	closes []func() error
 	hist   map[string]*modelHistory // per rule and key ("a|key", "b|key"), since the last Reset
+	resets map[string]int64         // per rule and key: the client's clock (µs) at its last Reset
 	ceil   map[string]*modelCeiling // per rule ("a", "b"), widened by the variant's trade
 	grants []comboGrant             // the Allow grants a cRefund may give back
 	res    []comboRes               // OK reservations not yet cancelled
@@ -67,7 +68,7 @@ func refused(err error) bool { return errors.Is(err, algo.ErrInvalidConfig) }
 // rule) for plan p.
 func newComboWorld(env *comboEnv, p *comboPlan, rules comboRules, v *comboVariant, prefix string) (*comboWorld, error) {
 	w := &comboWorld{name: "reference", v: v, clk: clockx.NewFake(modelStart), rules: rules, keys: p.c.keys,
-		hist: map[string]*modelHistory{}, ceil: map[string]*modelCeiling{}}
+		hist: map[string]*modelHistory{}, resets: map[string]int64{}, ceil: map[string]*modelCeiling{}}
 	// The reference's rules never meet: the second rule is Named, so its state has a slot
 	// of its own. Both rules stay on one store and use the same keys, so that the reference
 	// decides through the same paths as a variant with one store (one atomic ApplyAll when
@@ -294,6 +295,7 @@ func (w *comboWorld) do(step int, o comboOp) (comboObs, error) {
 			// A Reset forgets the key's grants: the bound holds again from here on.
 			for _, hk := range w.histKeys(key) {
 				w.hist[hk] = &modelHistory{}
+				w.resets[hk] = w.clk.Now().UnixMicro()
 			}
 		}
 		obs = comboObs{"reset" + errText(err), "reset"}
@@ -355,6 +357,11 @@ func (w *comboWorld) do(step int, o comboOp) (comboObs, error) {
 // the Reset may share (a window's count, a log's entries at one µs), so even the plain
 // store then gives back permits the Reset already forgot. Right after a Reset the state
 // holds nothing to give back to, and a Refund of a forgotten grant must add nothing.
+// A grant used before the Reset (on the client's clock, which the server's is never
+// behind) may be given back at any time: the stores drop the refund of a grant acting
+// before a Reset (store.Admin.Reset), and once the Reset's mark has ended it can add
+// nothing, which the bound checks. A grant made before and used after it (a reservation
+// still queued) is the case the mark does not tell apart.
 func (w *comboWorld) pick(b byte, n int, refs func(int) []comboRef) int {
 	var ok []int
 	for i := range n {
@@ -370,7 +377,7 @@ func (w *comboWorld) pick(b byte, n int, refs func(int) []comboRef) int {
 
 func (w *comboWorld) refundable(refs []comboRef) bool {
 	for _, r := range refs {
-		if cur := w.hist[r.hk]; cur != r.h && len(cur.grants) > 0 {
+		if cur := w.hist[r.hk]; cur != r.h && len(cur.grants) > 0 && r.h.grants[r.i].at >= w.resets[r.hk] {
 			return false
 		}
 	}

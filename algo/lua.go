@@ -26,7 +26,11 @@ package algo
 // MaxMicros for Never. A "peek" takes the arguments of an "apply" and replies what that
 // apply would reply at the same instant, with what is available now as remaining (see
 // [Peek]), but writes nothing: no state, no TTL, no key created or deleted (the prelude
-// skips every write; a script of this package needs no code for it). A "refund" replies 0.
+// skips every write; a script of this package needs no code for it). A "refund" replies 0;
+// before it reaches the twin, the prelude drops it (replying 0) when the key
+// KEYS[1]..'!reset', the mark the Redis store's Reset leaves, says the grant acts before a
+// Reset (see store.Admin.Reset): a custom script that does not start with the prelude reads
+// no mark, and its refunds reach its state whatever Resets came before.
 // Every write sets the keys' PEXPIRE to ResetAfter (plus the padding of ARGV[2], if any)
 // rounded up to whole milliseconds, at least 2 ms (up to Redis 7.0, "PEXPIRE key 1" may
 // delete the key at once), and a state that is fresh again is deleted.

@@ -211,13 +211,10 @@ else
 end
 
 -- A Reset leaves a mark beside the state key it deletes (package internal/resetmark; the
--- key followed by "!reset", a string "R" at until): while it lasts (now < until), a refund
--- of a grant acting before the Reset (grant_at < at) is dropped, as the local store drops
--- it. It is the key of KEYS[1] with a suffix, so in the same Cluster slot.
+-- key followed by "!reset", see get_mark of the base): while it lasts (now < until), a
+-- refund of a grant acting before the Reset (grant_at < at) is dropped, as the local store
+-- drops it. It is the key of KEYS[1] with a suffix, so in the same Cluster slot.
 if op == 'refund' then
-  local m = redis.call('GET', KEYS[1] .. '!reset')
-  if m and #m == 17 then
-    local tag, at, untl = sunpack('<Bdd', m)
-    if tag == 82 and now < untl and grant_at < at then return 0 end
-  end
+  local at, untl = get_mark(KEYS[1] .. '!reset')
+  if at and now < untl and grant_at < at then return 0 end
 end

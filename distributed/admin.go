@@ -32,9 +32,8 @@ func (s *Store) Peek(ctx context.Context, key string, a algo.Algorithm, req algo
 // resetLua deletes the state keys it is given and marks each rule's state (see package
 // internal/resetmark): KEYS holds the state keys of every rule, then one mark key per
 // rule (its state key followed by resetmark.Suffix); ARGV[1] is the time argument of the
-// algorithms' scripts, ARGV[1 + i] the span in µs of rule i's mark. A mark is a string
-// "R" at until (a tag byte, two doubles packed little-endian), kept as long as it lasts;
-// a second Reset keeps the later of each. All the keys carry the key's hash tag, so on a
+// algorithms' scripts, ARGV[1 + i] the span in µs of rule i's mark. A mark (get_mark of
+// the base) is kept as long as it lasts; a second Reset keeps the later of each instant. All the keys carry the key's hash tag, so on a
 // Cluster they live in one slot and one call handles them at once.
 var resetLua = luawire.BaseLua + "-- limiter reset\n" + luawire.PerCall + " everything runs on every call\n" + `
 redis = server_redis or api()
@@ -44,13 +43,10 @@ local states = #KEYS - rules
 for i = 1, rules do
   local k = KEYS[states + i]
   local at, untl = now, now + tonumber(ARGV[1 + i])
-  local old = redis.call('GET', k)
-  if old and #old == 17 then
-    local tag, oat, ountl = sunpack('<Bdd', old)
-    if tag == 82 then
-      if oat > at then at = oat end
-      if ountl > untl then untl = ountl end
-    end
+  local oat, ountl = get_mark(k)
+  if oat then
+    if oat > at then at = oat end
+    if ountl > untl then untl = ountl end
   end
   redis.call('SET', k, spack('<Bdd', 82, at, untl), 'PX', ttl_ms(untl - now))
 end

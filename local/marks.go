@@ -2,6 +2,7 @@ package local
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/ratekit/limiter/internal/resetmark"
 )
@@ -11,8 +12,9 @@ import (
 // one map under its own lock serves the whole store; it is read by Refund and Reset only,
 // each holding its key's shard lock first, and emptied of ended marks by Sweep.
 type marks struct {
-	mu sync.Mutex
-	m  map[markKey]resetmark.Mark
+	mu   sync.Mutex
+	m    map[markKey]resetmark.Mark
+	held atomic.Int64 // len(m): a refund on a store that holds no mark takes no lock
 }
 
 type markKey struct{ key, slot string }
@@ -28,11 +30,15 @@ func (ms *marks) put(key, slot string, m resetmark.Mark) {
 		ms.m = make(map[markKey]resetmark.Mark)
 	}
 	ms.m[k] = m
+	ms.held.Store(int64(len(ms.m)))
 }
 
 // drops reports whether a mark on key's state under slot drops, at now, the refund of a
 // grant acting at at.
 func (ms *marks) drops(key, slot string, now, at int64) bool {
+	if ms.held.Load() == 0 {
+		return false
+	}
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	m, ok := ms.m[markKey{key, slot}]
@@ -48,4 +54,5 @@ func (ms *marks) sweep(now int64) {
 			delete(ms.m, k)
 		}
 	}
+	ms.held.Store(int64(len(ms.m)))
 }

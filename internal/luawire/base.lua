@@ -201,3 +201,16 @@ local function put_state_kept(key, v)
   redis.call('SET', key, v, 'KEEPTTL')
   return true
 end
+
+-- get_mark reads the mark a Reset left at key k (package internal/resetmark; the Redis
+-- store's Reset writes it, the algorithms' refunds read it): the Reset's instant and the
+-- mark's end in µs, or nil. A mark is a string: the tag "R", then the two instants packed
+-- as doubles, little-endian.
+local function get_mark(k)
+  local m = redis.call('GET', k)
+  if m and #m == 17 then
+    local tag, at, untl = sunpack('<Bdd', m)
+    if tag == 82 then return at, untl end
+  end
+  return nil
+end

@@ -21,8 +21,8 @@ type Cluster struct {
 }
 
 // StartCluster starts masters cluster-enabled redis-server processes, splits the 16384 hash
-// slots evenly between them, joins them with CLUSTER MEET and waits until every node reports
-// cluster_state:ok. The nodes are killed by t.Cleanup. The test is skipped (or failed, see
+// slots evenly between them, gives each a distinct config epoch, joins them with CLUSTER MEET
+// and waits until every node reports cluster_state:ok and knows every epoch. The nodes are killed by t.Cleanup. The test is skipped (or failed, see
 // [Require]) when redis-server is not installed.
 func StartCluster(tb testing.TB, masters int) *Cluster {
 	tb.Helper()
@@ -65,7 +65,8 @@ func (c *Cluster) Client(tb testing.TB) *redis.ClusterClient {
 	return cc
 }
 
-// form assigns the slots, joins the nodes and waits for cluster_state:ok everywhere.
+// form assigns the slots and epochs, joins the nodes and waits for cluster_state:ok and the
+// last epoch everywhere.
 func (c *Cluster) form() error {
 	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
 	defer cancel()
@@ -84,6 +85,14 @@ func (c *Cluster) form() error {
 			return fmt.Errorf("redistest: CLUSTER ADDSLOTSRANGE %d %d on %s: %w", lo, hi, c.nodes[i].Addr(), err)
 		}
 	}
+	// Distinct config epochs before the nodes meet, as redis-cli --cluster create gives
+	// them: nodes that all start at epoch 0 settle their collisions by gossip after
+	// cluster_state:ok, and a node bumped then may win back a slot a test has just moved.
+	for i, cl := range clients {
+		if err := cl.Do(ctx, "cluster", "set-config-epoch", i+1).Err(); err != nil {
+			return fmt.Errorf("redistest: CLUSTER SET-CONFIG-EPOCH %d on %s: %w", i+1, c.nodes[i].Addr(), err)
+		}
+	}
 	for _, n := range c.nodes[1:] {
 		if err := clients[0].ClusterMeet(ctx, "127.0.0.1", strconv.Itoa(n.Port())).Err(); err != nil {
 			return fmt.Errorf("redistest: CLUSTER MEET %s: %w", n.Addr(), err)
@@ -95,6 +104,7 @@ func (c *Cluster) form() error {
 		"cluster_state:ok",
 		"cluster_slots_assigned:" + strconv.Itoa(slotCount),
 		"cluster_known_nodes:" + strconv.Itoa(len(c.nodes)),
+		"cluster_current_epoch:" + strconv.Itoa(len(c.nodes)), // every node has heard of the last one's epoch
 	}
 	for i := 0; i < len(clients); {
 		info, err := clients[i].ClusterInfo(ctx).Result()

@@ -3,6 +3,7 @@ package redistest_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/ratekit/limiter/internal/redistest"
@@ -65,4 +66,37 @@ func TestClusterSpreadsKeys(t *testing.T) {
 			t.Errorf("node %s holds no key", n.Addr())
 		}
 	}
+}
+
+// TestClusterEpochsSettled checks that a cluster is handed over with distinct config epochs
+// that every node knows: a node still settling an epoch collision by gossip could take back a
+// slot a test moves by hand (CLUSTER SETSLOT), and answer MOVED to its new owner.
+func TestClusterEpochsSettled(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cl := redistest.StartCluster(t, 3)
+	seen := map[string]bool{}
+	for _, n := range cl.Nodes() {
+		info, err := n.Client(t).ClusterInfo(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		mine, current := infoField(info, "cluster_my_epoch"), infoField(info, "cluster_current_epoch")
+		if mine == "" || mine == "0" || seen[mine] {
+			t.Errorf("node %s: cluster_my_epoch %q, want a distinct epoch > 0 (seen %v)", n.Addr(), mine, seen)
+		}
+		seen[mine] = true
+		if current != "3" {
+			t.Errorf("node %s: cluster_current_epoch %q, want 3", n.Addr(), current)
+		}
+	}
+}
+
+func infoField(info, name string) string {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			return v
+		}
+	}
+	return ""
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -111,5 +112,131 @@ func (h *countTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 		h.n[strings.Join(names, "+")]++
 		h.mu.Unlock()
 		return next(ctx, cmds)
+	}
+}
+
+// TestFunctionLoadFollowsAMovedSlot: a key's slot moves (or is being moved) to a node without
+// the library while the client's slot map still names the old owner (go-redis reloads the map
+// in the background, so under load it stays stale for several sends; here it is frozen). The
+// FCALL follows MOVED (or ASK) and meets "Function not found"; the library then has to reach
+// the new owner, which loading it on the owner the stale map names never does. Each call must
+// succeed, alone and batched. Without sendOnNode's own following of the redirection, the
+// call ran out of rounds and returned MOVED as an outage.
+func TestFunctionLoadFollowsAMovedSlot(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name             string
+		batched, migrate bool
+	}{
+		{"Moved", false, false}, {"MovedBatched", true, false},
+		{"Ask", false, true}, {"AskBatched", true, true},
+	} {
+		batched := tc.batched
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := ctxTimeout(t, 30*time.Second)
+			cl := redistest.StartCluster(t, 3)
+			nodes := cl.Nodes()
+			direct := make([]*redis.Client, len(nodes))
+			for i, n := range nodes {
+				direct[i] = n.Client(t)
+			}
+			var frozen atomic.Pointer[[]redis.ClusterSlot]
+			cc := redis.NewClusterClient(&redis.ClusterOptions{
+				Addrs: cl.Addrs(), ContextTimeoutEnabled: true,
+				ClusterSlots: func(ctx context.Context) ([]redis.ClusterSlot, error) {
+					if f := frozen.Load(); f != nil {
+						return *f, nil
+					}
+					return direct[0].ClusterSlots(ctx).Result()
+				},
+			})
+			t.Cleanup(func() { _ = cc.Close() })
+			opts := []distributed.Option{distributed.WithClientClock(fakeClock())}
+			if batched {
+				opts = append(opts, distributed.WithBatching(distributed.Batching{}))
+			}
+			s := newStore(t, cc, opts...)
+			a := algo.TokenBucket{Rate: 1, Burst: 10}
+			const key = "moving"
+			if _, err := s.Apply(ctx, "warm", a, algo.Request{N: 1}); err != nil { // loads the slot map
+				t.Fatal(err)
+			}
+			slots, err := direct[0].ClusterSlots(ctx).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			frozen.Store(&slots)
+			moveSlotOf(ctx, t, direct, key, tc.migrate)
+			for _, d := range direct {
+				if err := d.FunctionFlush(ctx).Err(); err != nil { // the new owner lacks the library
+					t.Fatal(err)
+				}
+			}
+			release := func() {}
+			if batched {
+				release = distributed.Busy(s)
+			}
+			d, err := s.Apply(ctx, key, a, algo.Request{N: 1})
+			release()
+			if err != nil || !d.Allowed || d.Remaining != 9 {
+				t.Fatalf("Apply on a moved slot, stale slot map = %+v, %v; want allowed, Remaining 9", d, err)
+			}
+		})
+	}
+}
+
+// moveSlotOf moves key's slot from its owner to the next node, telling every node, as
+// redis-cli --cluster reshard does minus the key migration; with migrating, it stops half
+// way (the owner answers ASK for keys it does not hold).
+func moveSlotOf(ctx context.Context, t *testing.T, direct []*redis.Client, key string, migrating bool) {
+	t.Helper()
+	ids := make([]string, len(direct))
+	for i, d := range direct {
+		id, err := d.ClusterMyID(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = id
+	}
+	slot, err := direct[0].ClusterKeySlot(ctx, key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := -1
+	slots, err := direct[0].ClusterSlots(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range slots {
+		if int64(r.Start) <= slot && slot <= int64(r.End) {
+			for i, id := range ids {
+				if len(r.Nodes) > 0 && r.Nodes[0].ID == id {
+					src = i
+				}
+			}
+		}
+	}
+	if src < 0 {
+		t.Fatalf("no owner found for slot %d", slot)
+	}
+	dst := (src + 1) % len(direct)
+	steps := [][]any{
+		{dst, "importing", ids[src]},
+		{src, "migrating", ids[dst]},
+	}
+	if !migrating {
+		steps = append(steps, []any{dst, "node", ids[dst]}, []any{src, "node", ids[dst]})
+	}
+	for i := range direct {
+		if i != src && i != dst && !migrating {
+			steps = append(steps, []any{i, "node", ids[dst]})
+		}
+	}
+	for _, st := range steps {
+		args := append([]any{"cluster", "setslot", slot}, st[1:]...)
+		if err := direct[st[0].(int)].Do(ctx, args...).Err(); err != nil {
+			t.Fatalf("%v on node %d: %v", args, st[0], err)
+		}
 	}
 }

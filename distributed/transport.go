@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -370,15 +371,39 @@ func (s *Store) recover(c *call, err error, r *round) bool {
 // after FUNCTION LOAD REPLACE of its library (stepLoad; two callers may race to it), and
 // followed by WAIT under WithReplicaAck, since WAIT counts the writes of the connection
 // it runs on.
+//
+// A Cluster slot can move under the client's slot map (a resharding; go-redis reloads the
+// map in the background, and only when it meets a redirection itself, which a node's own
+// connection never shows it): the node then answers MOVED or ASK, and c is sent once more
+// on the node the redirection names, where the library and WAIT have to be.
 func (s *Store) sendOnNode(ctx context.Context, c *call) (any, error) {
 	node, err := s.nodeFor(ctx, c.firstKey())
 	if err != nil {
 		return nil, err
 	}
+	reply, err := s.sendTo(ctx, node, c, false)
+	if addr, ask, ok := redirection(err); ok {
+		if cc, isCluster := s.client.(*redis.ClusterClient); isCluster {
+			cc.ReloadState(ctx)
+			if to := masterAt(ctx, cc, addr); to != nil {
+				reply, err = s.sendTo(ctx, to, c, ask)
+			}
+		}
+	}
+	return reply, err
+}
+
+// sendTo sends c on node in one pipeline: ASKING first when asked (an ASK redirection
+// lets the one command after it in), FUNCTION LOAD REPLACE for stepLoad, WAIT after it
+// under WithReplicaAck.
+func (s *Store) sendTo(ctx context.Context, node redis.Cmdable, c *call, asking bool) (any, error) {
 	pipe := node.Pipeline()
 	var load *redis.StringCmd
 	if c.step == stepLoad {
 		load = pipe.FunctionLoadReplace(ctx, c.e.def.Library)
+	}
+	if asking {
+		_ = pipe.Process(ctx, redis.NewStatusCmd(ctx, "asking"))
 	}
 	_ = pipe.Process(ctx, c.command(ctx))
 	var wait *redis.Cmd
@@ -394,6 +419,57 @@ func (s *Store) sendOnNode(ctx context.Context, c *call) (any, error) {
 		return reply, err
 	}
 	return reply, s.ack.check(wait)
+}
+
+// redirection parses a Cluster redirection, "MOVED <slot> <addr>" or "ASK <slot> <addr>".
+func redirection(err error) (addr string, ask, ok bool) {
+	if !isRedirect(err) {
+		return "", false, false
+	}
+	f := strings.Fields(err.Error())
+	if len(f) != 3 {
+		return "", false, false
+	}
+	return f[2], f[0] == "ASK", true
+}
+
+// masterAt returns the client of the master of cc at addr, nil when cc knows none there (a
+// node added since the slot map was read: a later call, after the map's reload, finds it).
+// A node may know itself by an empty or loopback host where the client knows it by another
+// (go-redis swaps such hosts for the one it reached the cluster on): then the port alone
+// names it, if it names one master only.
+func masterAt(ctx context.Context, cc *redis.ClusterClient, addr string) *redis.Client {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil
+	}
+	anyHost := host == "" || net.ParseIP(host).IsLoopback() || host == "localhost"
+	var (
+		mu          sync.Mutex
+		exact, same *redis.Client
+		sameCount   int
+	)
+	_ = cc.ForEachMaster(ctx, func(_ context.Context, n *redis.Client) error {
+		a := n.Options().Addr
+		h, p, err := net.SplitHostPort(a)
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case a == addr:
+			exact = n
+		case err == nil && p == port && (anyHost || h == "" || net.ParseIP(h).IsLoopback()):
+			same = n
+			sameCount++
+		}
+		return nil
+	})
+	if exact != nil {
+		return exact
+	}
+	if sameCount == 1 {
+		return same
+	}
+	return nil
 }
 
 // nodeFor returns the client of the one server that owns key.

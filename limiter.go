@@ -400,8 +400,10 @@ func (l *Limiter) Peek(ctx context.Context, key string) (Decision, error) {
 //
 // A Cancel of a reservation (or any refund) of a grant acting before the Reset gives the
 // new state nothing: the stores mark the Reset (store.Admin). A reservation still queued
-// at the Reset, acting after it, is the exception: its Cancel reaches the new state, so
-// cancel such reservations before resetting the key when that matters.
+// at the Reset acts after it, on permits the new state never counted; its Cancel gives
+// the new state at most those permits instead, so the key admits no more than without
+// the Cancel. Cancel such reservations before resetting the key to have the new state
+// start alone.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if l.unmade() {
 		return errUnmade

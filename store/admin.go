@@ -29,7 +29,8 @@ type Admin interface {
 	// Reset's instant and, while the mark lasts (twice the time a drained state takes to
 	// be fresh again, after which such a refund can add nothing), drop a Refund whose
 	// grant acts before it. A refund of a grant acting after it reaches the new state,
-	// whenever it was made (a reservation still queued at the Reset is not told apart).
+	// whenever it was made: a reservation still queued at the Reset, whose permits the
+	// new state never counted, acts after the Reset or, refunded, leaves them to it.
 	Reset(ctx context.Context, key string, rules ...algo.Algorithm) error
 }
 

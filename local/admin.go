@@ -94,7 +94,7 @@ func (s *Store) Reset(ctx context.Context, key string, rules ...algo.Algorithm) 
 		}
 		// Marked whether or not it had an entry, as the Redis store marks every key it
 		// deletes: an entry not yet swept may be fresh where Redis has expired its key.
-		s.marks.put(key, slot, resetmark.New(a, now), now)
+		s.marks.put(key, slot, resetmark.New(a, now))
 	}
 	return nil
 }

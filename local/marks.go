@@ -25,13 +25,12 @@ const minSweep = 1024
 
 type markKey struct{ key, slot string }
 
-// put leaves m, made at now, on key's state under slot, keeping what an earlier mark still
-// drops.
-func (ms *marks) put(key, slot string, m resetmark.Mark, now int64) {
+// put leaves m on key's state under slot, keeping what an earlier mark still drops.
+func (ms *marks) put(key, slot string, m resetmark.Mark) {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	if len(ms.m) >= max(ms.next, minSweep) {
-		ms.forget(now)
+		ms.forget(m.At) // the Reset's instant: now
 		ms.next = 2 * len(ms.m)
 	}
 	k := markKey{key, slot}

@@ -13,10 +13,10 @@ import (
 func TestMarksStayBounded(t *testing.T) {
 	var ms marks
 	live := resetmark.Mark{At: 0, Until: 1 << 60}
-	ms.put("live", "s", live, 0)
+	ms.put("live", "s", live)
 	for i := range 100_000 {
 		now := int64(10 * i)
-		ms.put(fmt.Sprintf("k%d", i), "s", resetmark.Mark{At: now, Until: now + 5}, now)
+		ms.put(fmt.Sprintf("k%d", i), "s", resetmark.Mark{At: now, Until: now + 5})
 	}
 	if n := len(ms.m); n > 2*minSweep+1 {
 		t.Errorf("%d marks held after 100,000 Resets of new keys, each ended by the next; want at most %d", n, 2*minSweep+1)

@@ -22,8 +22,9 @@ type Cluster struct {
 
 // StartCluster starts masters cluster-enabled redis-server processes, splits the 16384 hash
 // slots evenly between them, gives each a distinct config epoch, joins them with CLUSTER MEET
-// and waits until every node reports cluster_state:ok and knows every epoch. The nodes are killed by t.Cleanup. The test is skipped (or failed, see
-// [Require]) when redis-server is not installed.
+// and waits until every node reports cluster_state:ok and knows every epoch. The nodes are
+// killed by t.Cleanup. The test is skipped (or failed, see [Require]) when redis-server is
+// not installed.
 func StartCluster(tb testing.TB, masters int) *Cluster {
 	tb.Helper()
 	if masters < 1 {

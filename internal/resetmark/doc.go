@@ -10,7 +10,8 @@
 // which no such refund can add permits anywhere (a window's grant is out of the current
 // window, a bucket's refund is outweighed by what the new state granted since, or the
 // bucket is full). A grant made before the Reset that acts after it (a reservation still
-// queued) is not told apart: its refund reaches the new state.
+// queued) is not told apart: its refund reaches the new state, which gets at most the
+// permits the reservation would have used after the Reset (TestResetQueuedCancelAddsNothing).
 //
 // The local store keeps the marks in memory; the Redis store keeps each beside the state
 // key it marks (that key followed by [Suffix], a string packing the two instants), written

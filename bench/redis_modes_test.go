@@ -20,14 +20,25 @@ import (
 var hotKey = []string{"hot"}
 
 // BenchmarkRedisHotKey: one key with a limit far above the load (it never denies), 64
-// goroutines, through the facade: one script per decision, or slices of 100 permits
-// leased by package leasing (issue 13, target 4: ≥ 10× plain).
+// goroutines, through the facade: the default store (its concurrent calls batched), the
+// plain store (Batching{Off: true}: one script and one round trip per decision, as every
+// peer), or slices of 100 permits leased by package leasing over the default store
+// (issue 13, target 4, kept by issue 23: ≥ 10× plain).
 func BenchmarkRedisHotKey(b *testing.B) {
 	addr := redisServer(b)
 	a := algo.TokenBucket{Rate: 1e9, Burst: 1e9}
 	b.Run("ratekit-token-bucket", func(b *testing.B) {
 		c := redisClient(b, addr)
 		s, err := distributed.New(c, distributed.WithPrefix("bench:"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchFacade(b, c, s, a)
+	})
+	b.Run("ratekit-token-bucket-unbatched", func(b *testing.B) {
+		c := redisClient(b, addr)
+		s, err := distributed.New(c, distributed.WithPrefix("bench:"),
+			distributed.WithBatching(distributed.Batching{Off: true}))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -169,10 +169,19 @@ var goals = []goal{
 		Op:   below, Bound: 1.0,
 	},
 	{
-		Work: "one hot key, leased (slices of 100) vs plain",
+		// "Plain" as issue 13 set the goal and issue 23 kept it: one script and one round
+		// trip per decision (Batching{Off: true}). The hot key's default-store row was that
+		// store until batching became the default; it is shown on the next line.
+		Work: "one hot key, leased (slices of 100) vs plain (a round trip per decision)",
 		Ours: figure{Row: "RedisHotKey/ratekit-token-bucket-leased-100", Metric: "decisions/s"},
-		Peer: peer{"plain", figure{Row: "RedisHotKey/ratekit-token-bucket", Metric: "decisions/s"}},
+		Peer: peer{"plain", figure{Row: "RedisHotKey/ratekit-token-bucket-unbatched", Metric: "decisions/s"}},
 		Op:   atLeast, Bound: 10,
+	},
+	{
+		Work: "one hot key, leased vs the default store (batching)",
+		Ours: figure{Row: "RedisHotKey/ratekit-token-bucket-leased-100", Metric: "decisions/s"},
+		Peer: peer{"default store", figure{Row: "RedisHotKey/ratekit-token-bucket", Metric: "decisions/s"}},
+		Op:   atLeast, Bound: 10, Info: true,
 	},
 	{
 		// No lease of 100 permits does more than 100 per round trip of its refill (see

@@ -119,23 +119,27 @@ func windows(m map[int64]int64, first, last int64) []int64 {
 }
 
 // BenchmarkHotKey runs one hot key on a real Redis from 64 goroutines through one Redis
-// store, plain and leased (slice 100), side by side: decisions/s and the Redis calls per
-// decision.
+// store side by side: plain (Batching{Off: true}, a round trip per decision), the default
+// store (its concurrent calls batched) and leased (slice 100) over the default store.
 func BenchmarkHotKey(b *testing.B) {
 	srv := redistest.Start(b)
 	var a algo.Algorithm = algo.TokenBucket{Rate: 1e9, Burst: 1e9} // never denies; boxed once
-	for _, mode := range []string{"plain", "leased-100"} {
+	for _, mode := range []string{"plain", "batched", "leased-100"} {
 		b.Run(mode, func(b *testing.B) {
 			c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true, PoolSize: 64})
 			defer c.Close()
-			ds, err := distributed.New(c, distributed.WithPrefix("bench-"+mode+":"))
+			opts := []distributed.Option{distributed.WithPrefix("bench-" + mode + ":")}
+			if mode == "plain" {
+				opts = append(opts, distributed.WithBatching(distributed.Batching{Off: true}))
+			}
+			ds, err := distributed.New(c, opts...)
 			if err != nil {
 				b.Fatal(err)
 			}
 			var s interface {
 				Apply(context.Context, string, algo.Algorithm, algo.Request) (algo.Decision, error)
 			} = ds
-			if mode != "plain" {
+			if mode == "leased-100" {
 				ls, err := leasing.New(ds, 100)
 				if err != nil {
 					b.Fatal(err)

@@ -207,7 +207,7 @@ var (
 	// Dense steps, so that a window sees many grants: leases are evicted and reset while
 	// they hold permits.
 	comboEvictKinds = []comboKind{cAllow, cAllow, cAllow, cAllow, cAllow, cAllow, cAllow, cAllow, cAllow, cAllow,
-		cAllow, cAllow, cRefund, cForward}
+		cAllow, cAllow, cRefund, cForward, cReset}
 	comboLagKinds = []comboKind{cAllow, cAllow, cAllow, cAllow, cAllow, cAllow, cAllow, cAllow, cReserve,
 		cRefund, cForward, cForward, cLag, cLag}
 	comboResetKinds = []comboKind{cAllow, cAllow, cAllow, cAllow, cAllow, cAllow, cAllow, cRefund, cRefund,

@@ -82,7 +82,7 @@ var modelCombos = []*combo{
 		plainVariant("redis", true, 3, agreeFull),
 		plainVariant("redis-unbatched", true, 3, agreeFull, withoutBatching),
 	}},
-	{name: "leasing", fams: comboRateFamilies, keys: comboKeys, kinds: comboNoReset, rules: leaseRules, variants: []comboVariant{
+	{name: "leasing", fams: comboRateFamilies, keys: comboKeys, kinds: comboKinds, rules: leaseRules, variants: []comboVariant{
 		leasingVariant("local", false, 1, nil),
 		leasingVariant("redis", true, 1, nil),
 		leasingVariant("procs-local", false, 3, nil),
@@ -91,12 +91,12 @@ var modelCombos = []*combo{
 		leasingVariant("procs-redis-denial-cache", true, 3, nil, withDenialCache),
 	}},
 	// Case 2: a Refund after Reset re-grants.
-	{name: "leasing-reset", fams: []string{"fixed-window"}, keys: comboKeys[:2], seeds: 32, kinds: comboResetKinds, rules: leaseRules, long: 3, variants: []comboVariant{
+	{name: "leasing-reset", fams: comboRateFamilies, keys: comboKeys[:2], seeds: 32, kinds: comboResetKinds, rules: leaseRules, long: 3, variants: []comboVariant{
 		leasingVariant("local", false, 1, nil),
 		withSeeds(leasingVariant("redis", true, 1, nil), 12),
 	}},
 	// Case 1: an evicted lease's leftover goes to the key being created.
-	{name: "leasing-evict", fams: []string{"fixed-window"}, keys: comboEvictKeys, seeds: 32, kinds: comboEvictKinds, rules: leaseRules, long: 3, variants: []comboVariant{
+	{name: "leasing-evict", fams: comboRateFamilies, keys: comboEvictKeys, seeds: 32, kinds: comboEvictKinds, rules: leaseRules, long: 3, variants: []comboVariant{
 		leasingVariant("local", false, 1, []leasing.Option{leasing.WithMaxKeys(32)}),
 		withSeeds(leasingVariant("redis", true, 1, []leasing.Option{leasing.WithMaxKeys(32)}), 24),
 	}},

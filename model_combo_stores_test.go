@@ -182,6 +182,26 @@ func faultVariant() comboVariant {
 		}}
 }
 
+// leased is v with each of its stores wrapped in a leasing store of the plan's slice, and
+// the leasing trade on the bound: the feature v tests, under a lease.
+func leased(v comboVariant, name string) comboVariant {
+	inner := v.stores
+	v.name, v.agree, v.slack = name, agreeNone, leaseSlack(1)
+	v.stores = func(env *comboEnv, p *comboPlan, w *comboWorld, prefix string) ([]store.Store, error) {
+		ss, err := inner(env, p, w, prefix)
+		if err != nil {
+			return ss, err
+		}
+		for i, s := range ss {
+			if ss[i], err = leasing.New(s, leaseSlice(p)); err != nil {
+				return ss, err
+			}
+		}
+		return ss, nil
+	}
+	return v
+}
+
 // clientClockVariant: one Redis store with WithClientClock whose TTLs are kept on an
 // emulated server clock (model_combo_ttl_test.go), which runs ahead of the client's by the
 // cLag steps.

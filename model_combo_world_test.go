@@ -130,6 +130,9 @@ func newComboWorld(env *comboEnv, p *comboPlan, rules comboRules, v *comboVarian
 	if rules.b != nil {
 		w.ceil["b"] = &modelCeiling{}
 		w.ceil["b"].add(rules.boundB)
+		if v != nil && v.slack != nil {
+			w.ceil["b"].limit += v.slack(p, rules.boundB) // each rule is leased on its own
+		}
 	}
 	if v != nil && v.setup != nil {
 		if err := v.setup(env, w, prefix); err != nil {

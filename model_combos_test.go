@@ -127,13 +127,25 @@ var modelCombos = []*combo{
 	{name: "composite-keys", fams: comboRateFamilies, keys: comboCompositeKeys, rules: compositeRules, variants: []comboVariant{
 		plainVariant("local", false, 1, agreeGranted),
 		plainVariant("redis", true, 1, agreeGranted),
+		plainVariant("redis-denial-cache", true, 1, agreeNone, withDenialCache),
+		plainVariant("procs-redis", true, 3, agreeNone),
+		leasingVariant("leasing-local", false, 1, nil),
+		leasingVariant("leasing-procs-redis", true, 3, nil),
+	}},
+	{name: "composite-penalty", fams: comboRateFamilies, keys: comboCompositeKeys, rules: func(p *comboPlan) comboRules {
+		r := compositeRules(p)
+		r.a = comboPenalty(p, r.a, p.v)
+		return r
+	}, variants: []comboVariant{
+		plainVariant("local", false, 1, agreeGranted),
+		plainVariant("redis", true, 1, agreeGranted),
 	}},
 	// Case 6: one key of the wrong type must not stop the others.
 	{name: "breaker-wrongtype", keys: comboKeys, rules: plainRules, variants: []comboVariant{wrongTypeVariant()}},
 	// Refused and hung connections: nothing over-admits, whatever the breaker does.
 	{name: "breaker-faults", fams: comboRateFamilies, keys: comboKeys, rules: plainRules, seeds: 4,
-		variants: []comboVariant{faultVariant()}},
+		variants: []comboVariant{faultVariant(), leased(faultVariant(), "redis-leasing")}},
 	// Case 8: WithClientClock and Redis's TTLs.
 	{name: "client-clock-ttl", fams: comboRateFamilies, keys: comboKeys, kinds: comboLagKinds, rules: plainRules, long: 2,
-		variants: []comboVariant{clientClockVariant()}},
+		variants: []comboVariant{clientClockVariant(), leased(clientClockVariant(), "redis-leasing")}},
 }

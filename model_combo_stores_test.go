@@ -165,9 +165,10 @@ func wrongTypeVariant() comboVariant {
 
 // faultVariant: one Redis store behind a proxy that cFault switches between forwarding,
 // refusing and hanging. A short store timeout keeps hung calls cheap; a loaded machine may
-// also time out a healthy call, which only denies more: only the bound is checked.
-func faultVariant() comboVariant {
-	return comboVariant{name: "redis", redis: true, agree: agreeNone,
+// also time out a healthy call, which only denies more: only the bound is checked. opts
+// are the store's further options.
+func faultVariant(name string, opts ...distributed.Option) comboVariant {
+	return comboVariant{name: name, redis: true, agree: agreeNone,
 		stores: func(env *comboEnv, p *comboPlan, w *comboWorld, prefix string) ([]store.Store, error) {
 			proxy, c := env.faulty()
 			proxy.Set(redistest.Forward)
@@ -176,8 +177,8 @@ func faultVariant() comboVariant {
 				proxy.Set([]redistest.ProxyMode{redistest.Forward, redistest.Forward, redistest.Refuse, redistest.Blackhole}[b%4])
 				return nil
 			}
-			s, err := distributed.New(c, distributed.WithClientClock(w.clk), distributed.WithPrefix(prefix),
-				distributed.WithTimeout(100*time.Millisecond))
+			s, err := distributed.New(c, append([]distributed.Option{distributed.WithClientClock(w.clk),
+				distributed.WithPrefix(prefix), distributed.WithTimeout(100 * time.Millisecond)}, opts...)...)
 			return []store.Store{s}, err
 		}}
 }

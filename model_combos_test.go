@@ -144,7 +144,15 @@ var modelCombos = []*combo{
 	{name: "breaker-wrongtype", keys: comboKeys, rules: plainRules, variants: []comboVariant{wrongTypeVariant()}},
 	// Refused and hung connections: nothing over-admits, whatever the breaker does.
 	{name: "breaker-faults", fams: comboRateFamilies, keys: comboKeys, rules: plainRules, seeds: 4,
-		variants: []comboVariant{faultVariant(), leased(faultVariant(), "redis-leasing")}},
+		variants: []comboVariant{
+			faultVariant("redis"),
+			faultVariant("redis-unbatched", withoutBatching),
+			faultVariant("redis-denial-cache", withDenialCache),
+			leased(faultVariant("redis"), "redis-leasing"),
+		}},
+	// A composite's rollback under faults: a rule granted, the next one failed or hung.
+	{name: "composite-faults", fams: comboRateFamilies, keys: comboCompositeKeys, rules: compositeRules, seeds: 4,
+		variants: []comboVariant{faultVariant("redis")}},
 	// Case 8: WithClientClock and Redis's TTLs.
 	{name: "client-clock-ttl", fams: comboRateFamilies, keys: comboKeys, kinds: comboLagKinds, rules: plainRules, long: 2,
 		variants: []comboVariant{clientClockVariant(), leased(clientClockVariant(), "redis-leasing")}},

@@ -49,6 +49,37 @@ type comboEnv struct {
 	proxy     *redistest.Proxy
 	proxied   redis.UniversalClient
 	ttlClient redis.UniversalClient
+	onCluster *comboEnv // clustered's
+}
+
+// clusterProcs is how many processes a clustered variant may have.
+const clusterProcs = 3
+
+// clustered returns the env whose processes' clients talk to a Redis Cluster of three
+// masters (started on first use) instead of the single server.
+func (e *comboEnv) clustered() *comboEnv {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.onCluster == nil {
+		cl := redistest.StartCluster(e.tb, 3)
+		ce := &comboEnv{tb: e.tb, srv: e.srv}
+		for range clusterProcs {
+			ce.clients = append(ce.clients, redistest.WithoutExpiry(cl.Client(e.tb)))
+		}
+		e.onCluster = ce
+	}
+	return e.onCluster
+}
+
+// clustered is v with its processes on a Redis Cluster (comboEnv.clustered): the keys of
+// a plan, and a composite's rules, spread over its masters.
+func clustered(v comboVariant, name string) comboVariant {
+	inner := v.stores
+	v.name = name
+	v.stores = func(env *comboEnv, p *comboPlan, w *comboWorld, prefix string) ([]store.Store, error) {
+		return inner(env.clustered(), p, w, prefix)
+	}
+	return v
 }
 
 // client returns process i's client (each process its own connections).
@@ -266,4 +297,5 @@ func (e *comboEnv) prepare() {
 	}
 	e.faulty()
 	e.ttlRedis()
+	e.clustered()
 }

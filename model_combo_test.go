@@ -6,7 +6,8 @@ package limiter_test
 // Redis's TTLs, one bad key and the breaker). A combo is such a meeting: a rule (plain,
 // Penalty, nested Penalty, algo.Named, a composite whose key functions may return equal
 // strings) on a stack of stores (local or Redis, leasing, the denial cache, three stores on
-// one Redis as three processes, batching, injected faults). Each variant of a combo is a
+// one Redis or on a three-master Redis Cluster as three processes, batching, injected
+// faults). Each variant of a combo is a
 // subtest, TestModel/<combo>/<variant>, that runs seeded plans of requests, reservations,
 // cancels, refunds, resets and clock steps on the variant's world beside a reference world
 // (the same rule on one local store, no feature), and after every step checks:

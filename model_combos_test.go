@@ -81,6 +81,8 @@ var modelCombos = []*combo{
 		// Three stores on one Redis as three processes decide as one local store.
 		plainVariant("redis", true, 3, agreeFull),
 		plainVariant("redis-unbatched", true, 3, agreeFull, withoutBatching),
+		clustered(plainVariant("", true, clusterProcs, agreeFull), "cluster"),
+		clustered(plainVariant("", true, clusterProcs, agreeFull, withoutBatching), "cluster-unbatched"),
 	}},
 	{name: "leasing", fams: comboRateFamilies, keys: comboKeys, kinds: comboKinds, rules: leaseRules, variants: []comboVariant{
 		leasingVariant("local", false, 1, nil),
@@ -89,6 +91,7 @@ var modelCombos = []*combo{
 		leasingVariant("procs-redis", true, 3, nil),
 		leasingVariant("procs-redis-unbatched", true, 3, nil, withoutBatching),
 		leasingVariant("procs-redis-denial-cache", true, 3, nil, withDenialCache),
+		clustered(leasingVariant("", true, clusterProcs, nil), "procs-cluster"),
 	}},
 	// Case 2: a Refund after Reset re-grants.
 	{name: "leasing-reset", fams: comboRateFamilies, keys: comboKeys[:2], seeds: 32, kinds: comboResetKinds, rules: leaseRules, long: 3, variants: []comboVariant{
@@ -131,6 +134,7 @@ var modelCombos = []*combo{
 		plainVariant("procs-redis", true, 3, agreeNone),
 		leasingVariant("leasing-local", false, 1, nil),
 		leasingVariant("leasing-procs-redis", true, 3, nil),
+		clustered(plainVariant("", true, 1, agreeGranted), "cluster"),
 	}},
 	{name: "composite-penalty", fams: comboRateFamilies, keys: comboCompositeKeys, rules: func(p *comboPlan) comboRules {
 		r := compositeRules(p)

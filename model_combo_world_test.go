@@ -37,6 +37,10 @@ type comboWorld struct {
 	ttl    *comboTTL                // the client-clock variant's emulated expiry; nil otherwise
 	fault  func(b byte) error       // the variant's fault injection; nil: none
 	bad    string                   // the key that holds the wrong type; "": none
+	// reconfig returns the plan's rules with config byte b (cSet); slack is the variant's
+	// trade per rule, kept on top of the largest config's limit.
+	reconfig func(b byte) comboRules
+	slack    map[string]int64
 }
 
 // comboRef is one grant in one history: a composite's grant is in two.
@@ -49,6 +53,7 @@ type comboRef struct {
 type comboGrant struct {
 	proc  int
 	key   string
+	a     algo.Algorithm // the rule it was granted under (a cSet may change it since)
 	n, at int64
 	refs  []comboRef
 }
@@ -68,7 +73,13 @@ func refused(err error) bool { return errors.Is(err, algo.ErrInvalidConfig) }
 // rule) for plan p.
 func newComboWorld(env *comboEnv, p *comboPlan, rules comboRules, v *comboVariant, prefix string) (*comboWorld, error) {
 	w := &comboWorld{name: "reference", v: v, clk: clockx.NewFake(modelStart), rules: rules, keys: p.c.keys,
-		hist: map[string]*modelHistory{}, resets: map[string]int64{}, ceil: map[string]*modelCeiling{}}
+		hist: map[string]*modelHistory{}, resets: map[string]int64{}, ceil: map[string]*modelCeiling{},
+		slack: map[string]int64{}}
+	w.reconfig = func(b byte) comboRules {
+		q := *p
+		q.first = b
+		return p.c.rules(&q)
+	}
 	// The reference's rules never meet: the second rule is Named, so its state has a slot
 	// of its own. Both rules stay on one store and use the same keys, so that the reference
 	// decides through the same paths as a variant with one store (one atomic ApplyAll when
@@ -120,19 +131,19 @@ func newComboWorld(env *comboEnv, p *comboPlan, rules comboRules, v *comboVarian
 		}
 		w.lims = append(w.lims, all)
 	}
-	slack := int64(0)
-	if v != nil && v.slack != nil {
-		slack = v.slack(p, rules.boundA)
-	}
 	w.ceil["a"] = &modelCeiling{}
+	if v != nil && v.slack != nil {
+		w.slack["a"] = v.slack(p, rules.boundA)
+	}
 	w.ceil["a"].add(rules.boundA)
-	w.ceil["a"].limit += slack
+	w.ceil["a"].limit += w.slack["a"]
 	if rules.b != nil {
 		w.ceil["b"] = &modelCeiling{}
-		w.ceil["b"].add(rules.boundB)
 		if v != nil && v.slack != nil {
-			w.ceil["b"].limit += v.slack(p, rules.boundB) // each rule is leased on its own
+			w.slack["b"] = v.slack(p, rules.boundB) // each rule is leased on its own
 		}
+		w.ceil["b"].add(rules.boundB)
+		w.ceil["b"].limit += w.slack["b"]
 	}
 	if v != nil && v.setup != nil {
 		if err := v.setup(env, w, prefix); err != nil {
@@ -232,8 +243,25 @@ func (w *comboWorld) do(step int, o comboOp) (comboObs, error) {
 			}
 		}()
 	}
+	for hk, h := range w.hist {
+		rule, _, _ := strings.Cut(hk, "|")
+		w.ceil[rule].observe(hk, h, w.clk.Now().UnixMicro())
+	}
 	var obs comboObs
 	switch o.kind {
+	case cSet:
+		r := w.reconfig(o.b)
+		for _, l := range w.lims {
+			if err := setRules(l, r, w.v == nil); err != nil {
+				return obs, err
+			}
+		}
+		w.rules = r
+		w.changed("a", r.boundA, step)
+		if r.b != nil {
+			w.changed("b", r.boundB, step)
+		}
+		obs = comboObs{fmt.Sprintf("set %v / %v", r.a, r.b), "set"}
 	case cAllow:
 		d, err := lim.AllowN(ctx, key, o.n)
 		if err != nil && !w.errOK(err) {
@@ -242,7 +270,7 @@ func (w *comboWorld) do(step int, o comboOp) (comboObs, error) {
 		if d.Allowed && err == nil {
 			refs := w.record(step, key, o.n, w.useAt(d))
 			if w.rules.b == nil {
-				w.grants = append(w.grants, comboGrant{proc: proc, key: key, n: o.n, at: d.At, refs: refs})
+				w.grants = append(w.grants, comboGrant{proc: proc, key: key, a: w.rules.a, n: o.n, at: d.At, refs: refs})
 			}
 		}
 		obs = comboObs{fmtDecision(d) + errText(err), fmt.Sprintf("ok=%v%s", d.Allowed, errText(err))}
@@ -284,7 +312,7 @@ func (w *comboWorld) do(step int, o comboOp) (comboObs, error) {
 		g := w.grants[i]
 		w.grants = slices.Delete(w.grants, i, i+1)
 		unuse(g.refs) // the caller gives them back: whatever the call answers, they are not used
-		err := w.stores[g.proc].Refund(ctx, g.key, w.rules.a, g.n, g.at)
+		err := w.stores[g.proc].Refund(ctx, g.key, g.a, g.n, g.at)
 		if err != nil && !w.errOK(err) {
 			return obs, fmt.Errorf("Refund: %w", err)
 		}
@@ -309,7 +337,7 @@ func (w *comboWorld) do(step int, o comboOp) (comboObs, error) {
 				if g := w.grants[i]; g.key == key {
 					w.grants = slices.Delete(w.grants, i, i+1)
 					unuse(g.refs)
-					if err := w.stores[g.proc].Refund(ctx, g.key, w.rules.a, g.n, g.at); err != nil && !w.errOK(err) {
+					if err := w.stores[g.proc].Refund(ctx, g.key, g.a, g.n, g.at); err != nil && !w.errOK(err) {
 						return obs, fmt.Errorf("Refund after Reset: %w", err)
 					}
 					obs.full += fmt.Sprintf(", refund of %d@%d", g.n, g.at)
@@ -405,4 +433,34 @@ func (w *comboWorld) checkBound(hks []string) string {
 		}
 	}
 	return ""
+}
+
+// setRules gives l the rules of r: its one rule, or a composite's two (the reference's
+// second rule keeps its own slot, as newComboWorld made it).
+func setRules(l *limiter.Limiter, r comboRules, reference bool) error {
+	if r.b == nil {
+		if err := l.SetAlgorithm(r.a); err != nil {
+			return fmt.Errorf("SetAlgorithm(%v): %w", r.a, err)
+		}
+		return nil
+	}
+	rs, b := l.Rules(), r.b
+	if reference {
+		b = algo.Named(b, "reference")
+	}
+	for i, a := range []algo.Algorithm{r.a, b} {
+		if err := rs[i].SetAlgorithm(a); err != nil {
+			return fmt.Errorf("rule %d: SetAlgorithm(%v): %w", i+1, a, err)
+		}
+	}
+	return nil
+}
+
+// changed records that rule's config is now a at step: the bound takes the largest of
+// the configs so far, and the variant's trade on top.
+func (w *comboWorld) changed(rule string, a algo.Algorithm, step int) {
+	c := w.ceil[rule]
+	c.limit -= w.slack[rule]
+	c.changed(a, step)
+	c.limit += w.slack[rule]
 }

@@ -191,6 +191,7 @@ func (c *combo) families() []modelFamily {
 type comboRules struct {
 	a, boundA algo.Algorithm
 	b, boundB algo.Algorithm // nil: one rule
+	shadowA   bool           // a composite's rule a is in shadow mode: it bounds nothing
 }
 
 // Defaults of the combo runs (see the file comment for the environment variables).

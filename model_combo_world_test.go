@@ -114,7 +114,11 @@ func newComboWorld(env *comboEnv, p *comboPlan, rules comboRules, v *comboVarian
 			w.lims = append(w.lims, l)
 			continue
 		}
-		user, err := limiter.New(s, rules.a, append(opts, limiter.WithKeyFunc(comboUser))...)
+		userOpts := append(opts, limiter.WithKeyFunc(comboUser))
+		if rules.shadowA {
+			userOpts = append(userOpts, limiter.WithShadow())
+		}
+		user, err := limiter.New(s, rules.a, userOpts...)
 		if err != nil {
 			w.close()
 			return nil, err
@@ -428,6 +432,9 @@ func (w *comboWorld) checkBound(hks []string) string {
 			continue
 		}
 		rule, _, _ := strings.Cut(hk, "|")
+		if rule == "a" && w.rules.shadowA {
+			continue // it lets every request through
+		}
 		if msg := w.ceil[rule].check(hk, h); msg != "" {
 			return fmt.Sprintf("rule %s, key %q: %s", rule, hk[2:], msg)
 		}

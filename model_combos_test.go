@@ -144,6 +144,18 @@ var modelCombos = []*combo{
 		plainVariant("local", false, 1, agreeGranted),
 		plainVariant("redis", true, 1, agreeGranted),
 	}},
+	// A composite whose first rule is in shadow mode (WithShadow: it counts and reports,
+	// the caller goes through): the other rule's bound holds, whatever the shadow rule
+	// decided, through rollbacks, resets and config changes.
+	{name: "composite-shadow", fams: comboRateFamilies, keys: comboCompositeKeys, rules: func(p *comboPlan) comboRules {
+		r := compositeRules(p)
+		r.shadowA = true
+		return r
+	}, variants: []comboVariant{
+		plainVariant("local", false, 1, agreeGranted),
+		plainVariant("redis", true, 1, agreeGranted),
+		leasingVariant("leasing-procs-redis", true, 3, nil),
+	}},
 	// Case 6: one key of the wrong type must not stop the others.
 	{name: "breaker-wrongtype", keys: comboKeys, rules: plainRules, variants: []comboVariant{wrongTypeVariant()}},
 	// Refused and hung connections: nothing over-admits, whatever the breaker does.

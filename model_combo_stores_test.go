@@ -255,7 +255,6 @@ var (
 	comboKeys          = []string{"a", "b", "c"}
 	comboEvictKeys     = []string{"k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9", "k10", "k11"}
 	comboCompositeKeys = []string{"/upload|/upload", "alice|/upload", "/upload|/home", "alice|/home", "alice|alice"}
-	comboNoReset       = filterKinds(comboKinds, cReset)
 	// Dense steps, so that a window sees many grants: leases are evicted and reset while
 	// they hold permits.
 	comboEvictKinds = []comboKind{cAllow, cAllow, cAllow, cAllow, cAllow, cAllow, cAllow, cAllow, cAllow, cAllow,
@@ -265,16 +264,6 @@ var (
 	comboResetKinds = []comboKind{cAllow, cAllow, cAllow, cAllow, cAllow, cAllow, cAllow, cRefund, cRefund,
 		cReset, cReset, cReset, cForward}
 )
-
-func filterKinds(ks []comboKind, drop comboKind) []comboKind {
-	var out []comboKind
-	for _, k := range ks {
-		if k != drop {
-			out = append(out, k)
-		}
-	}
-	return out
-}
 
 // faulty returns the subtest's proxy and a client that dials through it.
 func (e *comboEnv) faulty() (*redistest.Proxy, redis.UniversalClient) {

@@ -84,7 +84,7 @@ var modelCombos = []*combo{
 		clustered(plainVariant("", true, clusterProcs, agreeFull), "cluster"),
 		clustered(plainVariant("", true, clusterProcs, agreeFull, withoutBatching), "cluster-unbatched"),
 	}},
-	{name: "leasing", fams: comboRateFamilies, keys: comboKeys, kinds: comboKinds, rules: leaseRules, variants: []comboVariant{
+	{name: "leasing", fams: comboRateFamilies, keys: comboKeys, rules: leaseRules, variants: []comboVariant{
 		leasingVariant("local", false, 1, nil),
 		leasingVariant("redis", true, 1, nil),
 		leasingVariant("procs-local", false, 3, nil),

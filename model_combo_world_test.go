@@ -135,19 +135,16 @@ func newComboWorld(env *comboEnv, p *comboPlan, rules comboRules, v *comboVarian
 		}
 		w.lims = append(w.lims, all)
 	}
-	w.ceil["a"] = &modelCeiling{}
-	if v != nil && v.slack != nil {
-		w.slack["a"] = v.slack(p, rules.boundA)
-	}
-	w.ceil["a"].add(rules.boundA)
-	w.ceil["a"].limit += w.slack["a"]
-	if rules.b != nil {
-		w.ceil["b"] = &modelCeiling{}
-		if v != nil && v.slack != nil {
-			w.slack["b"] = v.slack(p, rules.boundB) // each rule is leased on its own
+	for rule, bound := range map[string]algo.Algorithm{"a": rules.boundA, "b": rules.boundB} {
+		if bound == nil {
+			continue // one rule
 		}
-		w.ceil["b"].add(rules.boundB)
-		w.ceil["b"].limit += w.slack["b"]
+		if v != nil && v.slack != nil {
+			w.slack[rule] = v.slack(p, bound) // each rule of a composite is leased on its own
+		}
+		w.ceil[rule] = &modelCeiling{}
+		w.ceil[rule].add(bound)
+		w.ceil[rule].limit += w.slack[rule]
 	}
 	if v != nil && v.setup != nil {
 		if err := v.setup(env, w, prefix); err != nil {

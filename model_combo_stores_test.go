@@ -258,11 +258,11 @@ var (
 	// Dense steps, so that a window sees many grants: leases are evicted and reset while
 	// they hold permits.
 	comboEvictKinds = []comboKind{cAllow, cAllow, cAllow, cAllow, cAllow, cAllow, cAllow, cAllow, cAllow, cAllow,
-		cAllow, cAllow, cRefund, cForward, cReset}
+		cAllow, cAllow, cRefund, cForward, cReset, cPeek}
 	comboLagKinds = []comboKind{cAllow, cAllow, cAllow, cAllow, cAllow, cAllow, cAllow, cAllow, cReserve,
-		cRefund, cForward, cForward, cLag, cLag}
+		cRefund, cForward, cForward, cLag, cLag, cPeek}
 	comboResetKinds = []comboKind{cAllow, cAllow, cAllow, cAllow, cAllow, cAllow, cAllow, cRefund, cRefund,
-		cReset, cReset, cReset, cForward}
+		cReset, cReset, cReset, cForward, cPeek}
 )
 
 // faulty returns the subtest's proxy and a client that dials through it.

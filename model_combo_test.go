@@ -55,9 +55,10 @@ const (
 	cLag                      // real (server) time passes while the client clock stands still
 	cFault                    // the proxy refuses, hangs or heals; a burst on the WRONGTYPE key
 	cSet                      // SetAlgorithm on every process: other configs of the plan's rules
+	cPeek                     // Peek through the step's process: it takes nothing, so what follows is unchanged
 )
 
-var comboKindNames = [...]string{"allow", "reserve", "cancel", "refund", "reset", "forward", "idle", "lag", "fault", "set"}
+var comboKindNames = [...]string{"allow", "reserve", "cancel", "refund", "reset", "forward", "idle", "lag", "fault", "set", "peek"}
 
 // comboKinds weights the kinds of most combos: a byte picks one entry. cLag and cFault
 // are no-ops (a forward step) where the variant has no server clock or fault, and cSet
@@ -67,7 +68,7 @@ var comboKinds = []comboKind{
 	cReserve, cReserve, cReserve, cCancel, cCancel,
 	cRefund, cRefund, cRefund, cReset,
 	cForward, cForward, cForward, cForward, cIdle,
-	cLag, cFault, cSet,
+	cLag, cFault, cSet, cPeek, cPeek,
 }
 
 // comboOp is one step of a combo plan.
@@ -87,8 +88,8 @@ func (o comboOp) String(keys []string) string {
 		return fmt.Sprintf("%s(%v)", name, o.d)
 	case cCancel, cRefund, cFault, cSet:
 		return fmt.Sprintf("%s(%d) p%d", name, o.b, o.proc)
-	case cReset:
-		return fmt.Sprintf("reset(%q) p%d", keys[o.key], o.proc)
+	case cReset, cPeek:
+		return fmt.Sprintf("%s(%q) p%d", name, keys[o.key], o.proc)
 	}
 	return fmt.Sprintf("%s(%q n=%d maxWait=%v) p%d", name, keys[o.key], o.n, o.d, o.proc)
 }

@@ -346,6 +346,14 @@ func (w *comboWorld) do(step int, o comboOp) (comboObs, error) {
 				}
 			}
 		}
+	case cPeek:
+		// What Allow would answer, on the reference too: a variant that agrees with it
+		// agrees on its Peek, and every step after shows that it took nothing.
+		d, err := lim.Peek(ctx, key)
+		if err != nil && !w.errOK(err) {
+			return obs, fmt.Errorf("Peek: %w", err)
+		}
+		obs = comboObs{"peek " + fmtDecision(d) + errText(err), fmt.Sprintf("peek ok=%v%s", d.Allowed, errText(err))}
 	case cForward, cIdle:
 		w.clk.Add(o.d)
 		if w.ttl != nil && o.b&1 == 1 {

@@ -63,8 +63,10 @@ package algo
 // A custom algorithm implements [Scripted]: its Script returns a *Script built once (its
 // Source a plain Lua chunk that reads KEYS and ARGV as above, declares only locals and
 // returns from its top level, without a "#!lua" line), and its AppendArgs appends the
-// config the script reads from ARGV[5] on (floats formatted with %.17g). The example of
-// docs/algorithms.md walks through one.
+// config the script reads from ARGV[5] on (floats formatted with %.17g). No state key,
+// its Slot followed by one of Keys, may end in "!reset": the Redis store keeps a Reset's
+// mark at a state key followed by that suffix, and refuses such a rule (ErrInvalidConfig).
+// The example of docs/algorithms.md walks through one.
 type Script struct {
 	Name     string   // the algorithm's Name
 	Source   string   // Lua source, for EVAL and EVALSHA

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/internal/luawire"
 	"github.com/ratekit/limiter/internal/nilcheck"
+	"github.com/ratekit/limiter/internal/resetmark"
 	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/store"
 )
@@ -245,6 +247,24 @@ func (s *Store) Close() error {
 	return nil
 }
 
+// markLike reports whether a key <prefix>{<key>}:<slot><suffix>, for one of suffixes,
+// ends in resetmark.Suffix: it would be the Reset mark of the state whose slot is the rest
+// (see Reset), which a custom algorithm's slot or script keys could otherwise name. It
+// allocates nothing: every call checks it.
+func markLike(slot string, suffixes []string) bool {
+	const m = resetmark.Suffix
+	for _, s := range suffixes {
+		if k := len(m) - len(s); k <= 0 {
+			if strings.HasSuffix(s, m) {
+				return true
+			}
+		} else if s == m[k:] && strings.HasSuffix(slot, m[:k]) {
+			return true
+		}
+	}
+	return false
+}
+
 // script returns a's Lua twin and its transport entry, created once per name.
 func (s *Store) script(a algo.Algorithm) (algo.Scripted, *scriptEntry, error) {
 	sa, ok := a.(algo.Scripted)
@@ -260,7 +280,7 @@ func (s *Store) script(a algo.Algorithm) (algo.Scripted, *scriptEntry, error) {
 	if v, ok := s.scripts.Load(name); ok {
 		e := v.(*scriptEntry)
 		if e.def == def || e.def.Source == def.Source {
-			return sa, e, nil
+			return checked(sa, e, a)
 		}
 		return nil, nil, fmt.Errorf("%w: two algorithms named %q have different scripts (%T)",
 			algo.ErrInvalidConfig, name, a)
@@ -270,6 +290,17 @@ func (s *Store) script(a algo.Algorithm) (algo.Scripted, *scriptEntry, error) {
 	if e.def != def && e.def.Source != def.Source {
 		return nil, nil, fmt.Errorf("%w: two algorithms named %q have different scripts (%T)",
 			algo.ErrInvalidConfig, name, a)
+	}
+	return checked(sa, e, a)
+}
+
+// checked returns sa and e unless a state key of a (its slot followed by one of its
+// script's keys) would be the Reset mark of another state: that it reports, wrapping
+// algo.ErrInvalidConfig.
+func checked(sa algo.Scripted, e *scriptEntry, a algo.Algorithm) (algo.Scripted, *scriptEntry, error) {
+	if slot, suffixes := a.Slot(), e.def.Keys; markLike(slot, suffixes) {
+		return nil, nil, fmt.Errorf("%w: %s (%T): a key of its state, slot %q followed by one of %q, ends in %q, "+
+			"the suffix of the marks that Reset leaves beside every state", algo.ErrInvalidConfig, a.Name(), a, slot, suffixes, resetmark.Suffix)
 	}
 	return sa, e, nil
 }

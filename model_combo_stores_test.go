@@ -3,9 +3,11 @@ package limiter_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/distributed"
@@ -37,6 +39,9 @@ type comboVariant struct {
 	slack func(p *comboPlan, a algo.Algorithm) int64
 	// setup runs once the world is built (faults, a key of the wrong type).
 	setup func(env *comboEnv, w *comboWorld, prefix string) error
+	// observe: every limiter has an Observer and a timeout, which take its decisions off
+	// the fast path (see observed).
+	observe bool
 }
 
 // comboEnv holds the Redis servers and clients of one subtest, made when first needed.
@@ -81,6 +86,21 @@ func clustered(v comboVariant, name string) comboVariant {
 	}
 	return v
 }
+
+// observed returns v with every limiter observed (WithObserver) and bounded by a timeout
+// (WithTimeout, far longer than any step): both take a decision off the limiter's fast
+// path and the local store's, through the general ones, which must answer the same; and
+// every AllowN and Reserve must reach the observer.
+func observed(v comboVariant, name string) comboVariant {
+	v.name, v.observe = name, true
+	return v
+}
+
+// countObserver counts the decisions it is told of.
+type countObserver struct{ n atomic.Int64 }
+
+func (c *countObserver) Decided(context.Context, limiter.Event)                    { c.n.Add(1) }
+func (c *countObserver) BreakerChanged(limiter.BreakerState, limiter.BreakerState) {}
 
 // client returns process i's client (each process its own connections).
 func (e *comboEnv) client(i int) redis.UniversalClient {

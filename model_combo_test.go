@@ -7,18 +7,21 @@ package limiter_test
 // Penalty, nested Penalty, algo.Named, a composite whose key functions may return equal
 // strings) on a stack of stores (local or Redis, leasing, the denial cache, three stores on
 // one Redis or on a three-master Redis Cluster as three processes, batching, injected
-// faults). Each variant of a combo is a subtest, TestModel/<combo>/<variant>, that runs
-// seeded plans of requests, reservations, cancels, refunds, resets, config changes
-// (SetAlgorithm on every process at once) and clock steps on the variant's world beside a
-// reference world (the same rule on one local store, no feature), and after every step
-// checks:
+// faults, observed limiters off the fast paths). Each variant of a combo is a subtest,
+// TestModel/<combo>/<variant>, that runs seeded plans of requests, reservations, blocking
+// acquires (TryAcquire, sleeping on the fake clock), cancels, refunds, resets, peeks,
+// config changes (SetAlgorithm on every process at once) and clock steps on the variant's
+// world beside a reference world (the same rule on one local store, no feature), and after
+// every step checks:
 //
 //   - the bound on used permits (model_bound_test.go), per rule and key, at the instant
 //     each grant was usable, plus the trade the variant documents (leasing: processes ×
 //     slice, none for a fixed window; docs/distributed.md), from the last Reset of the key;
 //   - agreement with the reference where the stores must agree (comboAgree): the full
-//     decision for local and Redis without leasing, whether granted for the denial cache,
-//     nothing where a trade or a fault lets them differ.
+//     decision (a Peek's too, and how long a TryAcquire slept) for local and Redis without
+//     leasing, whether granted for the denial cache, nothing where a trade or a fault lets
+//     them differ; a Peek takes nothing, so the steps after it agree as well;
+//   - with an Observer (observed), that every AllowN, Reserve and TryAcquire reached it.
 //
 // Where a correct fix may change what is expected, the model accepts every correct answer:
 // a config that Validate refuses (a nested Penalty) ends the plan as passed; a composite's
@@ -56,9 +59,10 @@ const (
 	cFault                    // the proxy refuses, hangs or heals; a burst on the WRONGTYPE key
 	cSet                      // SetAlgorithm on every process: other configs of the plan's rules
 	cPeek                     // Peek through the step's process: it takes nothing, so what follows is unchanged
+	cWait                     // TryAcquire with a timeout (the step's MaxWait), sleeping on the fake clock
 )
 
-var comboKindNames = [...]string{"allow", "reserve", "cancel", "refund", "reset", "forward", "idle", "lag", "fault", "set", "peek"}
+var comboKindNames = [...]string{"allow", "reserve", "cancel", "refund", "reset", "forward", "idle", "lag", "fault", "set", "peek", "wait"}
 
 // comboKinds weights the kinds of most combos: a byte picks one entry. cLag and cFault
 // are no-ops (a forward step) where the variant has no server clock or fault, and cSet
@@ -68,7 +72,7 @@ var comboKinds = []comboKind{
 	cReserve, cReserve, cReserve, cCancel, cCancel,
 	cRefund, cRefund, cRefund, cReset,
 	cForward, cForward, cForward, cForward, cIdle,
-	cLag, cFault, cSet, cPeek, cPeek,
+	cLag, cFault, cSet, cPeek, cPeek, cWait, cWait,
 }
 
 // comboOp is one step of a combo plan.
@@ -126,7 +130,7 @@ func decodeCombo(c *combo, data []byte, fam int) comboPlan {
 		o.n = []int64{1, 1, 1, 1, 2, 3, 5}[int(x>>2)%7]
 		o.proc = int(x) % c.procs()
 		switch o.kind {
-		case cReserve:
+		case cReserve, cWait:
 			o.d = []time.Duration{0, 0, scale / 2, 2 * scale}[int(b)%4]
 		case cForward:
 			o.d = scale*time.Duration(b)/64 + time.Duration(x%7)*137

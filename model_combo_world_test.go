@@ -37,6 +37,7 @@ type comboWorld struct {
 	ttl    *comboTTL                // the client-clock variant's emulated expiry; nil otherwise
 	fault  func(b byte) error       // the variant's fault injection; nil: none
 	bad    string                   // the key that holds the wrong type; "": none
+	obs    *countObserver           // every limiter's observer; nil: none
 	// reconfig returns the plan's rules with config byte b (cSet); slack is the variant's
 	// trade per rule, kept on top of the largest config's limit.
 	reconfig func(b byte) comboRules
@@ -105,6 +106,12 @@ func newComboWorld(env *comboEnv, p *comboPlan, rules comboRules, v *comboVarian
 	}
 	for _, s := range w.stores {
 		opts := []limiter.Option{limiter.WithClock(w.clk)}
+		if v != nil && v.observe {
+			if w.obs == nil {
+				w.obs = &countObserver{}
+			}
+			opts = append(opts, limiter.WithObserver(w.obs), limiter.WithTimeout(time.Minute))
+		}
 		if rules.b == nil {
 			l, err := limiter.New(s, rules.a, opts...)
 			if err != nil {
@@ -185,12 +192,17 @@ func (w *comboWorld) record(step int, key string, n, use int64) []comboRef {
 // what it placed (docs/composite.md: requests reserved on it at different instants may
 // act together).
 func (w *comboWorld) recordEach(step int, key string, n, use int64, rules []algo.Decision) []comboRef {
+	return w.recordFrom(step, key, n, use, rules, w.clk.Now().UnixMicro())
+}
+
+// recordFrom is recordEach for rules decided at the instant base (µs).
+func (w *comboWorld) recordFrom(step int, key string, n, use int64, rules []algo.Decision, base int64) []comboRef {
 	var refs []comboRef
 	hks := w.histKeys(key)
 	for i, hk := range hks {
 		at := use
 		if len(rules) == len(hks) {
-			at = w.useAt(rules[i])
+			at = useFrom(rules[i], base)
 		}
 		h := w.hist[hk]
 		if h == nil {
@@ -211,9 +223,12 @@ func unuse(refs []comboRef) {
 }
 
 // useAt is the instant (µs) the permits of a granted d may be used.
-func (w *comboWorld) useAt(d algo.Decision) int64 {
+func (w *comboWorld) useAt(d algo.Decision) int64 { return useFrom(d, w.clk.Now().UnixMicro()) }
+
+// useFrom is the instant (µs) the permits of d, granted at the instant base, may be used.
+func useFrom(d algo.Decision, base int64) int64 {
 	wait := int64((d.Wait + time.Microsecond - 1) / time.Microsecond)
-	return max(d.At, w.clk.Now().UnixMicro()+wait)
+	return max(d.At, base+wait)
 }
 
 // errOK reports whether err is an answer the world may give: an outage its variant
@@ -227,6 +242,16 @@ func errText(err error) string {
 		return ""
 	}
 	return " err"
+}
+
+// observedSince returns a func that reports whether the observer was told of a decision
+// since: always true without one.
+func (w *comboWorld) observedSince() func() bool {
+	if w.obs == nil {
+		return func() bool { return true }
+	}
+	n := w.obs.n.Load()
+	return func() bool { return w.obs.n.Load() > n }
 }
 
 // do runs one step.
@@ -264,9 +289,13 @@ func (w *comboWorld) do(step int, o comboOp) (comboObs, error) {
 		}
 		obs = comboObs{fmt.Sprintf("set %v / %v", r.a, r.b), "set"}
 	case cAllow:
+		seen := w.observedSince()
 		d, err := lim.AllowN(ctx, key, o.n)
 		if err != nil && !w.errOK(err) {
 			return obs, fmt.Errorf("AllowN: %w", err)
+		}
+		if !seen() {
+			return obs, fmt.Errorf("AllowN answered %s, and the observer was told of nothing", fmtDecision(d))
 		}
 		if d.Allowed && err == nil {
 			refs := w.record(step, key, o.n, w.useAt(d))
@@ -278,9 +307,13 @@ func (w *comboWorld) do(step int, o comboOp) (comboObs, error) {
 	case cReserve:
 		var rules []algo.Decision
 		tctx := limiter.TraceRules(ctx, func(_ *limiter.Limiter, d limiter.Decision) { rules = append(rules, d) })
+		seen := w.observedSince()
 		r, err := lim.Reserve(tctx, key, o.n, o.d)
 		if err != nil && !w.errOK(err) {
 			return obs, fmt.Errorf("Reserve: %w", err)
+		}
+		if !seen() {
+			return obs, errors.New("Reserve answered, and the observer was told of nothing")
 		}
 		ok := r != nil && r.OK() && err == nil
 		if ok {
@@ -290,6 +323,29 @@ func (w *comboWorld) do(step int, o comboOp) (comboObs, error) {
 			obs.full = "not ok" + errText(err)
 		}
 		obs.granted = fmt.Sprintf("ok=%v", ok)
+	case cWait:
+		// TryAcquire sleeps on the limiter's clock, which a fake clock does by moving at
+		// once: the permits are used when it returns (a composite's rules, each at its own
+		// instant, as for a reservation).
+		var rules []algo.Decision
+		tctx := limiter.TraceRules(ctx, func(_ *limiter.Limiter, d limiter.Decision) { rules = append(rules, d) })
+		seen := w.observedSince()
+		pre := w.clk.Now().UnixMicro()
+		ok, err := lim.TryAcquire(tctx, key, o.n, o.d)
+		if errors.Is(err, limiter.ErrExceedsLimit) {
+			err = nil // an answer: never grantable (the reference's and the variant's agree on it)
+			obs.full = "exceeds "
+		} else if err != nil && !w.errOK(err) {
+			return obs, fmt.Errorf("TryAcquire: %w", err)
+		}
+		if !seen() {
+			return obs, errors.New("TryAcquire answered, and the observer was told of nothing")
+		}
+		post := w.clk.Now().UnixMicro()
+		if ok && err == nil {
+			w.recordFrom(step, key, o.n, post, rules, pre)
+		}
+		obs = comboObs{fmt.Sprintf("%swait ok=%v slept=%dµs%s", obs.full, ok, post-pre, errText(err)), fmt.Sprintf("%swait ok=%v%s", obs.full, ok, errText(err))}
 	case cCancel:
 		i := w.pick(o.b, len(w.res), func(i int) []comboRef { return w.res[i].refs })
 		if i < 0 {

@@ -81,6 +81,9 @@ var modelCombos = []*combo{
 		// Three stores on one Redis as three processes decide as one local store.
 		plainVariant("redis", true, 3, agreeFull),
 		plainVariant("redis-unbatched", true, 3, agreeFull, withoutBatching),
+		// Observed limiters decide off the fast paths: the same answers.
+		observed(plainVariant("", false, 1, agreeFull), "local-observed"),
+		observed(plainVariant("", true, 3, agreeFull), "redis-observed"),
 		clustered(plainVariant("", true, clusterProcs, agreeFull), "cluster"),
 		clustered(plainVariant("", true, clusterProcs, agreeFull, withoutBatching), "cluster-unbatched"),
 	}},
@@ -91,6 +94,7 @@ var modelCombos = []*combo{
 		leasingVariant("procs-redis", true, 3, nil),
 		leasingVariant("procs-redis-unbatched", true, 3, nil, withoutBatching),
 		leasingVariant("procs-redis-denial-cache", true, 3, nil, withDenialCache),
+		observed(leasingVariant("", false, 3, nil), "procs-local-observed"),
 		clustered(leasingVariant("", true, clusterProcs, nil), "procs-cluster"),
 	}},
 	// Case 2: a Refund after Reset re-grants.
@@ -110,6 +114,7 @@ var modelCombos = []*combo{
 	}},
 	{name: "penalty", keys: comboKeys, rules: penaltyRules, variants: []comboVariant{
 		plainVariant("redis", true, 1, agreeFull),
+		observed(plainVariant("", false, 1, agreeFull), "local-observed"),
 		plainVariant("redis-denial-cache", true, 1, agreeGranted, withDenialCache),
 	}},
 	// Case 4: a Penalty inside a Penalty decides differently on Redis.
@@ -124,12 +129,14 @@ var modelCombos = []*combo{
 		// Unwrap): the denial cache and leasing trade as they do for the bare rule.
 		plainVariant("redis-denial-cache", true, 1, agreeGranted, withDenialCache),
 		leasingVariant("redis-leasing", true, 1, nil),
+		observed(plainVariant("", true, 1, agreeGranted, withDenialCache), "redis-denial-cache-observed"),
 	}},
 	// Case 7: two rules of a composite meet on one key; they must count as if each had a
 	// store of its own (the reference).
 	{name: "composite-keys", fams: comboRateFamilies, keys: comboCompositeKeys, rules: compositeRules, variants: []comboVariant{
 		plainVariant("local", false, 1, agreeGranted),
 		plainVariant("redis", true, 1, agreeGranted),
+		observed(plainVariant("", false, 1, agreeGranted), "local-observed"),
 		plainVariant("redis-denial-cache", true, 1, agreeNone, withDenialCache),
 		plainVariant("procs-redis", true, 3, agreeNone),
 		leasingVariant("leasing-local", false, 1, nil),
@@ -155,6 +162,7 @@ var modelCombos = []*combo{
 		plainVariant("local", false, 1, agreeGranted),
 		plainVariant("redis", true, 1, agreeGranted),
 		leasingVariant("leasing-procs-redis", true, 3, nil),
+		observed(plainVariant("", false, 1, agreeGranted), "local-observed"),
 	}},
 	// Case 6: one key of the wrong type must not stop the others.
 	{name: "breaker-wrongtype", keys: comboKeys, rules: plainRules, variants: []comboVariant{wrongTypeVariant()}},

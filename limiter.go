@@ -378,7 +378,8 @@ func (l *Limiter) TryAcquire(ctx context.Context, key string, n int64, timeout t
 
 // Peek reports what Allow(ctx, key) would answer now, taking nothing, creating no state and
 // moving no expiry; its Remaining is what the key has now, before that Allow. A composite
-// peeks its rules in Allow's order and combines them as Allow does (not at one instant).
+// peeks its rules in Allow's order and combines them as Allow does (not at one instant);
+// in shadow mode, as Allow, it answers allowed with the rule's real figures.
 // Peek and Reset are for operators: no failure policy, breaker or error handler; a store
 // failure is returned (wrapping store.ErrUnavailable), and a store without store.Admin gives
 // store.ErrUnsupported. WithTimeout bounds each call.

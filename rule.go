@@ -269,7 +269,13 @@ func (r *rule) peek(ctx context.Context, key string, a algo.Algorithm, req algo.
 	}
 	ctx, cancel := withTimeout(ctx, r.timeout)
 	defer cancel()
-	return ad.Peek(ctx, key, a, req)
+	d, err := ad.Peek(ctx, key, a, req)
+	if err == nil && r.shadow && !d.Allowed {
+		// Allow in shadow mode lets a denied request through with the real figures
+		// (shadowAnswer), and a composite counts such a rule as granting: so does Peek.
+		d.Allowed, d.Wait = true, 0
+	}
+	return d, err
 }
 
 // reset resets key (after the key function) under rules in the rule's store, bounded by the rule's

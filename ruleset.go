@@ -18,8 +18,9 @@ import (
 // (store.MultiApplier). Each rule keeps its own store, algorithm, key function, failure
 // policy, timeout and breaker; a composite passed to All contributes its rules; the
 // composite sleeps on its first rule's clock. Its Decision carries the binding rule's Limit
-// and Remaining, the largest ResetAfter and Wait, and when denied the largest RetryAfter.
-// Two rules of one composite never share a state (see docs/composite.md). It returns an
+// and Remaining, the largest ResetAfter and Wait, and when denied the largest RetryAfter
+// of the rules that denied it (a rule in shadow mode counts as granting: its figures count
+// only in a grant). Two rules of one composite never share a state (see docs/composite.md). It returns an
 // error wrapping algo.ErrInvalidConfig when rules is empty or holds nil.
 func All(rules ...*Limiter) (*Limiter, error) {
 	var flat []*Limiter

@@ -228,8 +228,8 @@ func combine(as []answer, allowed bool) Decision {
 			first = false
 			continue
 		}
-		if d.Allowed {
-			continue
+		if d.Allowed || a.rule != nil && a.rule.shadow {
+			continue // a rule in shadow mode counts as granting: its denial binds nothing
 		}
 		if first || d.Remaining < out.Remaining {
 			out.Limit, out.Remaining = d.Limit, d.Remaining

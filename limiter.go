@@ -91,9 +91,10 @@ func checkAlgorithm(a algo.Algorithm) error {
 
 // SetAlgorithm replaces the algorithm atomically, for example to change a rate at run
 // time; it returns algo.ErrInvalidConfig, changing nothing, for a nil or invalid a or a
-// composite. Keys keep their state when a's Slot is the old one's (never admitting more
-// than golang.org/x/time/rate's SetLimit and SetBurst would), else start fresh
-// (docs/algorithms.md, "Config changes").
+// composite. Keys keep their state when a's Slot is the old one's (admitting no more than
+// golang.org/x/time/rate's SetLimit and SetBurst would, but for a key whose state was
+// already fresh under the old config, which starts fresh, so full, under a), else start
+// fresh (docs/algorithms.md, "Config changes" and "Expiry across a config change").
 func (l *Limiter) SetAlgorithm(a algo.Algorithm) error {
 	if l.unmade() {
 		return errUnmade

@@ -38,6 +38,7 @@ type comboWorld struct {
 	fault  func(b byte) error       // the variant's fault injection; nil: none
 	bad    string                   // the key that holds the wrong type; "": none
 	obs    *countObserver           // every limiter's observer; nil: none
+	giveUp context.CancelFunc       // set: the limiters' clock cancels a wait with it (comboClock)
 	// reconfig returns the plan's rules with config byte b (cSet); slack is the variant's
 	// trade per rule, kept on top of the largest config's limit.
 	reconfig func(b byte) comboRules
@@ -105,7 +106,7 @@ func newComboWorld(env *comboEnv, p *comboPlan, rules comboRules, v *comboVarian
 		w.closes = append(w.closes, s.Close)
 	}
 	for _, s := range w.stores {
-		opts := []limiter.Option{limiter.WithClock(w.clk)}
+		opts := []limiter.Option{limiter.WithClock(comboClock{w.clk, w})}
 		if v != nil && v.observe {
 			if w.obs == nil {
 				w.obs = &countObserver{}
@@ -160,6 +161,21 @@ func newComboWorld(env *comboEnv, p *comboPlan, rules comboRules, v *comboVarian
 		}
 	}
 	return w, nil
+}
+
+// comboClock is a world's clock as its limiters see it: while a step sets w.giveUp, a
+// wait (a Sleep of more than 0) is given up: the caller's context ends as it starts, the
+// clock stays where it is.
+type comboClock struct {
+	*clockx.Fake
+	w *comboWorld
+}
+
+func (c comboClock) Sleep(ctx context.Context, d time.Duration) error {
+	if c.w.giveUp != nil && d > 0 {
+		c.w.giveUp()
+	}
+	return c.Fake.Sleep(ctx, d)
 }
 
 // comboUser and comboEndpoint split "user|endpoint", the composite's key: a user may be
@@ -326,16 +342,27 @@ func (w *comboWorld) do(step int, o comboOp) (comboObs, error) {
 	case cWait:
 		// TryAcquire sleeps on the limiter's clock, which a fake clock does by moving at
 		// once: the permits are used when it returns (a composite's rules, each at its own
-		// instant, as for a reservation).
+		// instant, as for a reservation). With o.b&8 the caller gives up while it waits
+		// (comboClock): what it reserved goes back, and it uses nothing.
 		var rules []algo.Decision
 		tctx := limiter.TraceRules(ctx, func(_ *limiter.Limiter, d limiter.Decision) { rules = append(rules, d) })
+		tctx, cancel := context.WithCancel(tctx)
+		defer cancel()
+		if o.b&8 != 0 {
+			w.giveUp = cancel
+		}
 		seen := w.observedSince()
 		pre := w.clk.Now().UnixMicro()
 		ok, err := lim.TryAcquire(tctx, key, o.n, o.d)
-		if errors.Is(err, limiter.ErrExceedsLimit) {
+		w.giveUp = nil
+		switch {
+		case errors.Is(err, limiter.ErrExceedsLimit):
 			err = nil // an answer: never grantable (the reference's and the variant's agree on it)
 			obs.full = "exceeds "
-		} else if err != nil && !w.errOK(err) {
+		case errors.Is(err, context.Canceled) && o.b&8 != 0 && tctx.Err() != nil:
+			err = nil // the caller gave up while it waited
+			obs.full = "gave up, "
+		case err != nil && !w.errOK(err):
 			return obs, fmt.Errorf("TryAcquire: %w", err)
 		}
 		if !seen() {

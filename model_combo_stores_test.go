@@ -90,7 +90,7 @@ func clustered(v comboVariant, name string) comboVariant {
 // observed returns v with every limiter observed (WithObserver) and bounded by a timeout
 // (WithTimeout, far longer than any step): both take a decision off the limiter's fast
 // path and the local store's, through the general ones, which must answer the same; and
-// every AllowN and Reserve must reach the observer.
+// every AllowN, Reserve and TryAcquire must reach the observer.
 func observed(v comboVariant, name string) comboVariant {
 	v.name, v.observe = name, true
 	return v

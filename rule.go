@@ -270,10 +270,11 @@ func (r *rule) peek(ctx context.Context, key string, a algo.Algorithm, req algo.
 	ctx, cancel := withTimeout(ctx, r.timeout)
 	defer cancel()
 	d, err := ad.Peek(ctx, key, a, req)
-	if err == nil && r.shadow && !d.Allowed {
-		// Allow in shadow mode lets a denied request through with the real figures
-		// (shadowAnswer), and a composite counts such a rule as granting: so does Peek.
-		d.Allowed, d.Wait = true, 0
+	if err == nil && r.shadow {
+		// Allow in shadow mode lets a denied request through with the real figures, and a
+		// composite counts such a rule as granting: so does Peek.
+		var o outcome
+		return shadowAnswer(d, nil, &o, nil)
 	}
 	return d, err
 }

@@ -8,11 +8,11 @@ package limiter_test
 // strings) on a stack of stores (local or Redis, leasing, the denial cache, three stores on
 // one Redis or on a three-master Redis Cluster as three processes, batching, injected
 // faults, observed limiters off the fast paths). Each variant of a combo is a subtest,
-// TestModel/<combo>/<variant>, that runs seeded plans of requests, reservations, blocking
-// acquires (TryAcquire, sleeping on the fake clock; some given up while they wait),
-// cancels, refunds, resets, peeks, config changes (SetAlgorithm on every process at once)
-// and clock steps on the variant's world beside a reference world (the same rule on one
-// local store, no feature), and after every step checks:
+// TestModel/<combo>/<variant>, that runs seeded plans of requests, reservations,
+// blocking acquires (TryAcquire and WaitN, sleeping on the fake clock; some given up while
+// they wait), cancels, refunds, resets, peeks, config changes (SetAlgorithm on every
+// process at once) and clock steps on the variant's world beside a reference world (the
+// same rule on one local store, no feature), and after every step checks:
 //
 //   - the bound on used permits (model_bound_test.go), per rule and key, at the instant
 //     each grant was usable, plus the trade the variant documents (leasing: processes ×

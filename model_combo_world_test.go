@@ -343,7 +343,8 @@ func (w *comboWorld) do(step int, o comboOp) (comboObs, error) {
 		// TryAcquire sleeps on the limiter's clock, which a fake clock does by moving at
 		// once: the permits are used when it returns (a composite's rules, each at its own
 		// instant, as for a reservation). With o.b&8 the caller gives up while it waits
-		// (comboClock): what it reserved goes back, and it uses nothing.
+		// (comboClock): what it reserved goes back, and it uses nothing. With o.b&16 it is
+		// WaitN instead.
 		var rules []algo.Decision
 		tctx := limiter.TraceRules(ctx, func(_ *limiter.Limiter, d limiter.Decision) { rules = append(rules, d) })
 		tctx, cancel := context.WithCancel(tctx)
@@ -353,7 +354,19 @@ func (w *comboWorld) do(step int, o comboOp) (comboObs, error) {
 		}
 		seen := w.observedSince()
 		pre := w.clk.Now().UnixMicro()
-		ok, err := lim.TryAcquire(tctx, key, o.n, o.d)
+		var ok bool
+		var err error
+		name := "wait"
+		if o.b&16 != 0 {
+			// WaitN, with no deadline: it waits as long as the permits take, retrying a
+			// denial after its RetryAfter; its rules' decisions are those of its last try.
+			name = "waitN"
+			err = lim.WaitN(tctx, key, o.n)
+			ok = err == nil
+			rules = rules[max(0, len(rules)-len(w.histKeys(key))):]
+		} else {
+			ok, err = lim.TryAcquire(tctx, key, o.n, o.d)
+		}
 		w.giveUp = nil
 		switch {
 		case errors.Is(err, limiter.ErrExceedsLimit):
@@ -372,7 +385,7 @@ func (w *comboWorld) do(step int, o comboOp) (comboObs, error) {
 		if ok && err == nil {
 			w.recordFrom(step, key, o.n, post, rules, pre)
 		}
-		obs = comboObs{fmt.Sprintf("%swait ok=%v slept=%dµs%s", obs.full, ok, post-pre, errText(err)), fmt.Sprintf("%swait ok=%v%s", obs.full, ok, errText(err))}
+		obs = comboObs{fmt.Sprintf("%s%s ok=%v slept=%dµs%s", obs.full, name, ok, post-pre, errText(err)), fmt.Sprintf("%s%s ok=%v%s", obs.full, name, ok, errText(err))}
 	case cCancel:
 		i := w.pick(o.b, len(w.res), func(i int) []comboRef { return w.res[i].refs })
 		if i < 0 {

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/internal/redistest"
@@ -38,6 +36,7 @@ func TestStateKeysNeverNameAResetMark(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := ctxTimeout(t, 60*time.Second)
+	rc := srv.Client(t)
 	tb := algo.TokenBucket{Rate: 10, Burst: 5}
 	for _, c := range []struct {
 		a       slotted
@@ -51,9 +50,7 @@ func TestStateKeysNeverNameAResetMark(t *testing.T) {
 		{slotted{tb, "tb", []string{"", "!rese"}}, false},         // a part of it
 		{slotted{tb, "my!reset:tb", []string{"", ":pen"}}, false}, // as algo.Named(tb, "my!reset") makes
 	} {
-		cc := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
-		t.Cleanup(func() { _ = cc.Close() })
-		s := teststore.Redis(t, cc, distributed.WithPrefix(freshPrefix()), distributed.WithTimeout(testTimeout))
+		s := teststore.Redis(t, rc, distributed.WithPrefix(freshPrefix()), distributed.WithTimeout(testTimeout))
 		calls := map[string]error{}
 		_, calls["Apply"] = s.Apply(ctx, "k", c.a, algo.Request{N: 1})
 		_, calls["Peek"] = s.Peek(ctx, "k", c.a, algo.Request{N: 1})

@@ -86,12 +86,12 @@ func (s *Store) Reset(ctx context.Context, key string, rules ...algo.Algorithm) 
 	}
 	b := getBuf()
 	for _, a := range rules {
-		_, e, err := s.script(a)
+		_, e, slot, err := s.script(a)
 		if err != nil {
 			putBuf(b)
 			return err
 		}
-		b.keys = appendStateKeys(b.keys, s.prefix, key, a.Slot(), e.def.Keys)
+		b.keys = appendStateKeys(b.keys, s.prefix, key, slot, e.def.Keys)
 	}
 	_, nowArg, err := s.now(true)
 	if err != nil {

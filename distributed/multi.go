@@ -54,13 +54,13 @@ func (s *Store) ApplyAll(ctx context.Context, key string, rules []algo.Algorithm
 	keys := make([]string, 0, 2*len(rules))
 	pads := true
 	for i, a := range rules {
-		sa, e, err := s.script(a)
+		sa, e, slot, err := s.script(a)
 		if err != nil {
 			return nil, false, fmt.Errorf("rule %d: %w", i+1, err)
 		}
 		defs[i] = e.def
 		pads = pads && e.def.PadsTTL
-		keys = appendStateKeys(keys, s.prefix, key, a.Slot(), e.def.Keys)
+		keys = appendStateKeys(keys, s.prefix, key, slot, e.def.Keys)
 		at := len(args)
 		args = sa.AppendArgs(append(args, 0))
 		args[at] = len(args) - at - 1

@@ -172,7 +172,7 @@ func (s *Store) applyScript(ctx context.Context, key string, a algo.Algorithm, r
 // and parses its Decision; op and what name the call in its errors.
 func (s *Store) decide(ctx context.Context, op, what, key string, a algo.Algorithm, req algo.Request,
 	encode func(dst []any, now, n int64, maxWait time.Duration, config []any) []any) (algo.Decision, error) {
-	sa, e, err := s.script(a)
+	sa, e, slot, err := s.script(a)
 	if err != nil {
 		return algo.Decision{}, err
 	}
@@ -181,7 +181,7 @@ func (s *Store) decide(ctx context.Context, op, what, key string, a algo.Algorit
 		return algo.Decision{}, err
 	}
 	b := getBuf()
-	b.keys = appendStateKeys(b.keys, s.prefix, key, a.Slot(), e.def.Keys)
+	b.keys = appendStateKeys(b.keys, s.prefix, key, slot, e.def.Keys)
 	b.args = encode(b.args, now, req.N, req.MaxWait, e.config(sa, a))
 	b.args[1] = nowArg // ARGV[2], with the TTL padding of a client clock (see clock.go)
 	reply, err := s.exec(ctx, e, b.keys, b.args)
@@ -209,7 +209,7 @@ func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int6
 		s.denials.forget(key, a.Slot())
 		defer s.denials.forget(key, a.Slot())
 	}
-	sa, e, err := s.script(a)
+	sa, e, slot, err := s.script(a)
 	if err != nil {
 		return err
 	}
@@ -218,7 +218,7 @@ func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int6
 		return err
 	}
 	b := getBuf()
-	b.keys = appendStateKeys(b.keys, s.prefix, key, a.Slot(), e.def.Keys)
+	b.keys = appendStateKeys(b.keys, s.prefix, key, slot, e.def.Keys)
 	b.args = luawire.Refund(b.args, now, n, at, e.config(sa, a))
 	b.args[1] = nowArg
 	reply, err := s.exec(ctx, e, b.keys, b.args)
@@ -265,16 +265,17 @@ func markLike(slot string, suffixes []string) bool {
 	return false
 }
 
-// script returns a's Lua twin and its transport entry, created once per name.
-func (s *Store) script(a algo.Algorithm) (algo.Scripted, *scriptEntry, error) {
+// script returns a's Lua twin, its transport entry, created once per name, and a's slot,
+// which the caller's state keys are named by (checked: see checked).
+func (s *Store) script(a algo.Algorithm) (algo.Scripted, *scriptEntry, string, error) {
 	sa, ok := a.(algo.Scripted)
 	if !ok {
-		return nil, nil, fmt.Errorf("%w: %s (%T) has no Lua script, so the Redis store cannot run it",
+		return nil, nil, "", fmt.Errorf("%w: %s (%T) has no Lua script, so the Redis store cannot run it",
 			algo.ErrInvalidConfig, a.Name(), a)
 	}
 	def := sa.Script()
 	if def == nil || def.Source == "" || len(def.Keys) == 0 {
-		return nil, nil, fmt.Errorf("%w: %s (%T) returned an empty Script", algo.ErrInvalidConfig, a.Name(), a)
+		return nil, nil, "", fmt.Errorf("%w: %s (%T) returned an empty Script", algo.ErrInvalidConfig, a.Name(), a)
 	}
 	name := a.Name()
 	if v, ok := s.scripts.Load(name); ok {
@@ -282,25 +283,26 @@ func (s *Store) script(a algo.Algorithm) (algo.Scripted, *scriptEntry, error) {
 		if e.def == def || e.def.Source == def.Source {
 			return checked(sa, e, a)
 		}
-		return nil, nil, fmt.Errorf("%w: two algorithms named %q have different scripts (%T)",
+		return nil, nil, "", fmt.Errorf("%w: two algorithms named %q have different scripts (%T)",
 			algo.ErrInvalidConfig, name, a)
 	}
 	v, _ := s.scripts.LoadOrStore(name, newEntry(def))
 	e := v.(*scriptEntry)
 	if e.def != def && e.def.Source != def.Source {
-		return nil, nil, fmt.Errorf("%w: two algorithms named %q have different scripts (%T)",
+		return nil, nil, "", fmt.Errorf("%w: two algorithms named %q have different scripts (%T)",
 			algo.ErrInvalidConfig, name, a)
 	}
 	return checked(sa, e, a)
 }
 
-// checked returns sa and e unless a state key of a (its slot followed by one of its
-// script's keys) would be the Reset mark of another state: that it reports, wrapping
+// checked returns sa, e and a's slot unless a state key of a (its slot followed by one of
+// its script's keys) would be the Reset mark of another state: that it reports, wrapping
 // algo.ErrInvalidConfig.
-func checked(sa algo.Scripted, e *scriptEntry, a algo.Algorithm) (algo.Scripted, *scriptEntry, error) {
-	if slot, suffixes := a.Slot(), e.def.Keys; markLike(slot, suffixes) {
-		return nil, nil, fmt.Errorf("%w: %s (%T): a key of its state, slot %q followed by one of %q, ends in %q, "+
-			"the suffix of the marks that Reset leaves beside every state", algo.ErrInvalidConfig, a.Name(), a, slot, suffixes, resetmark.Suffix)
+func checked(sa algo.Scripted, e *scriptEntry, a algo.Algorithm) (algo.Scripted, *scriptEntry, string, error) {
+	slot := a.Slot()
+	if markLike(slot, e.def.Keys) {
+		return nil, nil, "", fmt.Errorf("%w: %s (%T): a key of its state, slot %q followed by one of %q, ends in %q, "+
+			"the suffix of the marks that Reset leaves beside every state", algo.ErrInvalidConfig, a.Name(), a, slot, e.def.Keys, resetmark.Suffix)
 	}
-	return sa, e, nil
+	return sa, e, slot, nil
 }

@@ -1,11 +1,13 @@
 package limiter
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/internal/waiterr"
+	"github.com/ratekit/limiter/store"
 )
 
 // The errors of the Limiter's own, below, live here; the others it returns live, once,
@@ -45,4 +47,50 @@ func invalidN(n int64) error {
 // exceeds is the error of a WaitN or TryAcquire that can never be granted.
 func exceeds(key string, n, limit int64) error {
 	return fmt.Errorf("%w: key %q: n=%d, limit=%d", ErrExceedsLimit, key, n, limit)
+}
+
+// unavailable is the error of a store call that found the store unavailable (err wraps
+// store.ErrUnavailable): the failure policy answers it (onFailure), so it never reaches a
+// caller. outage is false when the store marked it as one key's failure
+// (store.ErrKeyUnavailable): the store answered, so the breaker does not count it.
+type unavailable struct {
+	err    error
+	outage bool
+}
+
+func (u *unavailable) Error() string { return u.err.Error() }
+
+func (u *unavailable) Unwrap() error { return u.err }
+
+// errCircuitOpen is the error of every call skipped by an open breaker, and circuitOpen
+// the same as an unavailable store call; both are built once, so a skipped call allocates
+// nothing.
+var (
+	errCircuitOpen = fmt.Errorf("%w: %w", ErrCircuitOpen, store.ErrUnavailable)
+	circuitOpen    = &unavailable{errCircuitOpen, true}
+)
+
+// classify tells a store failure, which the failure policy answers and which it returns as
+// an *unavailable, from every other error, returned as it is. ctx is the caller's context:
+// once it is done, the error is the caller's, not the store's. It is the one place where
+// the Limiter reads what a store's error means: the store says which of its failures
+// concern one key (store.ErrKeyUnavailable) rather than the store; every other failure,
+// and a deadline, is an outage.
+func classify(ctx context.Context, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return err
+	case errors.Is(err, store.ErrUnavailable):
+		return &unavailable{err, !errors.Is(err, store.ErrKeyUnavailable)}
+	case errors.Is(err, context.DeadlineExceeded):
+		// Not the caller's deadline, so the per-call timeout or the store's own.
+		return &unavailable{fmt.Errorf("%w: no answer in time: %w", store.ErrUnavailable, err), true}
+	default:
+		return err
+	}
+}
+
+// unsupported is the error of an admin call on a store without store.Admin.
+func unsupported(op string, s store.Store) error {
+	return fmt.Errorf("%w: limiter: %s needs a store implementing store.Admin; %T does not", store.ErrUnsupported, op, s)
 }

@@ -3,11 +3,11 @@ package limiter
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
-	"github.com/ratekit/limiter/internal/fastpath"
 	"github.com/ratekit/limiter/internal/nilcheck"
 	"github.com/ratekit/limiter/internal/storeclock"
 	"github.com/ratekit/limiter/store"
@@ -17,24 +17,24 @@ import (
 // denial is a Decision with Allowed false, never an error.
 type Decision = algo.Decision
 
-// Limiter applies one algorithm to keyed state in a store: each key has its own limit.
-// Make one with New, or combine several with All. It is safe for concurrent use and holds
-// no lock while it calls the store or sleeps. A zero or nil Limiter answers every call with
-// an error wrapping algo.ErrInvalidConfig.
+// Limiter applies rules to keyed state in stores: a Limiter made by New applies one
+// algorithm to keys in one store, each key with its own limit; All combines several. Every
+// call goes through one pipeline (pipeline.go). It is safe for concurrent use and holds no
+// lock while it calls a store or sleeps. A zero or nil Limiter answers every call with an
+// error wrapping algo.ErrInvalidConfig.
 type Limiter struct {
-	rule               // the decider of one rule (rule.go); zero for a composite
-	set   *ruleSet     // the decider of a composite made by All (ruleset.go); nil for one rule
+	rules []*rule      // one for New, the flattened rules for All
 	clock clockx.Clock // what Wait, TryAcquire and Reservations sleep on
+
+	// A composite made by All only: which rules share a store, and each rule's algorithm
+	// under its namespace (composite.go).
+	storeID []int
+	spaced  []atomic.Pointer[spacedBox]
 }
 
 // unmade reports a Limiter not made by New or All: nil, or the zero value.
 func (l *Limiter) unmade() bool {
-	return l == nil || (l.store == nil && l.set == nil)
-}
-
-// algoBox lets an atomic.Pointer hold an interface value.
-type algoBox struct {
-	a algo.Algorithm
+	return l == nil || len(l.rules) == 0
 }
 
 // New returns a Limiter applying a to keys in s. It returns an error wrapping
@@ -57,28 +57,23 @@ func New(s store.Store, a algo.Algorithm, opts ...Option) (*Limiter, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	l := &Limiter{
-		rule: rule{
-			store:   s,
-			policy:  o.policy,
-			timeout: o.timeout,
-			onError: o.errorHandler,
-			keyFn:   o.keyFn,
-			obs:     o.observer,
-			shadow:  o.shadow,
-		},
-		clock: o.clock,
+	r := &rule{
+		store:   s,
+		clock:   o.clock,
+		policy:  o.policy,
+		timeout: o.timeout,
+		onError: o.errorHandler,
+		keyFn:   o.keyFn,
+		obs:     o.observer,
+		shadow:  o.shadow,
 	}
 	if !o.breaker.Off {
-		l.breaker = newBreaker(o.breaker, o.clock)
-		l.breaker.obs = o.observer
+		r.breaker = newBreaker(o.breaker, o.clock)
+		r.breaker.obs = o.observer
 	}
-	// An observed or shadow rule runs its pipeline (settle tells the observer), never the
-	// fast path.
-	l.direct = l.timeout <= 0 && !l.noted()
-	l.fast, _ = s.(fastpath.Applier)
-	l.quick = l.direct && l.fast != nil && l.keyFn == nil
-	l.alg.Store(&algoBox{a: a})
+	r.alg.Store(&algoBox{a: a})
+	l := &Limiter{rules: []*rule{r}, clock: o.clock}
+	r.lim = l
 	return l, nil
 }
 
@@ -99,43 +94,42 @@ func (l *Limiter) SetAlgorithm(a algo.Algorithm) error {
 	if l.unmade() {
 		return errUnmade
 	}
-	if l.set != nil {
+	if len(l.rules) > 1 {
 		return fmt.Errorf("%w: SetAlgorithm on a composite made by All: set it on one of its rules", algo.ErrInvalidConfig)
 	}
 	if err := checkAlgorithm(a); err != nil {
 		return err
 	}
-	l.alg.Store(&algoBox{a: a})
+	l.rules[0].alg.Store(&algoBox{a: a})
 	return nil
 }
 
 // Algorithm returns the algorithm the limiter applies now. A composite made by All has no
 // single algorithm: it returns nil (see Rules).
 func (l *Limiter) Algorithm() algo.Algorithm {
-	if l == nil {
+	if l.unmade() || len(l.rules) > 1 {
 		return nil
 	}
-	if b := l.alg.Load(); b != nil {
-		return b.a
-	}
-	return nil
+	return l.rules[0].alg.Load().a
 }
 
 // Rules returns the rules of a composite made by All, in the order they are applied, and
 // nil for any other Limiter.
 func (l *Limiter) Rules() []*Limiter {
-	if l == nil || l.set == nil {
+	if l.unmade() || len(l.rules) == 1 {
 		return nil
 	}
-	return append([]*Limiter(nil), l.set.rules...)
+	rs := make([]*Limiter, len(l.rules))
+	for i, r := range l.rules {
+		rs[i] = r.lim
+	}
+	return rs
 }
 
 // Allow reports whether one permit for key is available now, and takes it if so. It is
 // AllowN(ctx, key, 1).
 func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
-	var d Decision
-	err := l.allow(ctx, key, 1, &d)
-	return d, err
+	return l.AllowN(ctx, key, 1)
 }
 
 // AllowN reports whether n permits for key are available now, and takes them if so; it
@@ -144,98 +138,12 @@ func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
 // and when the store is unavailable the failure policy's Decision with the store error
 // (under FailOpen an allowed Decision with a non-nil error).
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Decision, error) {
-	// allow checks n and l: this one call keeps AllowN small enough to be inlined, and the
-	// Decision it writes through &d reaches the caller without a struct copy.
-	var d Decision
-	err := l.allow(ctx, key, n, &d)
+	var res result
+	d, err := l.run(ctx, key, algo.Request{N: n}, &res)
+	if err == nil && res.soft != nil {
+		err = res.soft // the request stands: FailOpen or Fallback answered a store failure
+	}
 	return d, err
-}
-
-// Allow, Reserve, WaitN and TryAcquire are written once, over decide: one rule runs its
-// pipeline (rule.go; Allow's fast path is allow's, below), a rule set made by All runs
-// every rule's, all or nothing (ruleset.go, tally.go). A store failure is answered by the
-// failure policy (rule.onFailure) before decide returns, so the methods see a Decision,
-// what it holds (outcome), and errors.
-
-// allow is AllowN writing its Decision to *d: Allow and AllowN, inlined into their caller,
-// then hand it over without a struct copy of a Decision just returned in registers, which
-// the compiler makes with 16-byte loads that stall on the 8-byte stores they read (~6 ns a
-// call boundary); a store offering fastpath.Applier (the local store) returns the fields
-// one by one, each stored straight into *d. It is the one fast path: the store straight
-// away when there is no timeout, no observer or shadow (direct) and the breaker is clean
-// (closed, no failure counted: a success has nothing to record). Every other case goes
-// through decide.
-func (l *Limiter) allow(ctx context.Context, key string, n int64, d *Decision) error {
-	// The usual call (no key function, a fastpath store) is written out alone: a call on
-	// another path keeps values live across it, which the compiler then spills on this one.
-	if n > 0 && l != nil && l.quick && (l.breaker == nil || l.breaker.clean()) {
-		if b := l.alg.Load(); b != nil {
-			var err error
-			d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter, d.Wait, d.At, err = l.fast.ApplyFields(ctx, key, b.a, algo.Request{N: n})
-			if err != nil {
-				return l.failed(ctx, key, b.a, n, d, err)
-			}
-			return nil
-		}
-	}
-	return l.allowAny(ctx, key, n, d)
-}
-
-// allowAny is allow for any call.
-func (l *Limiter) allowAny(ctx context.Context, key string, n int64, d *Decision) error {
-	if n > 0 && l != nil && l.direct && (l.breaker == nil || l.breaker.clean()) {
-		if b := l.alg.Load(); b != nil {
-			key = l.keyFor(key)
-			var err error
-			if l.fast != nil {
-				d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter, d.Wait, d.At, err = l.fast.ApplyFields(ctx, key, b.a, algo.Request{N: n})
-			} else {
-				*d, err = l.store.Apply(ctx, key, b.a, algo.Request{N: n})
-			}
-			if err != nil {
-				return l.failed(ctx, key, b.a, n, d, err)
-			}
-			return nil
-		}
-	}
-	var err error
-	*d, err = l.decide(ctx, key, request{N: n}, nil)
-	return err
-}
-
-// failed ends allow's store call that failed with err: the breaker and the failure
-// policy answer it, as settle does for the pipeline.
-func (l *Limiter) failed(ctx context.Context, key string, a algo.Algorithm, n int64, d *Decision, err error) error {
-	err = classify(ctx, err)
-	l.record(key, err, false)
-	*d, err = l.settle(ctx, key, a, request{N: n}, nil, Decision{}, 0, err)
-	return err
-}
-
-// decide answers q for key: an error is the request's failure (its Decision is then
-// denied, or the Fallback's), with o.refused set when the failure policy refused it.
-// Allow passes no outcome (o nil): a store failure that FailOpen or Fallback answered then
-// comes back as the error beside the Decision, as AllowN returns it.
-//
-// One rule's healthy Allow never gets here: allow takes it straight to the store.
-func (l *Limiter) decide(ctx context.Context, key string, q request, o *outcome) (Decision, error) {
-	// AllowN leaves its checks to decide, so that it is small enough to be inlined.
-	if q.N <= 0 {
-		return Decision{}, invalidN(q.N)
-	}
-	if l == nil {
-		return Decision{}, errUnmade
-	}
-	b := l.alg.Load()
-	if b == nil {
-		// Only a rule set and a Limiter not made by New have no algorithm: this one nil
-		// comparison keeps both off the path of one rule.
-		if l.set != nil {
-			return l.set.run(ctx, key, q, o)
-		}
-		return Decision{}, errUnmade
-	}
-	return l.rule.run(ctx, l.keyFor(key), b.a, q, o)
 }
 
 // Reserve asks for n permits of key usable within maxWait (algo.Forever: no bound;
@@ -250,27 +158,25 @@ func (l *Limiter) Reserve(ctx context.Context, key string, n int64, maxWait time
 	if l.unmade() {
 		return nil, errUnmade
 	}
-	var o outcome
-	d, err := l.decide(ctx, key, request{N: n, MaxWait: max(maxWait, 0)}, &o)
+	res := result{keep: true}
+	d, err := l.run(ctx, key, algo.Request{N: n, MaxWait: max(maxWait, 0)}, &res)
 	switch {
-	case o.refused:
-		return l.reservation(n, Decision{}, &o), err
+	case res.refused:
+		return l.reservation(n, Decision{}, &res), err
 	case err != nil:
 		return nil, err
 	}
-	return l.reservation(n, d, &o), o.soft
+	return l.reservation(n, d, &res), res.soft
 }
 
-// reservation records a granted or denied outcome of l as a Reservation timed on the clock
-// of the limiter that answered (a rule set's: its first rule's).
-func (l *Limiter) reservation(n int64, d Decision, o *outcome) *Reservation {
-	h := o.holder(l)
-	r := &Reservation{clock: h.clock, key: o.key, alg: o.alg, n: n, d: d, readyAt: h.clock.Now()}
+// reservation records the answer d to a request of n permits as a Reservation, timed on
+// the clock of the Limiter that answered (res.answerer).
+func (l *Limiter) reservation(n int64, d Decision, res *result) *Reservation {
+	c := res.answerer(l).clock
+	r := &Reservation{clock: c, key: res.key, n: n, d: d, readyAt: c.Now()}
 	if d.Allowed {
 		r.readyAt = r.readyAt.Add(d.Wait)
-		if o.holds() {
-			r.lim, r.parts = h, o.parts
-		}
+		r.held = res.held
 	}
 	return r
 }
@@ -310,20 +216,20 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64) error {
 			// A context deadline is real time, whatever clock the limiter sleeps on.
 			maxWait = max(0, time.Until(deadline))
 		}
-		var o outcome
-		d, err := l.decide(ctx, key, request{N: n, MaxWait: maxWait}, &o)
+		res := result{keep: true}
+		d, err := l.run(ctx, key, algo.Request{N: n, MaxWait: maxWait}, &res)
 		switch {
 		case err != nil:
 			return err
 		case d.Allowed:
-			return l.sleep(ctx, l.reservation(n, d, &o))
+			return l.sleep(ctx, l.reservation(n, d, &res))
 		case d.RetryAfter == algo.Never:
-			return exceeds(o.key, n, d.Limit)
+			return exceeds(res.key, n, d.Limit)
 		case hasDeadline:
 			return fmt.Errorf("%w: key %q: n=%d cannot be granted within %v (retry after %v)",
-				ErrWouldExceedDeadline, o.key, n, maxWait, d.RetryAfter)
+				ErrWouldExceedDeadline, res.key, n, maxWait, d.RetryAfter)
 		}
-		if err := o.holder(l).clock.Sleep(ctx, max(d.RetryAfter, time.Microsecond)); err != nil {
+		if err := res.answerer(l).clock.Sleep(ctx, max(d.RetryAfter, time.Microsecond)); err != nil {
 			return err
 		}
 	}
@@ -360,18 +266,18 @@ func (l *Limiter) TryAcquire(ctx context.Context, key string, n int64, timeout t
 	if deadline, ok := ctx.Deadline(); ok {
 		maxWait = min(maxWait, max(0, time.Until(deadline)))
 	}
-	var o outcome
-	d, err := l.decide(ctx, key, request{N: n, MaxWait: maxWait}, &o)
+	res := result{keep: true}
+	d, err := l.run(ctx, key, algo.Request{N: n, MaxWait: maxWait}, &res)
 	switch {
 	case err != nil:
 		return false, err
 	case d.Allowed:
-		if err := l.sleep(ctx, l.reservation(n, d, &o)); err != nil {
+		if err := l.sleep(ctx, l.reservation(n, d, &res)); err != nil {
 			return false, err
 		}
 		return true, nil
 	case d.RetryAfter == algo.Never:
-		return false, exceeds(o.key, n, d.Limit)
+		return false, exceeds(res.key, n, d.Limit)
 	default:
 		return false, nil
 	}
@@ -388,10 +294,7 @@ func (l *Limiter) Peek(ctx context.Context, key string) (Decision, error) {
 	if l.unmade() {
 		return Decision{}, errUnmade
 	}
-	if l.set != nil {
-		return l.set.peek(ctx, key)
-	}
-	return l.rule.peek(ctx, l.keyFor(key), l.alg.Load().a, algo.Request{N: 1})
+	return l.peek(ctx, key)
 }
 
 // Reset forgets the state of key (for a composite, every rule's at its key), so that its
@@ -410,8 +313,5 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if l.unmade() {
 		return errUnmade
 	}
-	if l.set != nil {
-		return l.set.reset(ctx, key)
-	}
-	return l.rule.reset(ctx, l.keyFor(key), l.alg.Load().a)
+	return l.reset(ctx, key)
 }

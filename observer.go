@@ -95,3 +95,38 @@ func (s BreakerState) String() string {
 func WithObserver(o Observer) Option {
 	return optionFunc(func(opts *options) { opts.observer = o })
 }
+
+// event is the one place an Event is built: rule r's decision for key of n permits, after a
+// store call of latency lat that answered d (callErr nil) or ended with callErr. When
+// callErr is a store failure (*unavailable), (d, err) is the failure policy's answer;
+// composite marks a rule's part of a composite's request.
+func (r *rule) event(key string, n int64, lat time.Duration, composite bool, d Decision, callErr, err error) Event {
+	e := Event{Key: key, N: n, Latency: lat, Shadow: r.shadow, Composite: composite}
+	switch u, failed := callErr.(*unavailable); {
+	case callErr == nil:
+		e.Decision, e.Outcome = d, OutcomeAllowed
+		if !d.Allowed {
+			e.Outcome = OutcomeDenied
+		}
+	case failed:
+		e.Outcome, e.Err, e.Decision = r.policyOutcome(), u.err, d
+		if err != nil {
+			e.Err = err
+		}
+	default:
+		e.Outcome, e.Err = OutcomeError, callErr
+	}
+	return e
+}
+
+// policyOutcome is the Outcome of a request that the rule's failure policy answered.
+func (r *rule) policyOutcome() Outcome {
+	switch r.policy.kind {
+	case failOpen:
+		return OutcomeFailOpen
+	case failFallback:
+		return OutcomeFallback
+	default:
+		return OutcomeFailClosed
+	}
+}

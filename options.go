@@ -58,12 +58,6 @@ func WithClock(c clockx.Clock) Option {
 	})
 }
 
-// WithFailurePolicy sets what a call answers when the store is unavailable; the default is
-// FailClosed.
-func WithFailurePolicy(p FailurePolicy) Option {
-	return optionFunc(func(o *options) { o.policy = p })
-}
-
 // WithTimeout bounds each store call to d of real time; a call that times out counts as
 // the store being unavailable. The default, 0, adds no bound; a negative d is an invalid
 // config. Store calls that must finish after the caller gave up (refunds, a composite's

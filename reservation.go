@@ -8,22 +8,19 @@ import (
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
-	"github.com/ratekit/limiter/internal/ctxutil"
 )
 
 // Reservation is a grant of permits that may only be used after a delay. Get one with
 // Reserve; sleep with Wait (or Delay and a timer of your own), or give the permits back with
 // Cancel. A Reservation is safe for concurrent use.
 type Reservation struct {
-	lim     *Limiter // the limiter (or rule set) that holds the grant; nil when nothing is held
 	clock   clockx.Clock
 	key     string
-	alg     algo.Algorithm
 	n       int64
 	d       Decision
 	readyAt time.Time   // on the facade's clock: when the permits may be used
 	done    atomic.Bool // Cancel has run
-	parts   []grant     // a rule set's grants, one per rule that holds one (ruleset.go)
+	held    []grant     // what the rules that granted hold (none: nothing to give back)
 }
 
 // OK reports whether the permits were granted.
@@ -60,27 +57,18 @@ func (r *Reservation) Wait(ctx context.Context) error {
 // idempotent, does nothing for a Reservation that is not OK or holds nothing, returns the
 // store's error, and still reaches the store when ctx is done.
 func (r *Reservation) Cancel(ctx context.Context) error {
-	if r.lim == nil || !r.clock.Now().Before(r.readyAt) || r.done.Swap(true) {
+	if len(r.held) == 0 || !r.clock.Now().Before(r.readyAt) || r.done.Swap(true) {
 		return nil
 	}
-	return r.giveBack(ctxutil.Cleanup(ctx), r.lim.timeout) // a cancelled caller still gives back what it held
+	return giveBack(ctx, r.held, false)
 }
 
 // abandon gives the permits back for a caller that gave up waiting for them and gets an
-// error instead: even when their time has come (Cancel would count them as used), and on a
-// context detached from ctx, bounded by the limiter's timeout (detachedWithin).
+// error instead: even when their time has come (Cancel would count them as used), each
+// refund bounded by detachedWithin.
 func (r *Reservation) abandon(ctx context.Context) error {
-	if r.lim == nil || r.done.Swap(true) {
+	if len(r.held) == 0 || r.done.Swap(true) {
 		return nil
 	}
-	return r.giveBack(context.WithoutCancel(ctx), detachedWithin(r.lim.timeout))
-}
-
-// giveBack refunds what the reservation holds: one rule's grant within timeout, a rule
-// set's grants each within its own limiter's bound (refundGrants).
-func (r *Reservation) giveBack(ctx context.Context, timeout time.Duration) error {
-	if r.parts != nil {
-		return refundGrants(ctx, r.parts)
-	}
-	return r.lim.refundWithin(ctx, r.key, r.alg, r.n, r.d.At, timeout)
+	return giveBack(ctx, r.held, true)
 }

@@ -42,22 +42,32 @@ func (c counts) String() string {
 		c.tests, c.subtests, c.skipped, c.subSkipped, c.failed, c.subFailed)
 }
 
+// failure names a test that failed, or a package that failed without a failing test (a
+// build failure, a panic, a timeout), so that make test's last line names it.
+func failure(pkg, test string) string {
+	pkg = strings.TrimPrefix(pkg, "github.com/ratekit/limiter/")
+	if test == "" {
+		return pkg
+	}
+	return pkg + "." + test
+}
+
 func main() {
 	tally := flag.String("tally", "", "add this run's counts to `file`")
 	total := flag.String("total", "", "print the sum of the counts in `file` and exit")
 	flag.Parse()
 	if *total != "" {
-		c, err := readTally(*total)
+		c, names, err := readTally(*total)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "testsum:", err)
 			os.Exit(1)
 		}
-		fmt.Println(c)
+		fmt.Println(summary(c, names))
 		return
 	}
-	c, err := summarize(os.Stdin, os.Stdout)
+	c, names, err := summarize(os.Stdin, os.Stdout)
 	if err == nil && *tally != "" {
-		err = appendTally(*tally, c)
+		err = appendTally(*tally, c, names)
 	}
 	switch {
 	case err != nil:
@@ -71,10 +81,22 @@ func main() {
 	}
 }
 
+// summary is the counts, followed by the names of what failed, if anything did.
+func summary(c counts, failed []string) string {
+	if len(failed) == 0 {
+		return c.String()
+	}
+	return c.String() + "; failed: " + strings.Join(failed, ", ")
+}
+
 // summarize copies what plain go test prints from the events read from r to w, and
-// counts the results. A line that is not an event (go test's own messages) is copied.
-func summarize(r io.Reader, w io.Writer) (counts, error) {
+// counts the results; it returns the names of the top-level tests that failed and of the
+// packages that failed without a failing test. A line that is not an event (go test's own
+// messages) is copied.
+func summarize(r io.Reader, w io.Writer) (counts, []string, error) {
 	var c counts
+	var names []string
+	pkgTestFailed := map[string]bool{}
 	out := bufio.NewWriter(w)
 	defer out.Flush()
 	buffered := map[string][]string{} // Package + "\x00" + Test -> output lines until it ends
@@ -104,12 +126,19 @@ func summarize(r io.Reader, w io.Writer) (counts, error) {
 			c.packages++
 			if e.Action == "fail" {
 				c.pkgFailures++
+				still := false
 				// Tests still running when the package failed (a panic, a timeout).
 				for k, lines := range buffered {
 					if strings.HasPrefix(k, e.Package+"\x00") {
 						writeLines(out, append(own(lines), indent(failed[k])...))
 						delete(buffered, k)
+						if t := strings.TrimPrefix(k, e.Package+"\x00"); t != "" && !strings.Contains(t, "/") {
+							names, still = append(names, failure(e.Package, t)+" (did not end)"), true
+						}
 					}
+				}
+				if !pkgTestFailed[e.Package] && !still {
+					names = append(names, failure(e.Package, ""))
 				}
 			}
 		case e.Action == "output":
@@ -142,10 +171,12 @@ func summarize(r io.Reader, w io.Writer) (counts, error) {
 				c.subFailed++
 			case e.Action == "fail":
 				c.failed++
+				names = append(names, failure(e.Package, e.Test))
+				pkgTestFailed[e.Package] = true
 			}
 		}
 	}
-	return c, sc.Err()
+	return c, names, sc.Err()
 }
 
 // own returns a failed test's own report as plain go test writes it: its "--- FAIL"
@@ -179,37 +210,49 @@ func writeLines(w io.StringWriter, lines []string) {
 	}
 }
 
-// appendTally adds c to the file at path, one line per run.
-func appendTally(path string, c counts) error {
+// appendTally adds c to the file at path, one line per run, and a line "fail NAME" for each
+// name of what failed.
+func appendTally(path string, c counts, failed []string) error {
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}
 	_, err = fmt.Fprintf(f, "%d %d %d %d %d %d %d %d\n", c.tests, c.subtests, c.skipped, c.subSkipped,
 		c.failed, c.subFailed, c.packages, c.pkgFailures)
+	for _, name := range failed {
+		if err == nil {
+			_, err = fmt.Fprintf(f, "fail %s\n", name)
+		}
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	return err
 }
 
-// readTally sums the lines appendTally wrote to the file at path.
-func readTally(path string) (counts, error) {
+// readTally sums the lines appendTally wrote to the file at path, and returns the names
+// of what failed.
+func readTally(path string) (counts, []string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return counts{}, err
+		return counts{}, nil, err
 	}
 	var sum counts
+	var names []string
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if name, ok := strings.CutPrefix(line, "fail "); ok {
+			names = append(names, name)
+			continue
+		}
 		if line == "" {
 			continue
 		}
 		var c counts
 		if _, err := fmt.Sscan(line, &c.tests, &c.subtests, &c.skipped, &c.subSkipped,
 			&c.failed, &c.subFailed, &c.packages, &c.pkgFailures); err != nil {
-			return counts{}, fmt.Errorf("%s: bad line %q: %v", path, line, err)
+			return counts{}, nil, fmt.Errorf("%s: bad line %q: %v", path, line, err)
 		}
 		sum.add(c)
 	}
-	return sum, nil
+	return sum, names, nil
 }

@@ -16,9 +16,12 @@ func TestSummarize(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out strings.Builder
-	c, err := summarize(strings.NewReader(string(in)), &out)
+	c, names, err := summarize(strings.NewReader(string(in)), &out)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got, want := strings.Join(names, ","), "jsdemo.TestB"; got != want {
+		t.Errorf("failed names %q, want %q", got, want)
 	}
 	want := "--- FAIL: TestB (0.00s)\n    --- FAIL: TestB/x (0.00s)\n        a_test.go:4: boom\nFAIL\nFAIL\tjsdemo\t0.002s\n"
 	if got := out.String(); got != want {
@@ -49,9 +52,12 @@ func TestSummarizeBuildFailure(t *testing.T) {
 {"Action":"skip","Package":"q","Elapsed":0}
 `
 	var out strings.Builder
-	c, err := summarize(strings.NewReader(in), &out)
+	c, names, err := summarize(strings.NewReader(in), &out)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got, want := strings.Join(names, ","), "p"; got != want {
+		t.Errorf("failed names %q, want %q", got, want)
 	}
 	want := "go: downloading example.com/x v1.0.0\n# p\n./a_test.go:6:1: undefined: X\nFAIL\tp [build failed]\n?   \tq\t[no test files]\nok  \tr\t0.01s [no tests to run]\n"
 	if got := out.String(); got != want {
@@ -66,14 +72,24 @@ func TestSummarizeBuildFailure(t *testing.T) {
 func TestTally(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "tally")
-	for _, c := range []counts{{tests: 3, subtests: 10, skipped: 1, packages: 2}, {tests: 4, subSkipped: 2, failed: 1, packages: 1, pkgFailures: 1}} {
-		if err := appendTally(path, c); err != nil {
+	runs := []struct {
+		c     counts
+		names []string
+	}{
+		{counts{tests: 3, subtests: 10, skipped: 1, packages: 2}, nil},
+		{counts{tests: 4, subSkipped: 2, failed: 1, packages: 1, pkgFailures: 1}, []string{"distributed.TestX"}},
+	}
+	for _, r := range runs {
+		if err := appendTally(path, r.c, r.names); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got, err := readTally(path)
+	got, names, err := readTally(path)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if s, want := summary(got, names), "7 tests ran (and 10 subtests), 1 skipped (and 2 subtests), 1 failed (and 0 subtests); failed: distributed.TestX"; s != want {
+		t.Errorf("summary = %q, want %q", s, want)
 	}
 	if want := (counts{tests: 7, subtests: 10, skipped: 1, subSkipped: 2, failed: 1, packages: 3, pkgFailures: 1}); got != want {
 		t.Errorf("total %+v, want %+v", got, want)

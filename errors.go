@@ -66,9 +66,19 @@ func (u *unavailable) Unwrap() error { return u.err }
 // the same as an unavailable store call; both are built once, so a skipped call allocates
 // nothing.
 var (
-	errCircuitOpen = fmt.Errorf("%w: %w", ErrCircuitOpen, store.ErrUnavailable)
+	errCircuitOpen = &both{"limiter: circuit open, store unavailable", [2]error{ErrCircuitOpen, store.ErrUnavailable}}
 	circuitOpen    = &unavailable{errCircuitOpen, true}
 )
+
+// both is an error that matches two sentinels under a message of its own, which does not
+// repeat their "limiter: " prefixes.
+type both struct {
+	msg  string
+	errs [2]error
+}
+
+func (e *both) Error() string   { return e.msg }
+func (e *both) Unwrap() []error { return e.errs[:] }
 
 // classify tells a store failure, which the failure policy answers and which it returns as
 // an *unavailable, from every other error, returned as it is. ctx is the caller's context:

@@ -129,3 +129,21 @@ func TestWouldExceedDeadlineIsDeadlineExceeded(t *testing.T) {
 		t.Error("context.DeadlineExceeded matches ErrWouldExceedDeadline: the match must go one way only")
 	}
 }
+
+// TestCircuitOpenText: the error of a call the open breaker skipped matches both
+// sentinels and says so once, without a doubled "limiter: " prefix (issue 38).
+func TestCircuitOpenText(t *testing.T) {
+	t.Parallel()
+	l, st, _, clk := newFlaky(t, limiter.WithCircuitBreaker(limiter.CircuitBreaker{
+		FailureRate: 1, MinCalls: 1, Window: time.Second, CoolDown: time.Minute}))
+	st.down.Store(true)
+	_, _ = l.Allow(context.Background(), "k")
+	clk.Add(time.Second) // the window ends, judged at the next call: open
+	_, err := l.Allow(context.Background(), "k")
+	if !errors.Is(err, limiter.ErrCircuitOpen) || !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Allow with the breaker open = %v, want one matching ErrCircuitOpen and store.ErrUnavailable", err)
+	}
+	if n := strings.Count(err.Error(), "limiter:"); n != 1 {
+		t.Errorf("%q says \"limiter:\" %d times, want once", err, n)
+	}
+}

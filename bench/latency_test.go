@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -85,30 +84,17 @@ func runLatency(b *testing.B, g int, ks *keySet, call func(ctx context.Context, 
 	var firstErr atomic.Value
 	b.ReportAllocs()
 	b.ResetTimer()
-	var wg sync.WaitGroup
-	per := b.N / g
-	for w := 0; w < g; w++ {
-		n := per
-		if w == g-1 {
-			n = b.N - per*(g-1)
+	ctx := context.Background()
+	split(b.N, g, func(w, i int) {
+		key := ks.keys[ks.seq[i&(seqLen-1)]]
+		t0 := time.Now()
+		err := call(ctx, key)
+		hists[w].Record(time.Since(t0))
+		if err != nil {
+			failed.Add(1)
+			firstErr.CompareAndSwap(nil, err)
 		}
-		wg.Add(1)
-		go func(h *bench.Histogram, start, n int) {
-			defer wg.Done()
-			ctx := context.Background()
-			for i := start; i < start+n; i++ {
-				key := ks.keys[ks.seq[i&(seqLen-1)]]
-				t0 := time.Now()
-				err := call(ctx, key)
-				h.Record(time.Since(t0))
-				if err != nil {
-					failed.Add(1)
-					firstErr.CompareAndSwap(nil, err)
-				}
-			}
-		}(&hists[w], w*per, n)
-	}
-	wg.Wait()
+	})
 	b.StopTimer()
 	var all bench.Histogram
 	for i := range hists {

@@ -90,20 +90,26 @@ func parallel(b *testing.B, g int, body func(i int)) {
 		}
 		return
 	}
+	split(b.N, g, func(_, i int) { body(i) })
+}
+
+// split makes calls 0 to n-1 of body from exactly g goroutines, each a contiguous share
+// (goroutine w makes its calls in order), and returns when all are made.
+func split(n, g int, body func(w, i int)) {
 	var wg sync.WaitGroup
-	per := b.N / g
+	per := n / g
 	for w := 0; w < g; w++ {
-		n := per
+		start, end := w*per, (w+1)*per
 		if w == g-1 {
-			n = b.N - per*(g-1)
+			end = n
 		}
 		wg.Add(1)
-		go func(start, n int) {
+		go func() {
 			defer wg.Done()
-			for i := start; i < start+n; i++ {
-				body(i)
+			for i := start; i < end; i++ {
+				body(w, i)
 			}
-		}(w*per, n)
+		}()
 	}
 	wg.Wait()
 }

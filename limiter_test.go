@@ -2,8 +2,6 @@ package limiter_test
 
 import (
 	"context"
-	"errors"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +12,8 @@ import (
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/local"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // start is on a whole second, so one-second windows begin there.
@@ -44,18 +44,14 @@ func newTest(tb testing.TB, a algo.Algorithm, opts ...limiter.Option) (*limiter.
 	st := teststore.Local(tb, local.WithClock(clk), local.WithSweepInterval(0))
 	tb.Cleanup(func() { _ = st.Close() })
 	l, err := limiter.New(st, a, append([]limiter.Option{limiter.WithClock(clk)}, opts...)...)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	require.NoError(tb, err)
 	return l, clk
 }
 
 func allowN(tb testing.TB, l *limiter.Limiter, key string, n int64) limiter.Decision {
 	tb.Helper()
 	d, err := l.AllowN(context.Background(), key, n)
-	if err != nil {
-		tb.Fatalf("AllowN(%q, %d): %v", key, n, err)
-	}
+	require.NoError(tb, err, "AllowN(%q, %d)", key, n)
 	return d
 }
 
@@ -71,14 +67,12 @@ func sameFuture(tb testing.TB, l *limiter.Limiter, clk *clockx.Fake, pairs ...[2
 				var ds [2]limiter.Decision
 				for j, k := range p {
 					r, err := l.Reserve(ctx, k, 1, maxWait)
-					if err != nil {
-						tb.Fatal(err)
-					}
+					require.NoError(tb, err)
 					ds[j] = r.Decision()
 				}
-				if a, b := ds[0], ds[1]; a.Allowed != b.Allowed || a.Wait != b.Wait || a.RetryAfter != b.RetryAfter {
-					tb.Fatalf("step %d maxWait %v: key %q got %+v, key %q got %+v", i, maxWait, p[0], a, p[1], b)
-				}
+				a, b := ds[0], ds[1]
+				require.Equal(tb, [3]any{a.Allowed, a.Wait, a.RetryAfter}, [3]any{b.Allowed, b.Wait, b.RetryAfter},
+					"step %d maxWait %v: key %q got %+v, key %q got %+v", i, maxWait, p[0], a, p[1], b)
 			}
 		}
 		clk.Add(150 * time.Millisecond)
@@ -93,31 +87,25 @@ func TestAllow(t *testing.T) {
 			l, clk := newTest(t, c.a)
 			for i := int64(0); i < 4; i++ {
 				d, err := l.Allow(context.Background(), "k")
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !d.Allowed || d.Limit != 4 || d.Remaining != 3-i || d.Wait != 0 {
-					t.Fatalf("request %d: %+v, want allowed with Limit 4, Remaining %d", i, d, 3-i)
-				}
+				require.NoError(t, err)
+				require.True(t, d.Allowed, "request %d: %+v", i, d)
+				require.Equal(t, [3]any{int64(4), 3 - i, time.Duration(0)}, [3]any{d.Limit, d.Remaining, d.Wait},
+					"request %d: Limit, Remaining, Wait of %+v", i, d)
 			}
 			d := allowN(t, l, "k", 1)
-			if d.Allowed || d.RetryAfter <= 0 || d.RetryAfter == algo.Never {
-				t.Fatalf("fifth request: %+v, want denied with a finite RetryAfter", d)
-			}
+			require.False(t, d.Allowed, "fifth request: %+v", d)
+			require.Positive(t, d.RetryAfter, "fifth request: %+v", d)
+			require.NotEqual(t, algo.Never, d.RetryAfter, "fifth request: %+v, want a finite RetryAfter", d)
 			clk.Add(d.RetryAfter - time.Microsecond)
-			if d := allowN(t, l, "k", 1); d.Allowed {
-				t.Fatalf("1µs before RetryAfter: %+v, want denied", d)
-			}
+			assert.False(t, allowN(t, l, "k", 1).Allowed, "1µs before RetryAfter")
 			clk.Add(time.Microsecond)
-			if d := allowN(t, l, "k", 1); !d.Allowed {
-				t.Fatalf("at RetryAfter: %+v, want allowed", d)
-			}
-			if d := allowN(t, l, "other", 4); !d.Allowed || d.Remaining != 0 {
-				t.Fatalf("AllowN(4) on a fresh key: %+v, want allowed, Remaining 0", d)
-			}
-			if d := allowN(t, l, "other2", 5); d.Allowed || d.RetryAfter != algo.Never {
-				t.Fatalf("AllowN(5) over a limit of 4: %+v, want denied with RetryAfter Never", d)
-			}
+			assert.True(t, allowN(t, l, "k", 1).Allowed, "at RetryAfter")
+			d = allowN(t, l, "other", 4)
+			assert.True(t, d.Allowed, "AllowN(4) on a fresh key: %+v", d)
+			assert.Zero(t, d.Remaining, "AllowN(4) on a fresh key: %+v", d)
+			d = allowN(t, l, "other2", 5)
+			assert.False(t, d.Allowed, "AllowN(5) over a limit of 4: %+v", d)
+			assert.Equal(t, algo.Never, d.RetryAfter, "AllowN(5) over a limit of 4: %+v", d)
 		})
 	}
 }
@@ -134,51 +122,31 @@ func TestReserveWaitCancel(t *testing.T) {
 			}
 			// A cancelled reservation leaves the key as if it had never been made.
 			r, err := l.Reserve(ctx, "cancelled", 1, algo.Forever)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !r.OK() || r.Delay() <= 0 || r.Delay() != r.Decision().Wait {
-				t.Fatalf("Reserve: OK=%v Delay=%v Decision=%+v, want OK with Delay = Wait > 0", r.OK(), r.Delay(), r.Decision())
-			}
-			if err := r.Cancel(ctx); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
+			require.True(t, r.OK(), "Reserve: %+v", r.Decision())
+			require.Positive(t, r.Delay())
+			require.Equal(t, r.Decision().Wait, r.Delay(), "Delay = Wait")
+			require.NoError(t, r.Cancel(ctx))
 			// Cancel twice gives back once.
 			for k, cancels := range map[string]int{"twice": 2, "twice-control": 1} {
 				r, err := l.Reserve(ctx, k, 1, algo.Forever)
-				if err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, err)
 				for i := 0; i < cancels; i++ {
-					if err := r.Cancel(ctx); err != nil {
-						t.Fatal(err)
-					}
+					require.NoError(t, r.Cancel(ctx))
 				}
 			}
 			// Reserved and waited for: the permits stay taken, and Cancel after the
 			// reservation's time has come does nothing.
 			before := clk.Now()
 			rw, err := l.Reserve(ctx, "waited", 1, algo.Forever)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			rl, err := l.Reserve(ctx, "late", 1, algo.Forever)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			delay := rw.Delay()
-			if err := rw.Wait(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if got := clk.Now().Sub(before); got != delay {
-				t.Fatalf("Wait slept %v, want Delay %v", got, delay)
-			}
-			if got := rw.Delay(); got != 0 {
-				t.Fatalf("Delay after Wait = %v, want 0", got)
-			}
-			if err := rl.Cancel(ctx); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, rw.Wait(ctx))
+			require.Equal(t, delay, clk.Now().Sub(before), "Wait slept its Delay")
+			require.Zero(t, rw.Delay(), "Delay after Wait")
+			require.NoError(t, rl.Cancel(ctx))
 			sameFuture(t, l, clk, [2]string{"cancelled", "control"}, [2]string{"twice", "twice-control"},
 				[2]string{"late", "waited"})
 		})
@@ -191,40 +159,34 @@ func TestReserveDenied(t *testing.T) {
 	l, clk := newTest(t, algo.TokenBucket{Rate: 2, Burst: 2})
 	allowN(t, l, "k", 2)
 	r, err := l.Reserve(ctx, "k", 2, 999*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	retry := r.Decision().RetryAfter
-	if r.OK() || r.Delay() != algo.Never || retry <= 0 || retry == algo.Never {
-		t.Fatalf("Reserve: OK=%v Delay=%v %+v, want denied, Delay Never, a finite RetryAfter", r.OK(), r.Delay(), r.Decision())
-	}
-	if err := r.Wait(ctx); !errors.Is(err, algo.ErrInvalidRequest) {
-		t.Fatalf("Wait on a denied reservation = %v, want algo.ErrInvalidRequest", err)
-	}
-	if err := r.Cancel(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.False(t, r.OK(), "Reserve: %+v", r.Decision())
+	require.Equal(t, algo.Never, r.Delay(), "Delay of a denied Reservation")
+	require.Positive(t, retry)
+	require.NotEqual(t, algo.Never, retry, "a finite RetryAfter")
+	require.ErrorIs(t, r.Wait(ctx), algo.ErrInvalidRequest, "Wait on a denied reservation")
+	require.NoError(t, r.Cancel(ctx))
 	clk.Add(retry)
-	if r, err := l.Reserve(ctx, "k", 2, 999*time.Millisecond); err != nil || !r.OK() || r.Delay() != 999*time.Millisecond {
-		t.Fatalf("Reserve after RetryAfter: %v, OK=%v Delay=%v, want granted in 999ms", err, r.OK(), r.Delay())
-	}
+	r, err = l.Reserve(ctx, "k", 2, 999*time.Millisecond)
+	require.NoError(t, err)
+	require.True(t, r.OK(), "Reserve after RetryAfter")
+	require.Equal(t, 999*time.Millisecond, r.Delay(), "Reserve after RetryAfter")
 	clk.Set(start)
 	r, err = l.Reserve(ctx, "k3", 3, algo.Forever)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Wait(ctx); r.OK() || !errors.Is(err, limiter.ErrExceedsLimit) {
-		t.Fatalf("Reserve(3) over a burst of 2: OK=%v, Wait = %v, want ErrExceedsLimit", r.OK(), err)
-	}
+	require.NoError(t, err)
+	require.False(t, r.OK(), "Reserve(3) over a burst of 2")
+	require.ErrorIs(t, r.Wait(ctx), limiter.ErrExceedsLimit, "Reserve(3) over a burst of 2")
 	// A negative maxWait is 0: denied now, granted once the tokens are back.
 	allowN(t, l, "k4", 2)
-	if r, _ := l.Reserve(ctx, "k4", 1, -time.Hour); r.OK() {
-		t.Fatal("Reserve with a negative maxWait reserved a future permit")
-	}
+	r, err = l.Reserve(ctx, "k4", 1, -time.Hour)
+	require.NoError(t, err)
+	require.False(t, r.OK(), "Reserve with a negative maxWait reserved a future permit")
 	clk.Add(500 * time.Millisecond)
-	if r, _ := l.Reserve(ctx, "k4", 1, -time.Hour); !r.OK() || r.Delay() != 0 {
-		t.Fatalf("Reserve with a permit available: OK=%v Delay=%v", r.OK(), r.Delay())
-	}
+	r, err = l.Reserve(ctx, "k4", 1, -time.Hour)
+	require.NoError(t, err)
+	require.True(t, r.OK(), "Reserve with a permit available")
+	require.Zero(t, r.Delay(), "Reserve with a permit available")
 }
 
 func TestSetAlgorithm(t *testing.T) {
@@ -232,51 +194,33 @@ func TestSetAlgorithm(t *testing.T) {
 	l, clk := newTest(t, algo.TokenBucket{Rate: 4, Burst: 4})
 	allowN(t, l, "k", 4)
 	faster := algo.TokenBucket{Rate: 8, Burst: 4}
-	if err := l.SetAlgorithm(faster); err != nil {
-		t.Fatal(err)
-	}
-	if got := l.Algorithm(); got != faster {
-		t.Fatalf("Algorithm() = %v, want %v", got, faster)
-	}
+	require.NoError(t, l.SetAlgorithm(faster))
+	require.Equal(t, algo.Algorithm(faster), l.Algorithm())
 	// Same slot: the bucket is still empty, and refills at the lower rate, 4/s, until its
 	// next write (the store cannot know when the rate changed); then at 8/s.
-	if d := allowN(t, l, "k", 1); d.Allowed || d.RetryAfter != 250*time.Millisecond {
-		t.Fatalf("after SetAlgorithm: %+v, want denied with RetryAfter 250ms", d)
-	}
+	d := allowN(t, l, "k", 1)
+	require.False(t, d.Allowed, "after SetAlgorithm: %+v", d)
+	require.Equal(t, 250*time.Millisecond, d.RetryAfter, "after SetAlgorithm: %+v", d)
 	clk.Add(250 * time.Millisecond)
-	if d := allowN(t, l, "k", 1); !d.Allowed {
-		t.Fatalf("250ms later: %+v, want allowed", d)
-	}
+	require.True(t, allowN(t, l, "k", 1).Allowed, "250ms later")
 	clk.Add(125 * time.Millisecond)
-	if d := allowN(t, l, "k", 1); !d.Allowed {
-		t.Fatalf("125ms after that, at 8/s: %+v, want allowed", d)
-	}
+	require.True(t, allowN(t, l, "k", 1).Allowed, "125ms after that, at 8/s")
 	// Another slot: fresh state.
-	if err := l.SetAlgorithm(algo.GCRA{Rate: 1, Burst: 2}); err != nil {
-		t.Fatal(err)
-	}
-	if d := allowN(t, l, "k", 2); !d.Allowed {
-		t.Fatalf("GCRA on a key only a token bucket had used: %+v, want allowed", d)
-	}
+	require.NoError(t, l.SetAlgorithm(algo.GCRA{Rate: 1, Burst: 2}))
+	require.True(t, allowN(t, l, "k", 2).Allowed, "GCRA on a key only a token bucket had used")
 	// Invalid: refused, the algorithm is unchanged.
-	if err := l.SetAlgorithm(algo.GCRA{Rate: -1, Burst: 2}); !errors.Is(err, algo.ErrInvalidConfig) ||
-		!strings.Contains(err.Error(), "GCRA.Rate") {
-		t.Fatalf("SetAlgorithm(invalid) = %v, want algo.ErrInvalidConfig naming GCRA.Rate", err)
-	}
-	if err := l.SetAlgorithm(nil); !errors.Is(err, algo.ErrInvalidConfig) {
-		t.Fatalf("SetAlgorithm(nil) = %v, want algo.ErrInvalidConfig", err)
-	}
-	if got, want := l.Algorithm(), (algo.GCRA{Rate: 1, Burst: 2}); got != want {
-		t.Fatalf("Algorithm() after failed SetAlgorithm = %v, want %v", got, want)
-	}
+	err := l.SetAlgorithm(algo.GCRA{Rate: -1, Burst: 2})
+	require.ErrorIs(t, err, algo.ErrInvalidConfig)
+	require.ErrorContains(t, err, "GCRA.Rate")
+	require.ErrorIs(t, l.SetAlgorithm(nil), algo.ErrInvalidConfig)
+	require.Equal(t, algo.Algorithm(algo.GCRA{Rate: 1, Burst: 2}), l.Algorithm(), "Algorithm() after a failed SetAlgorithm")
 }
 
 func TestConcurrentAllowNeverOverAdmits(t *testing.T) {
 	t.Parallel()
 	l, _ := newTest(t, algo.TokenBucket{Rate: 1, Burst: 100})
-	if got, want := allowConcurrently(t, l, "shared", 8, 50), int64(100); got != want {
-		t.Fatalf("allowed %d of 400 concurrent requests with the clock standing still, want %d", got, want)
-	}
+	require.Equal(t, int64(100), allowConcurrently(t, l, "shared", 8, 50),
+		"grants of 400 concurrent requests with the clock standing still")
 }
 
 // allowConcurrently calls l.Allow(key) calls times from each of goroutines goroutines at
@@ -309,22 +253,20 @@ func TestAllowDoesNotAllocate(t *testing.T) {
 	l, _ := newTest(t, algo.TokenBucket{Rate: 1e6, Burst: 1 << 40})
 	ctx := context.Background()
 	allowN(t, l, "k", 1)
-	if got := testing.AllocsPerRun(1000, func() { _, _ = l.Allow(ctx, "k") }); got != 0 {
-		t.Fatalf("Allow on an existing key allocates %v times per call, want 0", got)
-	}
+	require.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = l.Allow(ctx, "k") }), "allocations of Allow on an existing key")
 }
 
-// TestAllowFastPathKeyFunc checks that Allow on a local store, whose fast path skips the
-// pipeline, still limits the key WithKeyFunc makes of the key it is given.
-func TestAllowFastPathKeyFunc(t *testing.T) {
+// TestAllowKeyFunc checks that Allow limits the key WithKeyFunc makes of the key it is
+// given.
+func TestAllowKeyFunc(t *testing.T) {
 	l, _ := newTest(t, algo.TokenBucket{Rate: 1, Burst: 1}, limiter.WithKeyFunc(func(string) string { return "shared" }))
 	ctx := context.Background()
-	if d, err := l.Allow(ctx, "a"); err != nil || !d.Allowed {
-		t.Fatalf("Allow(a) = %+v, %v; want a grant", d, err)
-	}
-	if d, err := l.Allow(ctx, "b"); err != nil || d.Allowed {
-		t.Fatalf("Allow(b) = %+v, %v; want a denial: b maps to the key a emptied", d, err)
-	}
+	d, err := l.Allow(ctx, "a")
+	require.NoError(t, err)
+	require.True(t, d.Allowed, "Allow(a)")
+	d, err = l.Allow(ctx, "b")
+	require.NoError(t, err)
+	require.False(t, d.Allowed, "Allow(b): b maps to the key a emptied")
 }
 
 func BenchmarkAllow(b *testing.B) {

@@ -1,0 +1,161 @@
+package doccheck
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// root is the core module's root, two directories up.
+var root = filepath.Join("..", "..")
+
+// markdown returns README.md and docs/*.md, relative to root.
+func markdown(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append([]string{filepath.Join(root, "README.md")}, files...)
+	for i, f := range files {
+		files[i], _ = filepath.Rel(root, f)
+	}
+	return files
+}
+
+// TestDocs type-checks every ```go block of README.md and docs/*.md (see the package doc
+// for the rules) and logs the blocks it skipped, with the reason.
+func TestDocs(t *testing.T) {
+	t.Parallel()
+	c := NewChecker(root)
+	checked := 0
+	for _, f := range markdown(t) {
+		md, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks, err := Extract(f, md)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range blocks {
+			skipped, err := c.Check(b)
+			switch {
+			case err != nil:
+				t.Errorf("the block at %s:%d does not compile:\n%v", b.File, b.Line, err)
+			case skipped != "":
+				t.Logf("skipped %s:%d: %s", b.File, b.Line, skipped)
+			default:
+				checked++
+			}
+		}
+	}
+	t.Logf("%d blocks checked", checked)
+	if checked == 0 {
+		t.Fatal("no block checked")
+	}
+}
+
+// check runs the one block of Markdown md through c.
+func check(t *testing.T, c *Checker, md string) (skipped string, err error) {
+	t.Helper()
+	blocks, err := Extract("test.md", []byte(md))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(blocks) != 1 {
+		t.Fatalf("Extract found %d blocks, want 1", len(blocks))
+	}
+	return c.Check(blocks[0])
+}
+
+const fence = "```"
+
+// TestMissingIdentifierFails proves the check can fail: blocks naming identifiers the
+// module does not have (names this project removed) fail, at their line of the Markdown.
+func TestMissingIdentifierFails(t *testing.T) {
+	t.Parallel()
+	c := NewChecker(root)
+	for name, tc := range map[string]struct{ md, want string }{
+		"fragment": {
+			md:   "intro\n\n" + fence + "go\nd, err := l.Allow(ctx, key)\nif errors.Is(err, smooth.ErrWaitTooLong) {\n}\n" + fence + "\n",
+			want: "test.md:5: undefined: smooth.ErrWaitTooLong",
+		},
+		"method": {
+			md:   fence + "go\nfields := st.ApplyFields(ctx)\n" + fence + "\n",
+			want: "test.md:2: st.ApplyFields undefined",
+		},
+		"declarations": {
+			md:   fence + "go\ntype O interface {\n\tDecided(ctx context.Context, e limiter.NoSuchEvent)\n}\n" + fence + "\n",
+			want: "test.md:3: undefined: limiter.NoSuchEvent",
+		},
+		"missing import": { // observability.md's Prometheus setup named store and algo without importing them
+			md:   fence + "go\npackage main\n\nimport \"github.com/ratekit/limiter\"\n\nfunc setup(st store.Store) (*limiter.Limiter, error) {\n\treturn limiter.New(st, algo.GCRA{Rate: 1, Burst: 1})\n}\n" + fence + "\n",
+			want: "test.md:6: undefined: store",
+		},
+		"file of a module package": {
+			md:   fence + "go\npackage algo\n\nvar _ = NoSuchHelper(1)\n" + fence + "\n",
+			want: "test.md:4: undefined: NoSuchHelper",
+		},
+		"nested module's core names": { // an unknown package goes unchecked, the core's names do not
+			md:   fence + "go\npackage main\n\nimport (\n\t\"github.com/ratekit/limiter/otellimit\"\n\t\"github.com/ratekit/limiter\"\n)\n\nvar o, _ = otellimit.New(\"api\")\nvar _ = limiter.WithObserverr(o)\n" + fence + "\n",
+			want: "test.md:10: undefined: limiter.WithObserverr",
+		},
+	} {
+		t.Run(name, func(t *testing.T) { // one after the other: c is not safe for concurrent use
+			skipped, err := check(t, c, tc.md)
+			if skipped != "" {
+				t.Fatalf("skipped: %s", skipped)
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Check = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestRules checks what the rules accept: elision, inferred imports, unused variables,
+// top-level declarations, unknown packages, and what they skip.
+func TestRules(t *testing.T) {
+	t.Parallel()
+	c := NewChecker(root)
+	for name, tc := range map[string]struct{ md, skip string }{
+		"elision and inference": {
+			md: fence + "go\ns, err := local.New()\nif err != nil { ... }\n...\nd, err := l.Allow(ctx, \"k\")\nfmt.Println(d.Allowed, time.Second)\n" + fence + "\n",
+		},
+		"declarations": {
+			md: fence + "go\ntype Observer interface {\n\tDecided(ctx context.Context, e limiter.Event)\n}\n" + fence + "\n",
+		},
+		"own imports": {
+			md: fence + "go\nimport (\n\tlim \"github.com/ratekit/limiter\"\n)\n\nvar _ lim.Option\n" + fence + "\n",
+		},
+		"unknown packages": {
+			md: fence + "go\npackage main\n\nimport x \"example.com/not/in/go.mod\"\n\nvar _ = x.Anything(1)\n" + fence + "\n",
+		},
+		"missing return": {
+			md: fence + "go\npackage main\n\nfunc f() int { /* elided */ }\n" + fence + "\n",
+		},
+		"nested module fragment": {
+			md:   fence + "go\nmw, err := ginlimit.Middleware(l, key)\nrouter.Use(mw)\n" + fence + "\n",
+			skip: "nested module ginlimit",
+		},
+		"marker": {
+			md:   "<!-- doccheck: skip names a hypothetical -->\n" + fence + "go\nvar _ = algo.DailyQuota{}\n" + fence + "\n",
+			skip: "names a hypothetical",
+		},
+		"other languages": {
+			md: fence + "text\nnot go\n" + fence + "\n" + fence + "go\nvar _ = algo.GCRA{}\n" + fence + "\n" + fence + "sh\nmake test\n" + fence + "\n",
+		},
+	} {
+		t.Run(name, func(t *testing.T) { // one after the other: c is not safe for concurrent use
+			skipped, err := check(t, c, tc.md)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(skipped, tc.skip) || (tc.skip == "") != (skipped == "") {
+				t.Fatalf("skipped = %q, want %q", skipped, tc.skip)
+			}
+		})
+	}
+}

@@ -30,6 +30,11 @@
 //     DailyQuota in another package's table).
 //  6. The check reports every type error but those that elision causes by design:
 //     unused variables and imports, and missing return statements.
+//
+// A doc that uses a package name the tables do not know gets "undefined: name": add the
+// name to Imports (or Foreign), or give the block its imports. The packages are read from
+// the compiler's export data (one go list -export, answered by the build cache), so the
+// test takes a few seconds.
 package doccheck
 
 import (
@@ -205,6 +210,7 @@ type Checker struct {
 	fset    *token.FileSet
 	gc      types.ImporterFrom
 	export  map[string]string // import path → its export data file, from go list -export
+	failed  map[string]string // import path → why go list has no export data for it
 	unknown map[string]bool   // paths answered as unknown packages (rule 4)
 }
 
@@ -212,7 +218,7 @@ type Checker struct {
 // of the packages (go list -export, which the build cache answers at once after a build),
 // and keeps what it imported for the blocks after.
 func NewChecker(dir string) *Checker {
-	c := &Checker{Dir: dir, fset: token.NewFileSet(), unknown: map[string]bool{}}
+	c := &Checker{Dir: dir, fset: token.NewFileSet(), failed: map[string]string{}, unknown: map[string]bool{}}
 	c.gc = importer.ForCompiler(c.fset, "gc", c.lookup).(types.ImporterFrom)
 	return c
 }
@@ -238,7 +244,9 @@ func (c *Checker) list(paths ...string) error {
 		}
 		sort.Strings(paths)
 	}
-	cmd := exec.Command("go", append([]string{"list", "-deps", "-export", "-f", "{{.ImportPath}}\t{{.Export}}"}, paths...)...)
+	// -e: a package that is missing or does not build is listed with its error, and fails
+	// only the blocks that import it.
+	cmd := exec.Command("go", append([]string{"list", "-e", "-deps", "-export", "-f", "{{.ImportPath}}\t{{.Export}}\t{{with .Error}}{{.Err}}{{end}}"}, paths...)...)
 	cmd.Dir = c.Dir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -247,8 +255,12 @@ func (c *Checker) list(paths ...string) error {
 		return fmt.Errorf("go list %s: %v: %s", strings.Join(paths, " "), err, stderr.Bytes())
 	}
 	for _, l := range strings.Split(string(out), "\n") {
-		if path, file, ok := strings.Cut(l, "\t"); ok && file != "" {
-			c.export[path] = file
+		if f := strings.SplitN(l, "\t", 3); len(f) == 3 {
+			if f[1] != "" {
+				c.export[f[0]] = f[1]
+			} else {
+				c.failed[f[0]] = f[2]
+			}
 		}
 	}
 	return nil
@@ -274,13 +286,18 @@ func (c *Checker) ImportFrom(path, _ string, _ types.ImportMode) (*types.Package
 		return nil, errUnknown
 	}
 	if _, ok := c.export[path]; !ok {
-		if err := c.list(path); err != nil && c.export[path] == "" {
-			if thirdParty(path) {
-				c.unknown[path] = true
-				return nil, errUnknown
+		if _, failed := c.failed[path]; !failed {
+			if err := c.list(path); err != nil {
+				return nil, err
 			}
-			return nil, err
 		}
+	}
+	if _, ok := c.export[path]; !ok {
+		if thirdParty(path) {
+			c.unknown[path] = true
+			return nil, errUnknown
+		}
+		return nil, fmt.Errorf("go list: %s", c.failed[path])
 	}
 	return c.gc.ImportFrom(path, c.Dir, 0)
 }

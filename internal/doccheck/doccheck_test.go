@@ -159,3 +159,17 @@ func TestRules(t *testing.T) {
 		})
 	}
 }
+
+// TestMissingPackageFails: a block importing a package the module does not have fails, and
+// the others still pass.
+func TestMissingPackageFails(t *testing.T) {
+	t.Parallel()
+	c := NewChecker(root)
+	_, err := check(t, c, fence+"go\npackage main\n\nimport \"github.com/ratekit/limiter/nosuchpackage\"\n\nvar _ = nosuchpackage.X\n"+fence+"\n")
+	if err == nil || !strings.Contains(err.Error(), "test.md:4: could not import github.com/ratekit/limiter/nosuchpackage") {
+		t.Fatalf("Check = %v, want an error naming the missing package at test.md:4", err)
+	}
+	if _, err := check(t, c, fence+"go\nvar _ = algo.GCRA{}\n"+fence+"\n"); err != nil {
+		t.Fatalf("after a missing package, a good block: %v", err)
+	}
+}

@@ -29,18 +29,8 @@ type fromClock struct{ c clock.Clock }
 func (f fromClock) Now() time.Time { return f.c.Now() }
 
 func (f fromClock) Sleep(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if d <= 0 {
-		return nil
-	}
-	t := f.c.Timer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return sleep(ctx, d, func(d time.Duration) (<-chan time.Time, func() bool) {
+		t := f.c.Timer(d)
+		return t.C, t.Stop
+	})
 }

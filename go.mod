@@ -3,6 +3,7 @@ module github.com/ratekit/limiter
 go 1.24.0
 
 require (
+	github.com/benbjohnson/clock v1.3.5
 	github.com/redis/go-redis/v9 v9.22.0
 	github.com/stretchr/testify v1.12.1
 	golang.org/x/time v0.14.0

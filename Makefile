@@ -18,7 +18,7 @@ FUZZ     += FuzzParseQuota
 # Fuzz targets of the root package: the model-based test, on the local store (model_test.go).
 FUZZROOT := FuzzModel
 
-.PHONY: test run vet fuzz redis-server bench
+.PHONY: test run vet fuzz redis-server bench release
 
 # Every step runs even when an earlier one fails (go test itself goes on past a failing
 # package), so one run shows every failure; the target fails at the end if any step did.
@@ -93,6 +93,30 @@ bench: redis-server
 	cd bench && $(GO) test -run='^$$' -bench=. -benchmem -count=1 $(if $(BENCHTIME),-benchtime=$(BENCHTIME)) -timeout=30m . | tee $(abspath $(BENCHOUT))
 	@grep -q '^ok' $(BENCHOUT) || { echo "bench: the benchmarks failed" >&2; exit 1; }
 	cd bench && $(GO) run ./cmd/chart -svg $(abspath $(BENCHSVG)) $(if $(BENCHDOC),-doc $(abspath $(BENCHDOC))) < $(abspath $(BENCHOUT))
+
+# release VERSION=vX.Y.Z prepares a release of every module of the repository at once, as
+# multi-module repositories do (OpenTelemetry-Go's multimod): each nested module requires the
+# core at VERSION, so that `go get github.com/ratekit/limiter/ginlimit@VERSION` resolves the
+# core a user needs (a replace is ignored in a dependency); its replace of the core by ../
+# stays, for development on the working tree. Each module is then tidied, built and vetted
+# against the working tree (what VERSION will be), the API is recorded in api/VERSION.txt
+# (make test keeps the next versions compatible with it: internal/apicheck), and the tags to
+# push are printed, core first. CHANGELOG.md must have a "## VERSION" section.
+CORE := github.com/ratekit/limiter
+release:
+	@case "$(VERSION)" in v[0-9]*.[0-9]*.[0-9]*) ;; *) echo "make release: VERSION=vMAJOR.MINOR.PATCH is needed (got '$(VERSION)')" >&2; exit 1;; esac
+	@grep -q '^## $(VERSION)' CHANGELOG.md || { echo "make release: CHANGELOG.md has no '## $(VERSION)' section" >&2; exit 1; }
+	@for m in $(MODULES); do \
+		echo "# $$m: require $(CORE) $(VERSION)"; \
+		(cd $$m && $(GO) mod edit -require=$(CORE)@$(VERSION) -replace=$(CORE)=../ && \
+			$(GO) mod tidy && $(GO) build ./... && $(GO) vet ./...) || { echo "make release: $$m does not build" >&2; exit 1; }; \
+	done
+	@mkdir -p api
+	$(GO) run ./internal/apicheck -write api/$(VERSION).txt
+	@echo "commit, then push the tags, the core's first:"; \
+	echo "  git tag $(VERSION)"; \
+	for m in $(MODULES); do echo "  git tag $$m/$(VERSION)"; done; \
+	echo "  git push origin $(VERSION) $(foreach m,$(MODULES),$(m)/$(VERSION))"
 
 # redis-server installs Redis when redis-server is missing, with the first package manager
 # found (apt-get, dnf, yum, apk, pacman, brew), or stops with one line saying what to

@@ -182,10 +182,7 @@ func (p *parser) domain(doc *yaml.Node) (*domain, error) {
 		case "descriptors":
 			descs = v
 		case "algorithm":
-			defAlgo, err = p.scalar(v, k)
-			if err == nil && !knownAlgorithm(defAlgo) {
-				err = p.errf(v, k, "unknown algorithm %q (want one of %s)", defAlgo, strings.Join(algorithmNames, ", "))
-			}
+			defAlgo, err = p.algorithm(v, k)
 		}
 		return err
 	})

@@ -118,7 +118,10 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 			continue // an unknown domain limits nothing, as in envoyproxy/ratelimit
 		}
 		if o := desc.GetLimit(); o != nil {
-			c.rule, c.stat = overrideRule(dom.name, o, c.entries)
+			var err error
+			if c.rule, c.stat, err = overrideRule(dom.name, o); err != nil {
+				return nil, err
+			}
 		} else {
 			c.rule, c.stat = dom.match(c.entries)
 		}
@@ -271,25 +274,30 @@ func currentLimit(r *Rule) *rlsv3.RateLimitResponse_RateLimit {
 
 // overrideRule is the rule of a descriptor that carries its own limit (Envoy's
 // RateLimitOverride, from dynamic metadata): a fixed window of that size, never in shadow
-// mode, as envoyproxy/ratelimit applies it. A unit it does not know limits nothing.
-func overrideRule(domain string, o *ratelimitv3.RateLimitDescriptor_RateLimitOverride, entries []entry) (*Rule, string) {
+// mode, as envoyproxy/ratelimit applies it. A unit it does not know limits nothing. Its
+// unit_multiplier, which envoyproxy/ratelimit ignores, is honoured: the window is that
+// many units; a multiplier of 0, or one whose window is longer than the longest the
+// algorithms compute (about 31.7 years), is an error, never dropped.
+func overrideRule(domain string, o *ratelimitv3.RateLimitDescriptor_RateLimitOverride) (*Rule, string, error) {
 	u := rlsv3.RateLimitResponse_RateLimit_Unit(o.GetUnit())
 	if _, ok := unitSpan[u]; !ok {
-		return nil, ""
+		return nil, "", nil
 	}
-	r := &Rule{rate: rate{count: int64(o.GetRequestsPerUnit()), unit: u, multiplier: 1}}
-	if m := o.GetUnitMultiplier(); m != nil && m.GetValue() >= 1 && m.GetValue() <= maxMultiplier {
-		r.rate.multiplier = m.GetValue()
+	mult := uint64(1)
+	if m := o.GetUnitMultiplier(); m != nil {
+		mult = uint64(m.GetValue())
 	}
-	r.id = domain + ".override"
+	rt, err := newRate(int64(o.GetRequestsPerUnit()), u, mult)
+	if err != nil {
+		return nil, "", status.Errorf(codes.InvalidArgument, "limit override: %v", err)
+	}
+	r := &Rule{rate: rt, id: domain + ".override"}
 	if r.rate.count > 0 {
-		a, err := buildAlgorithm(defaultAlgorithm, r.rate, 0)
-		if err != nil {
-			return nil, ""
+		if r.Algorithm, err = buildAlgorithm(defaultAlgorithm, r.rate, 0); err != nil {
+			return nil, "", status.Errorf(codes.InvalidArgument, "limit override: %v", err)
 		}
-		r.Algorithm = a
 	}
-	return r, r.id
+	return r, r.id, nil
 }
 
 var _ rlsv3.RateLimitServiceServer = (*Service)(nil)

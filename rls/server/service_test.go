@@ -12,6 +12,7 @@ import (
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
 // alignTo moves the fake clock to the start of the next window of length w, so the
@@ -292,5 +293,37 @@ func TestRequestValidationAndOverride(t *testing.T) {
 	ts.call(t, "d", 0, d)
 	if r := ts.call(t, "d", 0, d); r.OverallCode != over || r.Statuses[0].CurrentLimit.GetRequestsPerUnit() != 1 {
 		t.Fatalf("override of 1/min: %v", r)
+	}
+}
+
+// envoyproxy/ratelimit ignores an override's unit_multiplier (its override has unit and
+// requests_per_unit only); ratekitd never drops it silently: it is honoured whatever its
+// size, and one it cannot honour is an error.
+func TestOverrideUnitMultiplierIsHonouredOrRefused(t *testing.T) {
+	t.Parallel()
+	ts := startLocal(t, "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 100}\n", Options{})
+	ts.alignTo(300 * time.Second)
+	d := desc("k", "v")
+	d.Limit = &ratelimitv3.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 5, Unit: typev3.RateLimitUnit_SECOND, UnitMultiplier: wrapperspb.UInt32(300)}
+	allowed := 0
+	for range 50 {
+		if r := ts.call(t, "d", 0, d); r.OverallCode == ok {
+			allowed++
+		}
+		ts.clock.Add(time.Second)
+	}
+	if allowed != 5 {
+		t.Fatalf("5 per 300 s over 50 s: %d allowed, want 5", allowed)
+	}
+	r := ts.call(t, "d", 0, d)
+	if cl := r.Statuses[0].CurrentLimit; cl.GetUnitMultiplier().GetValue() != 300 || cl.GetRequestsPerUnit() != 5 {
+		t.Fatalf("current_limit %v, want 5 per 300 seconds", cl)
+	}
+	for _, m := range []uint32{0, math.MaxUint32} {
+		d.Limit.UnitMultiplier = wrapperspb.UInt32(m)
+		d.Limit.Unit = typev3.RateLimitUnit_YEAR
+		if _, err := ts.client.ShouldRateLimit(t.Context(), &rlsv3.RateLimitRequest{Domain: "d", Descriptors: []*ratelimitv3.RateLimitDescriptor{d}}); status.Code(err) != codes.InvalidArgument {
+			t.Fatalf("unit_multiplier %d years: err %v, want InvalidArgument", m, err)
+		}
 	}
 }

@@ -75,12 +75,19 @@ func (p *parser) rule(n *yaml.Node, path, defAlgo string) (*Rule, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, name := range r.Replaces {
+		if r.Name != "" && name == r.Name {
+			return nil, p.errf(n, joinPath(path, "replaces"), "replaces its own rule %q (envoyproxy/ratelimit: replaces should not contain name of same descriptor)", name)
+		}
+	}
 	switch {
 	case r.Unlimited:
+		// A requests_per_unit beside it is ignored, as envoyproxy/ratelimit ignores it;
+		// a unit is refused there, and so is ours.
 		for _, x := range []struct {
 			n    *yaml.Node
 			name string
-		}{{unitNode, "unit"}, {rpuNode, "requests_per_unit"}, {rateNode, "rate"}, {multNode, "unit_multiplier"}, {burstNode, "burst"}} {
+		}{{unitNode, "unit"}, {rateNode, "rate"}, {multNode, "unit_multiplier"}, {burstNode, "burst"}} {
 			if x.n != nil {
 				return nil, p.errf(x.n, joinPath(path, x.name), "not allowed with unlimited: true")
 			}

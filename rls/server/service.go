@@ -83,6 +83,7 @@ func (s *Service) Metrics() *Metrics { return s.metrics }
 // check is the work on one descriptor of a request.
 type check struct {
 	entries []entry
+	keyed   []entry // the entries the store counts under (share_threshold)
 	rule    *Rule
 	stat    string
 	hits    int64
@@ -114,6 +115,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 			c.entries[j] = entry{e.GetKey(), e.GetValue()}
 		}
 		c.hits = hitsOf(req, desc)
+		c.keyed = c.entries
 		if dom == nil {
 			continue // an unknown domain limits nothing, as in envoyproxy/ratelimit
 		}
@@ -123,7 +125,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 				return nil, err
 			}
 		} else {
-			c.rule, c.stat = dom.match(c.entries)
+			c.rule, c.stat, c.keyed = dom.match(c.entries)
 		}
 		if c.rule != nil {
 			for _, name := range c.rule.Replaces {
@@ -201,7 +203,7 @@ func (s *Service) decide(ctx context.Context, domain string, c *check) {
 			c.err = status.Errorf(codes.Internal, "rule %s: %v", r.id, err)
 			return
 		}
-		key := limiterKey(domain, c.entries)
+		key := limiterKey(domain, c.keyed)
 		if c.hits == 0 {
 			// A look (hits_addend 0): Peek's Remaining is what the key has now.
 			c.d, err = l.Peek(ctx, key)

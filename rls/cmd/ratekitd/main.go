@@ -133,6 +133,7 @@ func run(ctx context.Context, args []string, logOut io.Writer, h hooks) error {
 	if err != nil {
 		return err
 	}
+	server.LogIgnored(log, cfg)
 	st, desc, err := openStore(ctx, f.store)
 	if err != nil {
 		return err

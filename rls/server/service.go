@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/store"
@@ -48,7 +49,7 @@ func New(cfg *Config, s store.Store, o Options) (*Service, error) {
 	}
 	switch o.FailurePolicy {
 	case "":
-		o.FailurePolicy = PolicyClosed
+		o.FailurePolicy = PolicyError
 	case PolicyClosed, PolicyOpen, PolicyError:
 	case PolicyLocal:
 		if o.FallbackStore == nil {
@@ -89,7 +90,8 @@ type check struct {
 	hits    int64
 	status  *rlsv3.RateLimitResponse_DescriptorStatus
 	d       algo.Decision
-	decided bool // d holds a decision of the store
+	decided bool // d holds a decision of the store, or of the failure policy
+	outage  bool // the failure policy answered d
 	err     error
 }
 
@@ -103,13 +105,18 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 	if len(req.GetDescriptors()) == 0 {
 		return nil, status.Error(codes.InvalidArgument, "rate limit descriptor list must not be empty")
 	}
-	s.metrics.requests.Add(1)
+	if n, most := len(req.GetDescriptors()), s.opts.maxDescriptors(); n > most {
+		return nil, status.Errorf(codes.InvalidArgument, "%d descriptors in one request; at most %d (--max-descriptors)", n, most)
+	}
 	cfg := s.cfg.Load()
 	dom := cfg.domains[req.GetDomain()]
 	checks := make([]check, len(req.GetDescriptors()))
 	replaced := map[string]bool{}
 	for i, desc := range req.GetDescriptors() {
 		c := &checks[i]
+		if n, most := len(desc.GetEntries()), s.opts.maxEntries(); n > most {
+			return nil, status.Errorf(codes.InvalidArgument, "descriptor %d has %d entries; at most %d (--max-entries)", i, n, most)
+		}
 		c.entries = make([]entry, len(desc.GetEntries()))
 		for j, e := range desc.GetEntries() {
 			c.entries[j] = entry{e.GetKey(), e.GetValue()}
@@ -133,6 +140,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 			}
 		}
 	}
+	s.metrics.requests.Add(1)
 	var wg sync.WaitGroup
 	for i := range checks {
 		c := &checks[i]
@@ -146,24 +154,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 		s.decide(ctx, req.GetDomain(), c)
 	}
 	wg.Wait()
-	resp := &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK}
-	for i := range checks {
-		c := &checks[i]
-		if c.err != nil {
-			return nil, c.err
-		}
-		resp.Statuses = append(resp.Statuses, c.status)
-		if c.status.Code == rlsv3.RateLimitResponse_OVER_LIMIT {
-			resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
-		}
-	}
-	if s.opts.Headers {
-		resp.ResponseHeadersToAdd = rateLimitHeaders(checks, resp.OverallCode)
-	}
-	if resp.OverallCode == rlsv3.RateLimitResponse_OVER_LIMIT {
-		s.metrics.overLimit.Add(1)
-	}
-	return resp, nil
+	return s.respond(req, checks)
 }
 
 // hitsOf is the cost of one descriptor: its own hits_addend when set (0 included: a look
@@ -210,22 +201,37 @@ func (s *Service) decide(ctx context.Context, domain string, c *check) {
 		} else {
 			c.d, err = l.AllowN(ctx, key, c.hits)
 		}
-		if err != nil && !s.answered(ctx, c, err) {
-			return
+		switch {
+		case err != nil:
+			if !s.answered(ctx, c, err) {
+				return
+			}
+			c.outage = true
+		default:
+			s.storeAnswered(ctx)
+			if !c.d.Allowed && c.hits > 0 && !s.opts.DenialsSpendNothing {
+				c.d = spendRest(ctx, l, key, c.d)
+			}
 		}
 		c.decided = true
 	}
 	// A look that spends nothing (hits 0) is never over the limit: envoyproxy/ratelimit's
-	// INCRBY 0 finds the count at most at the limit.
+	// INCRBY 0 answers OK unless its count passed the limit.
 	over := !c.d.Allowed && c.hits > 0
-	shadow := over && (r.Shadow || s.opts.Shadow)
-	// Near the limit: more than 80% of what the algorithm grants at once is used (Limit
-	// is the count of a window, the burst of a bucket).
-	near := !over && c.d.Limit > 0 && float64(c.d.Limit-c.d.Remaining) > nearLimitRatio*float64(c.d.Limit)
-	s.metrics.rule(c.stat).hit(c.hits, over, near, shadow)
+	shadow := over && r.Shadow
 	code := rlsv3.RateLimitResponse_OK
 	if over && !shadow {
 		code = rlsv3.RateLimitResponse_OVER_LIMIT
+	}
+	if c.outage {
+		// The failure policy answered: counted apart, never as over (or near) the limit.
+		s.metrics.rule(c.stat).hit(c.hits, false, false, false)
+		s.metrics.outageAnswer(code)
+	} else {
+		// Near the limit: more than 80% of what the algorithm grants at once is used
+		// (Limit is the count of a window, the burst of a bucket).
+		near := !over && c.d.Limit > 0 && float64(c.d.Limit-c.d.Remaining) > nearLimitRatio*float64(c.d.Limit)
+		s.metrics.rule(c.stat).hit(c.hits, over, near, shadow)
 	}
 	c.status = &rlsv3.RateLimitResponse_DescriptorStatus{
 		Code:           code,
@@ -235,6 +241,33 @@ func (s *Service) decide(ctx context.Context, domain string, c *check) {
 	if c.d.ResetAfter > 0 && c.d.ResetAfter < algo.Never {
 		c.status.DurationUntilReset = durationpb.New(c.d.ResetAfter)
 	}
+}
+
+// spendRest counts a denied request's hits as envoyproxy/ratelimit does (its INCRBY adds
+// them whatever the answer): what the key still holds, d.Remaining, is spent, so that the
+// key grants nothing more until its window ends (or its bucket refills), as the
+// reference's count past the limit grants nothing more until its window ends. For the
+// fixed window, the reference's algorithm, the answers that follow are the reference's;
+// the hits beyond what was left are not recorded (that needs a charge the library does
+// not offer yet), which only a look (hits_addend 0) could tell: the reference answers it
+// OVER_LIMIT after a denial, ratekitd OK with 0 remaining. A grant taken in between by
+// another call leaves less to spend: spendRest tries twice, then keeps d. The denial's
+// RetryAfter is d's.
+func spendRest(ctx context.Context, l *limiter.Limiter, key string, d algo.Decision) algo.Decision {
+	for range 2 {
+		if d.Remaining <= 0 {
+			break
+		}
+		spent, err := l.AllowN(ctx, key, d.Remaining)
+		if err != nil {
+			break
+		}
+		d.Remaining, d.ResetAfter = spent.Remaining, max(d.ResetAfter, spent.ResetAfter)
+		if spent.Allowed {
+			break
+		}
+	}
+	return d
 }
 
 // nearLimitRatio is envoyproxy/ratelimit's default NEAR_LIMIT_RATIO: a hit that leaves
@@ -248,20 +281,41 @@ func (s *Service) answered(ctx context.Context, c *check, err error) bool {
 	case ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
 		c.err = status.FromContextError(ctx.Err()).Err()
 		return false
-	case errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrClosed):
-		// At most one line a second: an outage fails every call, and /metrics counts them
-		// all (ratekitd_decisions_total by outcome).
+	case errors.Is(err, store.ErrKeyUnavailable):
+		// One key's failure (its Redis key holds other data): not an outage of the store.
+		// At most one line a second.
 		if sec := time.Now().Unix(); s.lastWarn.Swap(sec) != sec {
-			s.log.LogAttrs(ctx, slog.LevelWarn, "store unavailable", slog.String("rule", c.rule.id), slog.String("policy", string(s.opts.FailurePolicy)), slog.Any("error", err))
+			s.log.LogAttrs(ctx, slog.LevelWarn, "store cannot decide a key", slog.String("rule", c.rule.id), slog.String("policy", string(s.opts.FailurePolicy)), slog.Any("error", err))
 		}
-		if s.opts.FailurePolicy == PolicyError {
-			c.err = status.Errorf(codes.Unavailable, "rate limit store unavailable: %v", err)
-			return false
-		}
-		return true // the policy answered: FailClosed denied, FailOpen allowed, Fallback decided
+	case errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrClosed):
+		s.storeFailed(ctx, err)
 	default:
 		c.err = status.Errorf(codes.Internal, "rule %s: %v", c.rule.id, err)
 		return false
+	}
+	if s.opts.FailurePolicy == PolicyError {
+		s.metrics.outageErrors.Add(1)
+		c.err = status.Errorf(codes.Unavailable, "rate limit store unavailable: %v", err)
+		return false
+	}
+	return true // the policy answered: FailClosed denied, FailOpen allowed, Fallback decided
+}
+
+// storeFailed starts an outage, if none is on: one line with its cause, and the
+// ratekitd_store_outage gauge at 1. The calls that fail during it are counted, not
+// logged.
+func (s *Service) storeFailed(ctx context.Context, err error) {
+	if s.metrics.outageSince.CompareAndSwap(0, s.clock.Now().UnixNano()) {
+		s.log.LogAttrs(ctx, slog.LevelError, "store outage started", slog.String("policy", string(s.opts.FailurePolicy)), slog.Any("cause", err))
+	}
+}
+
+// storeAnswered ends the outage in progress, if any, with one line saying how long it
+// lasted. Without one it costs an atomic load.
+func (s *Service) storeAnswered(ctx context.Context) {
+	since := s.metrics.outageSince.Load()
+	if since != 0 && s.metrics.outageSince.CompareAndSwap(since, 0) {
+		s.log.LogAttrs(ctx, slog.LevelInfo, "store outage ended", slog.Duration("duration", s.clock.Now().Sub(time.Unix(0, since))))
 	}
 }
 

@@ -125,9 +125,11 @@ func TestNestedDescriptorsAndMostSpecificMatch(t *testing.T) {
 	}
 }
 
+// TestHitsAddend runs with DenialsSpendNothing, where a refused request leaves its key as
+// it was; TestDeniedHitsAreCounted has the default, the reference's counting.
 func TestHitsAddend(t *testing.T) {
 	t.Parallel()
-	ts := startLocal(t, "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 5}\n", Options{})
+	ts := startLocal(t, "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 5}\n", Options{DenialsSpendNothing: true})
 	ts.alignTo(time.Minute)
 	if r := ts.call(t, "d", 3, desc("k", "a")); r.OverallCode != ok || r.Statuses[0].LimitRemaining != 2 {
 		t.Fatalf("hits 3: %v, want 2 remaining", r)
@@ -325,5 +327,51 @@ func TestOverrideUnitMultiplierIsHonouredOrRefused(t *testing.T) {
 		if _, err := ts.client.ShouldRateLimit(t.Context(), &rlsv3.RateLimitRequest{Domain: "d", Descriptors: []*ratelimitv3.RateLimitDescriptor{d}}); status.Code(err) != codes.InvalidArgument {
 			t.Fatalf("unit_multiplier %d years: err %v, want InvalidArgument", m, err)
 		}
+	}
+}
+
+// envoyproxy/ratelimit counts every request's hits (INCRBY), denied or not: once a window's
+// count passes the limit, every request of that window is OVER_LIMIT, even one that would
+// have fitted in what was left before the denial. That is the default; DenialsSpendNothing
+// keeps what a denial leaves.
+func TestDeniedHitsAreCounted(t *testing.T) {
+	t.Parallel()
+	const cfg = "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 5}\n"
+	for _, tc := range []struct {
+		name string
+		o    Options
+		// the answers to hits 3, 3, 2, then 1 after a fresh key's hits 6
+		want [5]rlsv3.RateLimitResponse_Code
+	}{
+		{"reference", Options{}, [5]rlsv3.RateLimitResponse_Code{ok, over, over, over, over}},
+		{"denials spend nothing", Options{DenialsSpendNothing: true}, [5]rlsv3.RateLimitResponse_Code{ok, over, ok, over, ok}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ts := startLocal(t, cfg, tc.o)
+			ts.alignTo(time.Minute)
+			var got [5]rlsv3.RateLimitResponse_Code
+			var rem [5]uint32
+			for i, c := range []struct {
+				key  string
+				hits uint32
+			}{{"a", 3}, {"a", 3}, {"a", 2}, {"b", 6}, {"b", 1}} {
+				r := ts.call(t, "d", c.hits, desc("k", c.key))
+				got[i], rem[i] = r.OverallCode, r.Statuses[0].LimitRemaining
+			}
+			if got != tc.want {
+				t.Fatalf("answers %v (remaining %v), want %v", got, rem, tc.want)
+			}
+			if tc.o.DenialsSpendNothing {
+				return
+			}
+			if rem[1] != 0 {
+				t.Fatalf("a denial left %d remaining, want 0 as the reference's count past the limit", rem[1])
+			}
+			ts.clock.Add(time.Minute) // the next window starts afresh
+			if r := ts.call(t, "d", 1, desc("k", "a")); r.OverallCode != ok || r.Statuses[0].LimitRemaining != 4 {
+				t.Fatalf("next window: %v, want OK with 4 remaining", r)
+			}
+		})
 	}
 }

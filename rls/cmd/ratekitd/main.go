@@ -139,6 +139,13 @@ type hooks struct {
 	wrapStore func(store.Store) store.Store
 }
 
+// httpServer is the HTTP listener's server, bounded against slow or idle clients: the
+// headers within ReadHeaderTimeout, the whole request (a /json body is at most 1 MiB)
+// within ReadTimeout, an idle keep-alive connection closed after IdleTimeout.
+func httpServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+}
+
 // run serves until ctx ends, then drains.
 func run(ctx context.Context, args []string, logOut io.Writer, h hooks) error {
 	f, err := parseFlags(args, logOut)
@@ -206,9 +213,7 @@ func run(ctx context.Context, args []string, logOut io.Writer, h hooks) error {
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(gs, hs)
 	web := server.NewHTTP(svc)
-	// Bounds against slow or idle clients: a /json body is at most 1 MiB, read within
-	// ReadTimeout; an idle keep-alive connection is closed after IdleTimeout.
-	httpSrv := &http.Server{Handler: web.Handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	httpSrv := httpServer(web.Handler())
 
 	errc := make(chan error, 2)
 	go func() { errc <- gs.Serve(gl) }()

@@ -205,3 +205,28 @@ func TestRequestBounds(t *testing.T) {
 		t.Fatalf("%d descriptors by default: %v, want InvalidArgument", DefaultMaxDescriptors+1, err)
 	}
 }
+
+// envoyproxy/ratelimit's statistics split a request's hits at the thresholds: of a
+// request that passes the limit, only the hits past it are over_limit and those between
+// 80% of the limit and the limit are near_limit; once the count is past the limit, every
+// hit is over_limit.
+func TestStatisticsSplitHitsAsTheReference(t *testing.T) {
+	t.Parallel()
+	ts := startLocal(t, "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 10}\n  - key: z\n    rate_limit: {unit: minute, requests_per_unit: 0}\n", Options{})
+	ts.alignTo(time.Minute)
+	for _, h := range []uint32{7, 2, 3, 1} { // counts 7, 9 (one near), 12 (two over, one near), 13
+		ts.call(t, "d", h, desc("k", "v"))
+	}
+	ts.call(t, "d", 4, desc("z", "v"))
+	m := ts.metricsText(t)
+	for _, want := range []string{
+		`ratekitd_rule_total_hits_total{rule="d.k"} 13`,
+		`ratekitd_rule_over_limit_total{rule="d.k"} 3`,
+		`ratekitd_rule_near_limit_total{rule="d.k"} 2`,
+		`ratekitd_rule_over_limit_total{rule="d.z"} 4`,
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}

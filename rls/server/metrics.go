@@ -63,16 +63,18 @@ func (m *Metrics) rule(stat string) *ruleCounters {
 	return rc.(*ruleCounters)
 }
 
-func (rc *ruleCounters) hit(n int64, over, near, shadow bool) {
+// hit counts a decision of n hits, of which over were over the limit, near within it but
+// past its near-limit threshold, and shadow over it but answered OK (shadow mode).
+func (rc *ruleCounters) hit(n, over, near, shadow int64) {
 	rc.hits.Add(n)
-	if over {
-		rc.over.Add(n)
+	if over > 0 {
+		rc.over.Add(over)
 	}
-	if near {
-		rc.near.Add(n)
+	if near > 0 {
+		rc.near.Add(near)
 	}
-	if shadow {
-		rc.shadow.Add(n)
+	if shadow > 0 {
+		rc.shadow.Add(shadow)
 	}
 }
 
@@ -127,9 +129,9 @@ func (m *Metrics) WriteTo(w io.Writer) (int64, error) {
 	slices.Sort(stats)
 	for _, s := range []struct{ name, help string }{
 		{"total_hits", "Hits (by hits_addend) on the rule."},
-		{"over_limit", "Hits over the rule's limit (not those the failure policy answered: ratekitd_outage_answers_total)."},
-		{"near_limit", "Hits within the limit but past 80% of it."},
-		{"shadow_mode", "Hits over the limit answered OK because the rule is in shadow mode."},
+		{"over_limit", "Hits past the rule's limit (not those the failure policy answered: ratekitd_outage_answers_total)."},
+		{"near_limit", "Hits up to the limit but past 80% of it."},
+		{"shadow_mode", "Hits past the limit answered OK because the rule is in shadow mode."},
 	} {
 		p("# HELP ratekitd_rule_%s_total %s\n# TYPE ratekitd_rule_%s_total counter\n", s.name, s.help, s.name)
 		for _, stat := range stats {

@@ -178,12 +178,13 @@ func hitsOf(req *rlsv3.RateLimitRequest, desc *ratelimitv3.RateLimitDescriptor) 
 // decide fills c.status (or c.err, which fails the whole call).
 func (s *Service) decide(ctx context.Context, domain string, c *check) {
 	r := c.rule
+	left := int64(0) // what the key held before a denial
 	switch {
 	case r == nil:
 		c.status = &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
 		return
 	case r.Unlimited:
-		s.metrics.rule(c.stat).hit(c.hits, false, false, false)
+		s.metrics.rule(c.stat).hit(c.hits, 0, 0, 0)
 		c.status = &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK, LimitRemaining: math.MaxUint32}
 		return
 	case r.Algorithm == nil: // requests_per_unit: 0 denies everything
@@ -209,6 +210,7 @@ func (s *Service) decide(ctx context.Context, domain string, c *check) {
 			c.outage = true
 		default:
 			s.storeAnswered(ctx)
+			left = c.d.Remaining
 			if !c.d.Allowed && c.hits > 0 && !s.opts.DenialsSpendNothing {
 				c.d = spendRest(ctx, l, key, c.d)
 			}
@@ -225,13 +227,15 @@ func (s *Service) decide(ctx context.Context, domain string, c *check) {
 	}
 	if c.outage {
 		// The failure policy answered: counted apart, never as over (or near) the limit.
-		s.metrics.rule(c.stat).hit(c.hits, false, false, false)
+		s.metrics.rule(c.stat).hit(c.hits, 0, 0, 0)
 		s.metrics.outageAnswer(code)
 	} else {
-		// Near the limit: more than 80% of what the algorithm grants at once is used
-		// (Limit is the count of a window, the burst of a bucket).
-		near := !over && c.d.Limit > 0 && float64(c.d.Limit-c.d.Remaining) > nearLimitRatio*float64(c.d.Limit)
-		s.metrics.rule(c.stat).hit(c.hits, over, near, shadow)
+		o, n := hitsPastThresholds(c.d, c.hits, over, left)
+		sh := int64(0)
+		if shadow {
+			sh = o
+		}
+		s.metrics.rule(c.stat).hit(c.hits, o, n, sh)
 	}
 	c.status = &rlsv3.RateLimitResponse_DescriptorStatus{
 		Code:           code,
@@ -268,6 +272,37 @@ func spendRest(ctx context.Context, l *limiter.Limiter, key string, d algo.Decis
 		}
 	}
 	return d
+}
+
+// hitsPastThresholds splits a decision's hits as envoyproxy/ratelimit's statistics do,
+// with Limit as the threshold (the count of a window, the burst of a bucket) and 80% of it
+// as the near-limit threshold: of a request over the limit, the hits past the limit are
+// over it and those between the near-limit threshold and the limit near it; of a request
+// within the limit, the hits past the near-limit threshold are near it. left is what the
+// key held before a denial (Remaining before a grant is Remaining + hits).
+func hitsPastThresholds(d algo.Decision, hits int64, over bool, left int64) (overHits, nearHits int64) {
+	switch {
+	case hits <= 0:
+		return 0, 0
+	case d.Limit <= 0: // requests_per_unit 0: every hit is over
+		if over {
+			return hits, 0
+		}
+		return 0, 0
+	}
+	nearT := int64(math.Floor(nearLimitRatio * float64(d.Limit)))
+	if over {
+		before := d.Limit - max(left, 0)
+		if before >= d.Limit {
+			return hits, 0
+		}
+		return hits - (d.Limit - before), d.Limit - max(nearT, before)
+	}
+	after := d.Limit - d.Remaining
+	if after <= nearT {
+		return 0, 0
+	}
+	return 0, min(hits, after-nearT)
 }
 
 // nearLimitRatio is envoyproxy/ratelimit's default NEAR_LIMIT_RATIO: a hit that leaves

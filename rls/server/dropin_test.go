@@ -132,6 +132,9 @@ func TestLoadingAsTheReference(t *testing.T) {
 	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "loading.yaml") {
 		t.Fatalf("log %q, want a warning naming the file", logs.String())
 	}
+	if _, err := Load(writeFile(t, t.TempDir(), "null.yaml", "domain: d\ndescriptors:\n")); err != nil {
+		t.Fatalf("a null top-level descriptors list: %v", err)
+	}
 	ts := startFixture(t, "loading.yaml", Options{})
 	r := ts.call(t, "first", 0, desc("open", "x"), desc("empty", "x"))
 	if r.OverallCode != ok || r.Statuses[0].LimitRemaining != 1<<32-1 || r.Statuses[1].CurrentLimit != nil {

@@ -122,7 +122,7 @@ func TestAlgorithmsAreAlgoNamesBuiltByFromQuota(t *testing.T) {
 		{"gcra", "gcra"},
 		{"leaky-bucket", "leaky-bucket"},
 	} {
-		cfg := loadString(t, "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {rate: 30/min, algorithm: "+tc.value+"}\n")
+		cfg, _ := loadConfig(t, "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {rate: 30/min, algorithm: "+tc.value+"}\n")
 		r, _, _ := cfg.domains["d"].match([]entry{{"k", "v"}})
 		want, err := algo.FromQuota(tc.name, algo.Quota{Limit: 30, Window: time.Minute})
 		if err != nil {
@@ -133,7 +133,7 @@ func TestAlgorithmsAreAlgoNamesBuiltByFromQuota(t *testing.T) {
 		}
 	}
 	// A burst beside the rate: burst permits earned back at the rule's rate.
-	cfg := loadString(t, "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {rate: 60/min, algorithm: gcra, burst: 5}\n")
+	cfg, _ := loadConfig(t, "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {rate: 60/min, algorithm: gcra, burst: 5}\n")
 	r, _, _ := cfg.domains["d"].match([]entry{{"k", "v"}})
 	if want, _ := algo.FromQuota("gcra", algo.Quota{Limit: 5, Window: 5 * time.Second}); r.Algorithm != want {
 		t.Errorf("60/min with burst 5 built %v, want %v", r.Algorithm, want)
@@ -144,18 +144,6 @@ func TestAlgorithmsAreAlgoNamesBuiltByFromQuota(t *testing.T) {
 	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "sliding-log (or sliding-window-log)") {
 		t.Errorf("unknown algorithm: %v, want the list of names with their aliases", err)
 	}
-}
-
-// loadString loads yaml as the one file of a fresh directory.
-func loadString(tb testing.TB, yaml string) *Config {
-	tb.Helper()
-	dir := tb.TempDir()
-	writeFile(tb, dir, "config.yaml", yaml)
-	cfg, err := Load(dir)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return cfg
 }
 
 func TestLimiterKeyIsUnambiguous(t *testing.T) {

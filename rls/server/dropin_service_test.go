@@ -35,12 +35,7 @@ func TestGlobalShadowKeepsStatuses(t *testing.T) {
 	if r.OverallCode != ok || r.Statuses[0].Code != over || r.Statuses[1].Code != ok {
 		t.Fatalf("global shadow: %v, want overall OK with statuses OVER_LIMIT, OK", r)
 	}
-	m := ts.metricsText(t)
-	for _, want := range []string{"ratekitd_global_shadow_mode_total 1", "ratekitd_over_limit_total 0", `ratekitd_rule_shadow_mode_total{rule="d.k"} 0`, `ratekitd_rule_over_limit_total{rule="d.k"} 1`} {
-		if !strings.Contains(m, want) {
-			t.Errorf("metrics lack %q", want)
-		}
-	}
+	ts.wantMetrics(t, "in global shadow mode", "ratekitd_global_shadow_mode_total 1", "ratekitd_over_limit_total 0", `ratekitd_rule_shadow_mode_total{rule="d.k"} 0`, `ratekitd_rule_over_limit_total{rule="d.k"} 1`)
 }
 
 // envoyproxy/ratelimit's quota_mode: "The final code is OVER_LIMIT iff at least one rate
@@ -152,12 +147,7 @@ func TestOutages(t *testing.T) {
 					t.Fatalf("during the outage: %v, %v; want code %v, answer %v", r, err, tc.code, tc.answer)
 				}
 			}
-			m := ts.metricsText(t)
-			for _, want := range []string{tc.metric, "ratekitd_store_outage 1", `ratekitd_breakers{state="open"} 1`} {
-				if !strings.Contains(m, want) {
-					t.Errorf("during the outage, metrics lack %q:\n%s", want, m)
-				}
-			}
+			m := ts.wantMetrics(t, "during the outage", tc.metric, "ratekitd_store_outage 1", `ratekitd_breakers{state="open"} 1`)
 			if strings.Contains(m, `ratekitd_rule_over_limit_total{rule="d.k"} 4`) {
 				t.Errorf("outage answers counted as over the limit:\n%s", m)
 			}
@@ -169,12 +159,7 @@ func TestOutages(t *testing.T) {
 			if r := ts.call(t, "d", 0, desc("k", key)); r.OverallCode != ok || r.Statuses[0].LimitRemaining != 99 {
 				t.Fatalf("after the outage: %v", r)
 			}
-			m = ts.metricsText(t)
-			for _, want := range []string{"ratekitd_store_outage 0", `ratekitd_breakers{state="open"} 0`} {
-				if !strings.Contains(m, want) {
-					t.Errorf("after the outage, metrics lack %q", want)
-				}
-			}
+			ts.wantMetrics(t, "after the outage", "ratekitd_store_outage 0", `ratekitd_breakers{state="open"} 0`)
 			if !strings.Contains(logs.String(), "store outage ended") || !strings.Contains(logs.String(), "duration=1h0m1s") {
 				t.Errorf("log %q, want the outage's end with its duration", logs.String())
 			}
@@ -218,15 +203,9 @@ func TestStatisticsSplitHitsAsTheReference(t *testing.T) {
 		ts.call(t, "d", h, desc("k", "v"))
 	}
 	ts.call(t, "d", 4, desc("z", "v"))
-	m := ts.metricsText(t)
-	for _, want := range []string{
+	ts.wantMetrics(t, "after the calls",
 		`ratekitd_rule_total_hits_total{rule="d.k"} 13`,
 		`ratekitd_rule_over_limit_total{rule="d.k"} 3`,
 		`ratekitd_rule_near_limit_total{rule="d.k"} 2`,
-		`ratekitd_rule_over_limit_total{rule="d.z"} 4`,
-	} {
-		if !strings.Contains(m, want) {
-			t.Errorf("metrics lack %s", want)
-		}
-	}
+		`ratekitd_rule_over_limit_total{rule="d.z"} 4`)
 }

@@ -292,11 +292,12 @@ func hitsPastThresholds(d algo.Decision, hits int64, over bool, left int64) (ove
 	}
 	nearT := int64(math.Floor(nearLimitRatio * float64(d.Limit)))
 	if over {
-		before := d.Limit - max(left, 0)
-		if before >= d.Limit {
+		left = max(left, 0)
+		if left == 0 || left >= hits { // already past the limit, or denied on other grounds
 			return hits, 0
 		}
-		return hits - (d.Limit - before), d.Limit - max(nearT, before)
+		before := d.Limit - left
+		return hits - left, d.Limit - max(nearT, before)
 	}
 	after := d.Limit - d.Remaining
 	if after <= nearT {

@@ -119,10 +119,11 @@ func TestOutages(t *testing.T) {
 		code   codes.Code                   // of the call during the outage
 		answer rlsv3.RateLimitResponse_Code // when code is OK
 		metric string                       // the outage answers' count
+		overs  string                       // the requests counted over the limit
 	}{
-		{"", codes.Unavailable, 0, `ratekitd_outage_answers_total{code="error"} 4`},
-		{PolicyClosed, codes.OK, over, `ratekitd_outage_answers_total{code="OVER_LIMIT"} 4`},
-		{PolicyOpen, codes.OK, ok, `ratekitd_outage_answers_total{code="OK"} 4`},
+		{"", codes.Unavailable, 0, `ratekitd_outage_answers_total{code="error"} 4`, "ratekitd_over_limit_total 0"},
+		{PolicyClosed, codes.OK, over, `ratekitd_outage_answers_total{code="OVER_LIMIT"} 4`, "ratekitd_over_limit_total 0"},
+		{PolicyOpen, codes.OK, ok, `ratekitd_outage_answers_total{code="OK"} 4`, "ratekitd_over_limit_total 0"},
 	} {
 		t.Run(string(tc.policy), func(t *testing.T) {
 			t.Parallel()
@@ -147,7 +148,7 @@ func TestOutages(t *testing.T) {
 					t.Fatalf("during the outage: %v, %v; want code %v, answer %v", r, err, tc.code, tc.answer)
 				}
 			}
-			m := ts.wantMetrics(t, "during the outage", tc.metric, "ratekitd_store_outage 1", `ratekitd_breakers{state="open"} 1`)
+			m := ts.wantMetrics(t, "during the outage", tc.metric, tc.overs, "ratekitd_store_outage 1", `ratekitd_breakers{state="open"} 1`)
 			if strings.Contains(m, `ratekitd_rule_over_limit_total{rule="d.k"} 4`) {
 				t.Errorf("outage answers counted as over the limit:\n%s", m)
 			}

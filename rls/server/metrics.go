@@ -122,7 +122,7 @@ func (m *Metrics) WriteTo(w io.Writer) (int64, error) {
 	cw := &countWriter{w: bufio.NewWriter(w)}
 	p := func(format string, args ...any) { fmt.Fprintf(cw, format, args...) }
 	p("# HELP ratekitd_requests_total ShouldRateLimit calls answered.\n# TYPE ratekitd_requests_total counter\nratekitd_requests_total %d\n", m.requests.Load())
-	p("# HELP ratekitd_over_limit_total ShouldRateLimit calls answered OVER_LIMIT.\n# TYPE ratekitd_over_limit_total counter\nratekitd_over_limit_total %d\n", m.overLimit.Load())
+	p("# HELP ratekitd_over_limit_total ShouldRateLimit calls answered OVER_LIMIT by a limit (not those only the failure policy denied).\n# TYPE ratekitd_over_limit_total counter\nratekitd_over_limit_total %d\n", m.overLimit.Load())
 	p("# HELP ratekitd_global_shadow_mode_total ShouldRateLimit calls over the limit answered OK by global shadow mode (--shadow).\n# TYPE ratekitd_global_shadow_mode_total counter\nratekitd_global_shadow_mode_total %d\n", m.globalShadow.Load())
 	var stats []string
 	m.rules.Range(func(k, _ any) bool { stats = append(stats, k.(string)); return true })

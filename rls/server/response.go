@@ -16,6 +16,7 @@ import (
 func (s *Service) respond(req *rlsv3.RateLimitRequest, checks []check) (*rlsv3.RateLimitResponse, error) {
 	resp := &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK, Statuses: make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(checks))}
 	var overRules, overQuotas, quotas int
+	realDenial := false // a status OVER_LIMIT by a store's decision, not the failure policy's
 	for i := range checks {
 		c := &checks[i]
 		if c.err != nil {
@@ -27,6 +28,7 @@ func (s *Service) respond(req *rlsv3.RateLimitRequest, checks []check) (*rlsv3.R
 			quotas++
 		}
 		if c.status.Code == rlsv3.RateLimitResponse_OVER_LIMIT {
+			realDenial = realDenial || !c.outage
 			if quota {
 				overQuotas++
 			} else {
@@ -41,8 +43,8 @@ func (s *Service) respond(req *rlsv3.RateLimitRequest, checks []check) (*rlsv3.R
 		if s.opts.Shadow {
 			resp.OverallCode = rlsv3.RateLimitResponse_OK
 			s.metrics.globalShadow.Add(1)
-		} else {
-			s.metrics.overLimit.Add(1)
+		} else if realDenial {
+			s.metrics.overLimit.Add(1) // not a request only the failure policy denied
 		}
 	}
 	if s.opts.ReferenceHeaders {

@@ -76,6 +76,25 @@ func TestQuotaModeAndMetadata(t *testing.T) {
 	}
 }
 
+// envoyproxy/ratelimit's global QUOTA_MODE decides every descriptor in quota mode: a
+// request is OVER_LIMIT only when all its descriptors are over their limits (a descriptor
+// that matches no rule counts among them, and passes).
+func TestGlobalQuotaMode(t *testing.T) {
+	t.Parallel()
+	ts := startLocal(t, "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: minute, requests_per_unit: 1}\n  - key: b\n    rate_limit: {unit: minute, requests_per_unit: 2}\n", Options{QuotaMode: true})
+	ts.alignTo(time.Minute)
+	ts.call(t, "d", 0, desc("a", "x"), desc("b", "x"))
+	if r := ts.call(t, "d", 0, desc("a", "x"), desc("b", "x")); r.OverallCode != ok || r.Statuses[0].Code != over {
+		t.Fatalf("one of two over: %v, want OK overall, the first status OVER_LIMIT", r)
+	}
+	if r := ts.call(t, "d", 0, desc("a", "x"), desc("b", "x")); r.OverallCode != over {
+		t.Fatalf("both over: %v, want OVER_LIMIT", r)
+	}
+	if r := ts.call(t, "d", 0, desc("a", "x"), desc("none", "x")); r.OverallCode != ok {
+		t.Fatalf("over beside a descriptor without a rule: %v, want OK", r)
+	}
+}
+
 // flakyStore is a store that fails, as a Redis outage does, while down is set.
 type flakyStore struct {
 	store.Store

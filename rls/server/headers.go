@@ -108,7 +108,7 @@ type ReferenceHeaderNames struct {
 // the limit, the remaining count and the seconds to the reset of one descriptor: the one
 // with the least remaining among those with a limit, or the last one OVER_LIMIT that is
 // not in quota mode, as it picks them.
-func referenceHeaders(checks []check, names ReferenceHeaderNames) []*corev3.HeaderValue {
+func referenceHeaders(checks []check, isQuota func(*check) bool, names ReferenceHeaderNames) []*corev3.HeaderValue {
 	var pick *check
 	least := uint32(math.MaxUint32)
 	for i := range checks {
@@ -117,7 +117,7 @@ func referenceHeaders(checks []check, names ReferenceHeaderNames) []*corev3.Head
 		if st.GetCurrentLimit() != nil && st.GetLimitRemaining() < least {
 			pick, least = c, st.GetLimitRemaining()
 		}
-		if st.GetCode() == rlsv3.RateLimitResponse_OVER_LIMIT && !(c.rule != nil && c.rule.Quota) {
+		if st.GetCode() == rlsv3.RateLimitResponse_OVER_LIMIT && !isQuota(c) {
 			pick, least = c, 0
 		}
 	}

@@ -51,6 +51,10 @@ type Options struct {
 	// decided and counted as usual and each descriptor's status keeps its code, but the
 	// overall code is OK. Off by default.
 	Shadow bool
+	// QuotaMode is envoyproxy/ratelimit's global QUOTA_MODE: every descriptor is decided
+	// in quota mode, as if its rule had quota_mode: true, so the overall code is
+	// OVER_LIMIT only when every descriptor (but the unlimited ones) is. Off by default.
+	QuotaMode bool
 	// DenialsSpendNothing makes a denied request spend nothing, the library's reading. By
 	// default a denied request's hits are counted as envoyproxy/ratelimit counts them: the
 	// key's rest is spent, so it grants nothing more until its window ends.

@@ -23,7 +23,7 @@ func (s *Service) respond(req *rlsv3.RateLimitRequest, checks []check) (*rlsv3.R
 			return nil, c.err
 		}
 		resp.Statuses[i] = c.status
-		quota := c.rule != nil && c.rule.Quota && !c.rule.Unlimited
+		quota := s.isQuota(c)
 		if quota {
 			quotas++
 		}
@@ -48,7 +48,7 @@ func (s *Service) respond(req *rlsv3.RateLimitRequest, checks []check) (*rlsv3.R
 		}
 	}
 	if s.opts.ReferenceHeaders {
-		resp.ResponseHeadersToAdd = referenceHeaders(checks, s.opts.ReferenceHeaderNames)
+		resp.ResponseHeadersToAdd = referenceHeaders(checks, s.isQuota, s.opts.ReferenceHeaderNames)
 	}
 	if s.opts.Headers {
 		resp.ResponseHeadersToAdd = append(resp.ResponseHeadersToAdd, rateLimitHeaders(checks, resp.OverallCode)...)
@@ -57,6 +57,16 @@ func (s *Service) respond(req *rlsv3.RateLimitRequest, checks []check) (*rlsv3.R
 		resp.DynamicMetadata = dynamicMetadata(req, checks)
 	}
 	return resp, nil
+}
+
+// isQuota reports whether c is decided in quota mode: its rule's quota_mode, or every
+// descriptor (those without a rule too) under the global QuotaMode, as
+// envoyproxy/ratelimit counts them; an unlimited rule never is.
+func (s *Service) isQuota(c *check) bool {
+	if c.rule != nil && c.rule.Unlimited {
+		return false
+	}
+	return s.opts.QuotaMode || (c.rule != nil && c.rule.Quota)
 }
 
 // dynamicMetadata is what envoyproxy/ratelimit sends back in dynamic_metadata when its

@@ -47,6 +47,7 @@ type flags struct {
 	breaker        limiter.CircuitBreaker
 	callTimeout    time.Duration
 	shadow         bool
+	quotaMode      bool
 	spendNothing   bool
 	headers        bool
 	limitHeaders   bool
@@ -76,6 +77,7 @@ func parseFlags(args []string, out io.Writer) (*flags, error) {
 	fs.BoolVar(&f.breaker.Off, "no-breaker", false, "no circuit breaker: every call goes to the store")
 	fs.DurationVar(&f.callTimeout, "timeout", 0, "bound on each decision's store call (0: the store's own, --redis-timeout)")
 	fs.BoolVar(&f.shadow, "shadow", false, "global shadow mode (SHADOW_MODE): decide and count everything; statuses keep their code, the overall code is OK")
+	fs.BoolVar(&f.quotaMode, "quota-mode", false, "global quota mode (QUOTA_MODE): OVER_LIMIT only when every descriptor is over its limit")
 	fs.BoolVar(&f.spendNothing, "denials-spend-nothing", false, "a denied request spends nothing (the library's reading); by default its hits are counted, as envoyproxy/ratelimit counts them")
 	fs.BoolVar(&f.headers, "headers", false, "add IETF RateLimit-Policy / RateLimit (and Retry-After) to response_headers_to_add")
 	fs.BoolVar(&f.limitHeaders, "limit-headers", false, "add envoyproxy/ratelimit's limit, remaining and reset headers (LIMIT_RESPONSE_HEADERS_ENABLED)")
@@ -177,6 +179,7 @@ func run(ctx context.Context, args []string, logOut io.Writer, h hooks) error {
 		Breaker:              f.breaker,
 		Timeout:              f.callTimeout,
 		Shadow:               f.shadow,
+		QuotaMode:            f.quotaMode,
 		DenialsSpendNothing:  f.spendNothing,
 		Headers:              f.headers,
 		ReferenceHeaders:     f.limitHeaders,

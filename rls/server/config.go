@@ -1,8 +1,11 @@
 package server
 
 import (
+	"slices"
 	"strings"
 	"time"
+
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/ratekit/limiter/algo"
 )
@@ -13,6 +16,7 @@ import (
 type Config struct {
 	domains map[string]*domain
 	files   []string
+	ignored []string
 }
 
 // Domains returns the names of the configured domains, for logs.
@@ -27,6 +31,11 @@ func (c *Config) Domains() []string {
 // Files returns the files the Config was loaded from.
 func (c *Config) Files() []string { return append([]string(nil), c.files...) }
 
+// Ignored describes, one line per file, the YAML documents the Config did not read: a
+// file's documents after its first, which envoyproxy/ratelimit ignores too. The caller
+// logs them; they are not errors, so a file that loads there loads here.
+func (c *Config) Ignored() []string { return append([]string(nil), c.ignored...) }
+
 // domain is one `domain:` of a file with its tree of descriptors.
 type domain struct {
 	name string
@@ -39,7 +48,7 @@ type domain struct {
 // list of the descriptor it matched, and so on.
 type level struct {
 	exact map[entryKey]*node // key and value
-	wild  []*node            // key and a value ending in '*', in the order of the file
+	wild  []*node            // key and a value holding '*', in the order of the file
 	any   map[string]*node   // key alone: matches any value
 }
 
@@ -47,12 +56,18 @@ type entryKey struct{ key, value string }
 
 // node is one descriptor of the configuration.
 type node struct {
-	key      string
-	value    string // without the trailing '*' when prefix is set
-	prefix   bool
-	detailed bool  // detailed_metric: name the request's value in metrics
-	rule     *Rule // nil when this descriptor only holds nested ones
-	children level
+	key   string
+	value string   // as written, '*' included
+	parts []string // value split at each '*' when it holds one (a wildcard), else nil
+	// detailed_metric: the metrics name the request's values.
+	detailed bool
+	// value_to_metric: the metrics name the request's value where the config has none
+	// (a value-less descriptor, or a wildcard).
+	valueToMetric bool
+	// share_threshold: every value this wildcard matches is counted under one key.
+	shareThreshold bool
+	rule           *Rule // nil when this descriptor only holds nested ones
+	children       level
 }
 
 // Rule is the limit of one configured descriptor.
@@ -65,8 +80,15 @@ type Rule struct {
 	Unlimited bool
 	// Shadow rules are decided and counted, but always answered OK.
 	Shadow bool
+	// Quota rules (quota_mode) make the overall code OVER_LIMIT only when every quota rule
+	// of the request is over its limit and no other rule is; their own status stays
+	// OVER_LIMIT.
+	Quota bool
 	// Detailed makes the metrics name the request's values for value-less entries.
 	Detailed bool
+	// Metadata is the descriptor's `metadata:`, sent back in the response's
+	// dynamic_metadata when the rule passes (Options.DynamicMetadata).
+	Metadata *structpb.Struct
 	// Rate is the limit: Count requests per Multiplier × Unit. A Count of 0 denies all.
 	rate rate
 	// Algorithm decides the rule; nil when Unlimited or when Count is 0.
@@ -84,41 +106,66 @@ func (r *Rule) Window() time.Duration { return r.rate.window() }
 
 // match finds the rule for one request descriptor in d, as envoyproxy/ratelimit does: each
 // entry is looked up at the level of its position, trying key and value first, then
-// wildcard values, then the key alone; the rule is the one of the descriptor the last
-// entry matched, so a request with more (or fewer) entries than the configured nesting
-// matches nothing. stat is the rule's metric name for this request (with the request's
-// values where the rule asks for detailed metrics).
-func (d *domain) match(entries []entry) (r *Rule, stat string) {
+// wildcard values (in file order), then the key alone; the rule is the one of the
+// descriptor the last entry matched, so a request with more (or fewer) entries than the
+// configured nesting matches nothing. stat is the rule's metric name for this request
+// (envoyproxy/ratelimit's, with detailed_metric, value_to_metric and share_threshold).
+// keyed is entries with the value of each entry matched by a share_threshold wildcard
+// replaced by the wildcard, so that all its values share one count; it is entries itself
+// when there is none.
+func (d *domain) match(entries []entry) (r *Rule, stat string, keyed []entry) {
 	lv := &d.root
-	var path strings.Builder
-	path.WriteString(d.name)
+	var found [8]*node
+	nodes := found[:0]
+	keyed = entries
+	cloned := false
 	for i, e := range entries {
 		n := lv.find(e)
 		if n == nil {
-			return nil, ""
+			return nil, "", nil
 		}
-		path.WriteByte('.')
-		path.WriteString(e.key)
-		switch {
-		case n.value != "" || n.prefix:
-			path.WriteByte('_')
-			path.WriteString(n.value)
-			if n.prefix {
-				path.WriteByte('*')
+		nodes = append(nodes, n)
+		if n.shareThreshold {
+			if !cloned {
+				keyed, cloned = slices.Clone(entries), true
 			}
-		case n.detailed:
-			path.WriteByte('_')
-			path.WriteString(e.value)
+			keyed[i].value = n.value
 		}
 		if i == len(entries)-1 {
 			if n.rule == nil {
-				return nil, ""
+				return nil, "", nil
 			}
-			return n.rule, path.String()
+			return n.rule, statPath(d.name, entries, nodes, n.rule.Detailed), keyed
 		}
 		lv = &n.children
 	}
-	return nil, ""
+	return nil, "", nil
+}
+
+// statPath names a rule's statistics for a request as envoyproxy/ratelimit does: the
+// domain, then key_value for each entry, where the value is the configured one (a
+// wildcard as written) unless the rule's detailed_metric asks for the request's values
+// everywhere, or the entry's value_to_metric asks for it where the config has no exact
+// value; a share_threshold wildcard is always named as written.
+func statPath(domain string, entries []entry, nodes []*node, detailed bool) string {
+	var b strings.Builder
+	b.WriteString(domain)
+	for i, e := range entries {
+		n := nodes[i]
+		b.WriteByte('.')
+		b.WriteString(e.key)
+		v := n.value
+		switch {
+		case n.shareThreshold:
+		case detailed, n.valueToMetric && (n.value == "" || n.parts != nil):
+			v = e.value
+		}
+		if v != "" {
+			b.WriteByte('_')
+			b.WriteString(v)
+		}
+	}
+	return b.String()
 }
 
 // find returns the descriptor of lv that e matches most specifically, or nil.
@@ -127,11 +174,30 @@ func (lv *level) find(e entry) *node {
 		return n
 	}
 	for _, n := range lv.wild {
-		if n.key == e.key && strings.HasPrefix(e.value, n.value) {
+		if n.key == e.key && wildcardMatch(n.parts, e.value) {
 			return n
 		}
 	}
 	return lv.any[e.key]
+}
+
+// wildcardMatch reports whether value matches a pattern split at its '*'s: it starts with
+// the first part, ends with the last, and holds the others in order between them, each
+// '*' standing for any run of bytes (the empty one too).
+func wildcardMatch(parts []string, value string) bool {
+	first, last := parts[0], parts[len(parts)-1]
+	if len(value) < len(first)+len(last) || !strings.HasPrefix(value, first) || !strings.HasSuffix(value, last) {
+		return false
+	}
+	rest := value[len(first) : len(value)-len(last)]
+	for _, p := range parts[1 : len(parts)-1] {
+		i := strings.Index(rest, p)
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+len(p):]
+	}
+	return true
 }
 
 // entry is one key and value of a request descriptor.

@@ -1,9 +1,12 @@
 package server
 
 import (
+	"math"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/ratekit/limiter/algo"
 )
 
 // rule reads a rate_limit block: envoyproxy/ratelimit's unit, requests_per_unit,
@@ -37,7 +40,7 @@ func (p *parser) rule(n *yaml.Node, path, defAlgo string) (*Rule, error) {
 		case "unit_multiplier":
 			multNode = v
 			var m uint64
-			if m, err = p.count(v, f, maxMultiplier); err == nil && m == 0 {
+			if m, err = p.count(v, f, math.MaxUint32); err == nil && m == 0 {
 				err = p.errf(v, f, "must be at least 1")
 			}
 			r.rate.multiplier = uint32(m)
@@ -55,14 +58,12 @@ func (p *parser) rule(n *yaml.Node, path, defAlgo string) (*Rule, error) {
 			if s, err = p.scalar(v, f); err == nil {
 				var rt rate
 				if rt, err = parseRate(s); err != nil {
-					return p.errf(v, f, "%v", err)
+					return p.errf(v, f, "%s", strings.TrimPrefix(err.Error(), algo.ErrInvalidConfig.Error()+": "))
 				}
 				r.rate = rt
 			}
 		case "algorithm":
-			if algoName, err = p.scalar(v, f); err == nil && !knownAlgorithm(algoName) {
-				err = p.errf(v, f, "unknown algorithm %q (want one of %s)", algoName, strings.Join(algorithmNames, ", "))
-			}
+			algoName, err = p.algorithm(v, f)
 		case "burst":
 			burstNode = v
 			if burst, err = p.count(v, f, maxCount); err == nil && burst == 0 {
@@ -74,12 +75,19 @@ func (p *parser) rule(n *yaml.Node, path, defAlgo string) (*Rule, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, name := range r.Replaces {
+		if r.Name != "" && name == r.Name {
+			return nil, p.errf(n, joinPath(path, "replaces"), "replaces its own rule %q (envoyproxy/ratelimit: replaces should not contain name of same descriptor)", name)
+		}
+	}
 	switch {
 	case r.Unlimited:
+		// A requests_per_unit beside it is ignored, as envoyproxy/ratelimit ignores it;
+		// a unit is refused there, and so is ours.
 		for _, x := range []struct {
 			n    *yaml.Node
 			name string
-		}{{unitNode, "unit"}, {rpuNode, "requests_per_unit"}, {rateNode, "rate"}, {multNode, "unit_multiplier"}, {burstNode, "burst"}} {
+		}{{unitNode, "unit"}, {rateNode, "rate"}, {multNode, "unit_multiplier"}, {burstNode, "burst"}} {
 			if x.n != nil {
 				return nil, p.errf(x.n, joinPath(path, x.name), "not allowed with unlimited: true")
 			}
@@ -100,8 +108,17 @@ func (p *parser) rule(n *yaml.Node, path, defAlgo string) (*Rule, error) {
 	if r.rate.multiplier == 0 {
 		r.rate.multiplier = 1
 	}
-	if burstNode != nil && !hasBurst(algoName) {
-		return nil, p.errf(burstNode, joinPath(path, "burst"), "only token-bucket, gcra and leaky-bucket have a burst (the algorithm is %s)", algoName)
+	if rateNode == nil {
+		if _, err := newRate(r.rate.count, r.rate.unit, uint64(r.rate.multiplier)); err != nil {
+			at := multNode
+			if at == nil {
+				at = n
+			}
+			return nil, p.errf(at, joinPath(path, "unit_multiplier"), "%v", err)
+		}
+	}
+	if _, hasBurst, _ := algorithmName(algoName); burstNode != nil && !hasBurst {
+		return nil, p.errf(burstNode, joinPath(path, "burst"), "only %s have a burst (the algorithm is %s)", burstAlgorithms(), algoName)
 	}
 	if r.rate.count == 0 {
 		return r, nil // denies every request: no algorithm needed
@@ -134,4 +151,17 @@ func (p *parser) replaces(n *yaml.Node, path string) ([]string, error) {
 		names = append(names, name)
 	}
 	return names, nil
+}
+
+// algorithm reads a value of `algorithm:` and returns algo's name for it.
+func (p *parser) algorithm(n *yaml.Node, field string) (string, error) {
+	s, err := p.scalar(n, field)
+	if err != nil {
+		return "", err
+	}
+	name, _, ok := algorithmName(s)
+	if !ok {
+		return "", p.errf(n, field, "unknown algorithm %q (want one of %s)", s, algorithmList())
+	}
+	return name, nil
 }

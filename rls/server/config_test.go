@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ratekit/limiter/algo"
 )
@@ -29,7 +30,7 @@ func TestLoadRefusesBadConfigNamingFileLineAndField(t *testing.T) {
 		{"no unit", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      requests_per_unit: 5\n",
 			`:5: descriptors[0].rate_limit.unit: missing`},
 		{"bad rate", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {rate: 100/fortnight}\n",
-			`:4: descriptors[0].rate_limit.rate: "100/fortnight": unknown unit`},
+			`:4: descriptors[0].rate_limit.rate: rate "100/fortnight": unknown period`},
 		{"rate and unit", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {rate: 1/s, unit: second}\n",
 			`descriptors[0].rate_limit.unit: not allowed beside rate`},
 		{"algorithm", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {rate: 1/s, algorithm: magic}\n",
@@ -70,8 +71,8 @@ func TestLoadDirectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := len(cfg.Domains()); got != 3 {
-		t.Fatalf("domains %v, want a, b and c", cfg.Domains())
+	if got := len(cfg.Domains()); got != 2 {
+		t.Fatalf("domains %v, want a and b (c is b.yml's second document: ignored)", cfg.Domains())
 	}
 	writeFile(t, dir, "dup.yaml", "domain: a\n")
 	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), `domain "a" is also defined in `+filepath.Join(dir, "a.yaml")) {
@@ -82,23 +83,66 @@ func TestLoadDirectory(t *testing.T) {
 	}
 }
 
-func TestParseRate(t *testing.T) {
+func TestParseRateReadsAlgoQuotasInEnvoyUnits(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]rate{
-		"100/min":    {100, unitNames["minute"], 1},
-		"5/10s":      {5, unitNames["second"], 10},
-		" 7 / hours": {7, unitNames["hour"], 1},
-		"0/day":      {0, unitNames["day"], 1},
-		"3/2w":       {3, unitNames["week"], 2},
+		"100/min":        {100, unitNames["minute"], 1},
+		"5/10s":          {5, unitNames["second"], 10},
+		"7/hours":        {7, unitNames["hour"], 1},
+		"100 per minute": {100, unitNames["minute"], 1}, // algo.ParseQuota's forms
+		"100-M":          {100, unitNames["minute"], 1},
+		"3/14d":          {3, unitNames["week"], 2},
+		"3/90s":          {3, unitNames["second"], 90},
+		"3/5m":           {3, unitNames["minute"], 5},
+		"1/30d":          {1, unitNames["month"], 1},
+		"1/730d":         {1, unitNames["year"], 2},
 	} {
 		if got, err := parseRate(in); err != nil || got != want {
 			t.Errorf("parseRate(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "100", "x/min", "-1/min", "1/0s", "1/101s", "1/min/s", "99999999999/s", "1/year"} {
+	// What algo.ParseQuota refuses, and windows Envoy's units cannot name.
+	for _, in := range []string{"", "100", "x/min", "-1/min", "0/day", "1/0s", "1/min/s", "99999999999/s", "1/fortnight", "100/500ms", "1/1500ms"} {
 		if _, err := parseRate(in); err == nil {
 			t.Errorf("parseRate(%q) succeeded", in)
 		}
+	}
+}
+
+func TestAlgorithmsAreAlgoNamesBuiltByFromQuota(t *testing.T) {
+	t.Parallel()
+	// algo's names, the long names kept as aliases, each built as algo.FromQuota builds it.
+	for _, tc := range []struct{ value, name string }{
+		{"fixed-window", "fixed-window"},
+		{"sliding-log", "sliding-log"},
+		{"sliding-window-log", "sliding-log"},
+		{"sliding-counter", "sliding-counter"},
+		{"sliding-window-counter", "sliding-counter"},
+		{"token-bucket", "token-bucket"},
+		{"gcra", "gcra"},
+		{"leaky-bucket", "leaky-bucket"},
+	} {
+		cfg, _ := loadConfig(t, "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {rate: 30/min, algorithm: "+tc.value+"}\n")
+		r, _, _ := cfg.domains["d"].match([]entry{{"k", "v"}})
+		want, err := algo.FromQuota(tc.name, algo.Quota{Limit: 30, Window: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r == nil || r.Algorithm != want {
+			t.Errorf("algorithm: %s built %v, want algo.FromQuota(%q, 30/m) = %v", tc.value, r, tc.name, want)
+		}
+	}
+	// A burst beside the rate: burst permits earned back at the rule's rate.
+	cfg, _ := loadConfig(t, "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {rate: 60/min, algorithm: gcra, burst: 5}\n")
+	r, _, _ := cfg.domains["d"].match([]entry{{"k", "v"}})
+	if want, _ := algo.FromQuota("gcra", algo.Quota{Limit: 5, Window: 5 * time.Second}); r.Algorithm != want {
+		t.Errorf("60/min with burst 5 built %v, want %v", r.Algorithm, want)
+	}
+	// An unknown name is refused with the list of names and their aliases.
+	dir := t.TempDir()
+	writeFile(t, dir, "c.yaml", "domain: d\nalgorithm: magic\n")
+	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "sliding-log (or sliding-window-log)") {
+		t.Errorf("unknown algorithm: %v, want the list of names with their aliases", err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/ratekit/limiter/algo"
 )
@@ -68,38 +70,67 @@ func readSources(path string) ([]source, error) {
 	return srcs, nil
 }
 
-// parseSources builds a Config from files already read.
+// parseSources builds a Config from files already read. Each file's first YAML document
+// is its domain; later documents are ignored, as envoyproxy/ratelimit reads a file (one
+// yaml.Unmarshal), and named in the Config's Ignored for the logs.
 func parseSources(srcs []source) (*Config, error) {
 	c := &Config{domains: map[string]*domain{}}
 	for _, src := range srcs {
 		c.files = append(c.files, src.name)
-		dec := yaml.NewDecoder(strings.NewReader(string(src.data)))
-		docs := 0
-		for {
-			var doc yaml.Node
-			err := dec.Decode(&doc)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return nil, fmt.Errorf("%w: %s: %v", algo.ErrInvalidConfig, src.name, err)
-			}
-			docs++
-			p := parser{file: src.name}
-			d, err := p.domain(&doc)
-			if err != nil {
-				return nil, err
-			}
-			if prev, ok := c.domains[d.name]; ok {
-				return nil, p.errf(&doc, "domain", "domain %q is also defined in %s", d.name, prev.file)
-			}
-			c.domains[d.name] = d
-		}
-		if docs == 0 {
+		dec := yaml.NewDecoder(bytes.NewReader(src.data))
+		var doc yaml.Node
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%w: %s: the file holds no domain", algo.ErrInvalidConfig, src.name)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", algo.ErrInvalidConfig, src.name, err)
+		}
+		p := parser{file: src.name}
+		d, err := p.domain(&doc)
+		if err != nil {
+			return nil, err
+		}
+		if prev, ok := c.domains[d.name]; ok {
+			return nil, p.errf(&doc, "domain", "domain %q is also defined in %s", d.name, prev.file)
+		}
+		c.domains[d.name] = d
+		if msg := ignoredDocuments(dec); msg != "" {
+			c.ignored = append(c.ignored, src.name+": "+msg)
 		}
 	}
 	return c, nil
+}
+
+// ignoredDocuments describes the documents dec holds after the first, or is "" when
+// there is none.
+func ignoredDocuments(dec *yaml.Decoder) string {
+	var lines []string
+	for {
+		var doc yaml.Node
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			lines = append(lines, "text that is not YAML")
+			break
+		}
+		desc := "line " + itoa(doc.Line)
+		if n := &doc; len(n.Content) == 1 && n.Content[0].Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(n.Content[0].Content); i += 2 {
+				if k, v := n.Content[0].Content[i], n.Content[0].Content[i+1]; k.Value == "domain" {
+					desc = fmt.Sprintf("line %d (domain %q)", k.Line, v.Value)
+				}
+			}
+		}
+		lines = append(lines, desc)
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return "ignored the YAML documents after the first, at " + strings.Join(lines, ", ") +
+		" (envoyproxy/ratelimit reads the first document of a file only; give each domain a file)"
 }
 
 // parser walks the YAML nodes of one file, so that every error can name its line.
@@ -182,10 +213,7 @@ func (p *parser) domain(doc *yaml.Node) (*domain, error) {
 		case "descriptors":
 			descs = v
 		case "algorithm":
-			defAlgo, err = p.scalar(v, k)
-			if err == nil && !knownAlgorithm(defAlgo) {
-				err = p.errf(v, k, "unknown algorithm %q (want one of %s)", defAlgo, strings.Join(algorithmNames, ", "))
-			}
+			defAlgo, err = p.algorithm(v, k)
 		}
 		return err
 	})
@@ -206,12 +234,16 @@ func (p *parser) domain(doc *yaml.Node) (*domain, error) {
 	return d, nil
 }
 
-// level reads a list of descriptors into lv.
+// level reads a list of descriptors into lv; a null list (`descriptors:` with nothing
+// after it) is an empty one, as envoyproxy/ratelimit reads it.
 func (p *parser) level(n *yaml.Node, path string, lv *level, defAlgo, id string) error {
+	lv.exact, lv.any = map[entryKey]*node{}, map[string]*node{}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil
+	}
 	if n.Kind != yaml.SequenceNode {
 		return p.errf(n, path, "want a list of descriptors")
 	}
-	lv.exact, lv.any = map[entryKey]*node{}, map[string]*node{}
 	for i, item := range n.Content {
 		field := fmt.Sprintf("%s[%d]", path, i)
 		nd, err := p.descriptor(item, field, defAlgo, id)
@@ -219,10 +251,10 @@ func (p *parser) level(n *yaml.Node, path string, lv *level, defAlgo, id string)
 			return err
 		}
 		switch {
-		case nd.prefix:
+		case nd.parts != nil:
 			for _, w := range lv.wild {
 				if w.key == nd.key && w.value == nd.value {
-					return p.errf(item, field, "duplicate descriptor %s=%s*", nd.key, nd.value)
+					return p.errf(item, field, "duplicate descriptor %s=%s", nd.key, nd.value)
 				}
 			}
 			lv.wild = append(lv.wild, nd)
@@ -246,9 +278,11 @@ func (p *parser) level(n *yaml.Node, path string, lv *level, defAlgo, id string)
 // (the domain, then domain.key_value, ...), as envoyproxy/ratelimit names its statistics.
 func (p *parser) descriptor(n *yaml.Node, path, defAlgo, id string) (*node, error) {
 	nd := &node{}
-	var rl, children *yaml.Node
-	shadow := false
-	err := p.fields(n, path, []string{"key", "value", "rate_limit", "descriptors", "shadow_mode", "detailed_metric"}, func(k string, v *yaml.Node) (err error) {
+	var rl, children, shareNode *yaml.Node
+	var shadow, quota bool
+	var metadata *structpb.Struct
+	err := p.fields(n, path, []string{"key", "value", "rate_limit", "descriptors", "shadow_mode", "detailed_metric",
+		"value_to_metric", "share_threshold", "quota_mode", "metadata"}, func(k string, v *yaml.Node) (err error) {
 		f := joinPath(path, k)
 		switch k {
 		case "key":
@@ -263,6 +297,15 @@ func (p *parser) descriptor(n *yaml.Node, path, defAlgo, id string) (*node, erro
 			shadow, err = p.boolean(v, f)
 		case "detailed_metric":
 			nd.detailed, err = p.boolean(v, f)
+		case "value_to_metric":
+			nd.valueToMetric, err = p.boolean(v, f)
+		case "share_threshold":
+			shareNode = v
+			nd.shareThreshold, err = p.boolean(v, f)
+		case "quota_mode":
+			quota, err = p.boolean(v, f)
+		case "metadata":
+			metadata, err = p.metadata(v, f)
 		}
 		return err
 	})
@@ -276,14 +319,17 @@ func (p *parser) descriptor(n *yaml.Node, path, defAlgo, id string) (*node, erro
 	if nd.value != "" {
 		id += "_" + nd.value
 	}
-	if v, ok := strings.CutSuffix(nd.value, "*"); ok {
-		nd.value, nd.prefix = v, true
+	if strings.Contains(nd.value, "*") {
+		nd.parts = strings.Split(nd.value, "*")
+	}
+	if nd.shareThreshold && nd.parts == nil {
+		return nil, p.errf(shareNode, joinPath(path, "share_threshold"), "only a wildcard value (one holding '*') can share its threshold, not %q", nd.value)
 	}
 	if rl != nil {
 		if nd.rule, err = p.rule(rl, joinPath(path, "rate_limit"), defAlgo); err != nil {
 			return nil, err
 		}
-		nd.rule.Shadow, nd.rule.Detailed, nd.rule.id = shadow, nd.detailed, id
+		nd.rule.Shadow, nd.rule.Quota, nd.rule.Detailed, nd.rule.Metadata, nd.rule.id = shadow, quota, nd.detailed, metadata, id
 	}
 	if children != nil {
 		if err := p.level(children, joinPath(path, "descriptors"), &nd.children, defAlgo, id); err != nil {
@@ -291,4 +337,20 @@ func (p *parser) descriptor(n *yaml.Node, path, defAlgo, id string) (*node, erro
 		}
 	}
 	return nd, nil
+}
+
+// metadata reads a descriptor's `metadata:`, any mapping, as the Struct it is sent back as.
+func (p *parser) metadata(n *yaml.Node, field string) (*structpb.Struct, error) {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil, nil
+	}
+	var m map[string]any
+	if n.Kind != yaml.MappingNode || n.Decode(&m) != nil {
+		return nil, p.errf(n, field, "want a mapping")
+	}
+	st, err := structpb.NewStruct(m)
+	if err != nil {
+		return nil, p.errf(n, field, "%v", err)
+	}
+	return st, nil
 }

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"cmp"
+	"math"
 	"strconv"
 	"strings"
 
@@ -31,19 +33,27 @@ func rateLimitHeaders(checks []check, overall rlsv3.RateLimitResponse_Code) []*c
 		w := min(clampSeconds(c.rule.Window()), sfMaxInt)
 		policy = append(policy, name+";q="+strconv.FormatInt(q, 10)+";w="+strconv.FormatInt(w, 10))
 		item := name + ";r=" + strconv.FormatInt(min(max(c.d.Remaining, 0), sfMaxInt), 10)
+		t := int64(-1)
 		if c.d.ResetAfter > 0 && c.d.ResetAfter < algo.Never {
-			item += ";t=" + strconv.FormatInt(min(clampSeconds(c.d.ResetAfter), sfMaxInt), 10)
+			t = min(clampSeconds(c.d.ResetAfter), sfMaxInt)
 		}
-		state = append(state, item)
 		if c.status.Code == rlsv3.RateLimitResponse_OVER_LIMIT {
+			// A denial's t is its Retry-After, as httplimit sends it (the draft's Section
+			// 6): the time until the request could pass, not until the key is fresh.
 			wait := c.d.RetryAfter
 			if wait >= algo.Never || wait <= 0 {
 				wait = c.d.ResetAfter
 			}
+			t = -1
 			if wait > 0 && wait < algo.Never {
-				retry = max(retry, max(1, clampSeconds(wait)))
+				t = min(max(1, clampSeconds(wait)), sfMaxInt)
+				retry = max(retry, t)
 			}
 		}
+		if t >= 0 {
+			item += ";t=" + strconv.FormatInt(t, 10)
+		}
+		state = append(state, item)
 	}
 	if len(policy) == 0 {
 		return nil
@@ -79,4 +89,45 @@ func quoteName(r *Rule) string {
 	}
 	b.WriteByte('"')
 	return b.String()
+}
+
+// ReferenceHeaderNames are the names of envoyproxy/ratelimit's response headers
+// (its LIMIT_LIMIT_HEADER, LIMIT_REMAINING_HEADER and LIMIT_RESET_HEADER).
+type ReferenceHeaderNames struct {
+	// Limit carries the requests_per_unit of the descriptor closest to its limit; the
+	// default is "RateLimit-Limit", envoyproxy/ratelimit's.
+	Limit string
+	// Remaining carries its limit_remaining; the default is "RateLimit-Remaining".
+	Remaining string
+	// Reset carries the seconds until its window resets; the default is
+	// "RateLimit-Reset".
+	Reset string
+}
+
+// referenceHeaders are envoyproxy/ratelimit's response headers (LIMIT_RESPONSE_HEADERS_ENABLED):
+// the limit, the remaining count and the seconds to the reset of one descriptor: the one
+// with the least remaining among those with a limit, or the last one OVER_LIMIT that is
+// not in quota mode, as it picks them.
+func referenceHeaders(checks []check, isQuota func(*check) bool, names ReferenceHeaderNames) []*corev3.HeaderValue {
+	var pick *check
+	least := uint32(math.MaxUint32)
+	for i := range checks {
+		c := &checks[i]
+		st := c.status
+		if st.GetCurrentLimit() != nil && st.GetLimitRemaining() < least {
+			pick, least = c, st.GetLimitRemaining()
+		}
+		if st.GetCode() == rlsv3.RateLimitResponse_OVER_LIMIT && !isQuota(c) {
+			pick, least = c, 0
+		}
+	}
+	if pick == nil || pick.status.GetCurrentLimit() == nil {
+		return nil
+	}
+	st := pick.status
+	return []*corev3.HeaderValue{
+		{Key: cmp.Or(names.Limit, "RateLimit-Limit"), Value: strconv.FormatUint(uint64(st.GetCurrentLimit().GetRequestsPerUnit()), 10)},
+		{Key: cmp.Or(names.Remaining, "RateLimit-Remaining"), Value: strconv.FormatUint(uint64(st.GetLimitRemaining()), 10)},
+		{Key: cmp.Or(names.Reset, "RateLimit-Reset"), Value: strconv.FormatInt(clampSeconds(st.GetDurationUntilReset().AsDuration()), 10)},
+	}
 }

@@ -63,12 +63,7 @@ func startLocal(tb testing.TB, yaml string, o Options) *testServer {
 // startOn serves yaml on st.
 func startOn(tb testing.TB, yaml string, st store.Store, o Options) *testServer {
 	tb.Helper()
-	dir := tb.TempDir()
-	writeFile(tb, dir, "config.yaml", yaml)
-	cfg, err := Load(dir)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	cfg, dir := loadConfig(tb, yaml)
 	svc, err := New(cfg, st, o)
 	if err != nil {
 		tb.Fatal(err)
@@ -86,6 +81,19 @@ func startOn(tb testing.TB, yaml string, st store.Store, o Options) *testServer 
 	}
 	tb.Cleanup(func() { conn.Close() })
 	return &testServer{svc: svc, client: rlsv3.NewRateLimitServiceClient(conn), dir: dir, w: NewWatcher(dir, svc)}
+}
+
+// loadConfig loads yaml as config.yaml, the one file of a fresh directory, and returns
+// the directory too.
+func loadConfig(tb testing.TB, yaml string) (*Config, string) {
+	tb.Helper()
+	dir := tb.TempDir()
+	writeFile(tb, dir, "config.yaml", yaml)
+	cfg, err := Load(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return cfg, dir
 }
 
 // desc builds a descriptor from key, value pairs.

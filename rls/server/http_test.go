@@ -100,3 +100,49 @@ func TestResponseHeaders(t *testing.T) {
 		t.Fatalf("over the limit: %v, Retry-After %q, want 30", r.OverallCode, h["Retry-After"])
 	}
 }
+
+// On a denial the IETF RateLimit t of the denied policy is its Retry-After (the draft's
+// Section 6, as httplimit sends it): a token bucket's key is fresh only when full (60 s),
+// but the request passes again in 1 s.
+func TestDenialTIsRetryAfter(t *testing.T) {
+	t.Parallel()
+	ts := startLocal(t, "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {name: tb, rate: 60/min, algorithm: token-bucket}\n", Options{Headers: true, DenialsSpendNothing: true})
+	ts.call(t, "d", 60, desc("k", "x"))
+	r := ts.call(t, "d", 0, desc("k", "x"))
+	h := map[string]string{}
+	for _, hv := range r.ResponseHeadersToAdd {
+		h[hv.Key] = hv.Value
+	}
+	if r.OverallCode != over || h["Retry-After"] != "1" || h["RateLimit"] != `"tb";r=0;t=1` {
+		t.Fatalf("denied: %v, headers %q; want Retry-After 1 and t=1", r.OverallCode, h)
+	}
+}
+
+// envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED sends the limit, the remaining
+// count and the seconds to the reset of the descriptor closest to its limit (one over its
+// limit wins), under names that LIMIT_*_HEADER may change.
+func TestReferenceHeaders(t *testing.T) {
+	t.Parallel()
+	cfg := "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: minute, requests_per_unit: 10}\n  - key: b\n    rate_limit: {unit: hour, requests_per_unit: 3}\n"
+	ts := startLocal(t, cfg, Options{ReferenceHeaders: true, ReferenceHeaderNames: ReferenceHeaderNames{Limit: "X-RateLimit-Limit", Remaining: "X-RateLimit-Remaining", Reset: "X-RateLimit-Reset"}})
+	ts.alignTo(time.Hour)
+	ts.clock.Add(90 * time.Second)
+	r := ts.call(t, "d", 0, desc("a", "x"), desc("b", "y"))
+	got := ""
+	for _, hv := range r.ResponseHeadersToAdd {
+		got += hv.Key + ": " + hv.Value + "\n"
+	}
+	if want := "X-RateLimit-Limit: 3\nX-RateLimit-Remaining: 2\nX-RateLimit-Reset: 3510\n"; got != want {
+		t.Fatalf("headers\n%s want\n%s", got, want)
+	}
+	def := startLocal(t, cfg, Options{ReferenceHeaders: true})
+	def.alignTo(time.Minute)
+	r = def.call(t, "d", 11, desc("a", "x"))
+	got = ""
+	for _, hv := range r.ResponseHeadersToAdd {
+		got += hv.Key + ": " + hv.Value + "\n"
+	}
+	if want := "RateLimit-Limit: 10\nRateLimit-Remaining: 0\nRateLimit-Reset: 60\n"; got != want {
+		t.Fatalf("default names, over the limit: headers\n%s want\n%s", got, want)
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+
 	"github.com/ratekit/limiter"
 )
 
@@ -20,14 +22,28 @@ import (
 // keeping OpenTelemetry out keeps ratekitd one small binary; otellimit remains the way to
 // feed an OpenTelemetry pipeline from a program of your own.
 type Metrics struct {
-	requests  atomic.Int64
-	overLimit atomic.Int64
-	rules     sync.Map // stat → *ruleCounters
-	outcomes  [6]atomic.Int64
-	breaker   [3]atomic.Int64 // transitions into each BreakerState
-	latency   histogram
-	reloadsOK atomic.Int64
-	reloadsKO atomic.Int64
+	requests      atomic.Int64
+	overLimit     atomic.Int64
+	globalShadow  atomic.Int64 // requests OVER_LIMIT answered OK by global shadow mode
+	rules         sync.Map     // stat → *ruleCounters
+	outcomes      [6]atomic.Int64
+	breaker       [3]atomic.Int64 // transitions into each BreakerState
+	breakersNow   [3]atomic.Int64 // breakers now in each BreakerState but closed
+	outageAnswers [2]atomic.Int64 // descriptors the failure policy answered OK, OVER_LIMIT
+	outageErrors  atomic.Int64    // descriptors whose outage failed the call (PolicyError)
+	outageSince   atomic.Int64    // Unix ns the store outage in progress began; 0: none
+	latency       histogram
+	reloadsOK     atomic.Int64
+	reloadsKO     atomic.Int64
+}
+
+// outageAnswer counts a descriptor the failure policy answered.
+func (m *Metrics) outageAnswer(code rlsv3.RateLimitResponse_Code) {
+	if code == rlsv3.RateLimitResponse_OVER_LIMIT {
+		m.outageAnswers[1].Add(1)
+	} else {
+		m.outageAnswers[0].Add(1)
+	}
 }
 
 var _ limiter.Observer = (*Metrics)(nil)
@@ -47,16 +63,18 @@ func (m *Metrics) rule(stat string) *ruleCounters {
 	return rc.(*ruleCounters)
 }
 
-func (rc *ruleCounters) hit(n int64, over, near, shadow bool) {
+// hit counts a decision of n hits, of which over were over the limit, near within it but
+// past its near-limit threshold, and shadow over it but answered OK (shadow mode).
+func (rc *ruleCounters) hit(n, over, near, shadow int64) {
 	rc.hits.Add(n)
-	if over {
-		rc.over.Add(n)
+	if over > 0 {
+		rc.over.Add(over)
 	}
-	if near {
-		rc.near.Add(n)
+	if near > 0 {
+		rc.near.Add(near)
 	}
-	if shadow {
-		rc.shadow.Add(n)
+	if shadow > 0 {
+		rc.shadow.Add(shadow)
 	}
 }
 
@@ -71,9 +89,16 @@ func (m *Metrics) Decided(_ context.Context, e limiter.Event) {
 }
 
 // BreakerChanged implements limiter.Observer.
-func (m *Metrics) BreakerChanged(_, to limiter.BreakerState) {
+func (m *Metrics) BreakerChanged(from, to limiter.BreakerState) {
 	if int(to) < len(m.breaker) {
 		m.breaker[to].Add(1)
+	}
+	// A breaker starts closed: the gauge counts those in the other states.
+	if from != limiter.BreakerClosed && int(from) < len(m.breakersNow) {
+		m.breakersNow[from].Add(-1)
+	}
+	if to != limiter.BreakerClosed && int(to) < len(m.breakersNow) {
+		m.breakersNow[to].Add(1)
 	}
 }
 
@@ -97,15 +122,16 @@ func (m *Metrics) WriteTo(w io.Writer) (int64, error) {
 	cw := &countWriter{w: bufio.NewWriter(w)}
 	p := func(format string, args ...any) { fmt.Fprintf(cw, format, args...) }
 	p("# HELP ratekitd_requests_total ShouldRateLimit calls answered.\n# TYPE ratekitd_requests_total counter\nratekitd_requests_total %d\n", m.requests.Load())
-	p("# HELP ratekitd_over_limit_total ShouldRateLimit calls answered OVER_LIMIT.\n# TYPE ratekitd_over_limit_total counter\nratekitd_over_limit_total %d\n", m.overLimit.Load())
+	p("# HELP ratekitd_over_limit_total ShouldRateLimit calls answered OVER_LIMIT by a limit (not those only the failure policy denied).\n# TYPE ratekitd_over_limit_total counter\nratekitd_over_limit_total %d\n", m.overLimit.Load())
+	p("# HELP ratekitd_global_shadow_mode_total ShouldRateLimit calls over the limit answered OK by global shadow mode (--shadow).\n# TYPE ratekitd_global_shadow_mode_total counter\nratekitd_global_shadow_mode_total %d\n", m.globalShadow.Load())
 	var stats []string
 	m.rules.Range(func(k, _ any) bool { stats = append(stats, k.(string)); return true })
 	slices.Sort(stats)
 	for _, s := range []struct{ name, help string }{
 		{"total_hits", "Hits (by hits_addend) on the rule."},
-		{"over_limit", "Hits over the rule's limit."},
-		{"near_limit", "Hits within the limit but past 80% of it."},
-		{"shadow_mode", "Hits over the limit answered OK because the rule is in shadow mode."},
+		{"over_limit", "Hits past the rule's limit (not those the failure policy answered: ratekitd_outage_answers_total)."},
+		{"near_limit", "Hits up to the limit but past 80% of it."},
+		{"shadow_mode", "Hits past the limit answered OK because the rule is in shadow mode."},
 	} {
 		p("# HELP ratekitd_rule_%s_total %s\n# TYPE ratekitd_rule_%s_total counter\n", s.name, s.help, s.name)
 		for _, stat := range stats {
@@ -122,6 +148,17 @@ func (m *Metrics) WriteTo(w io.Writer) (int64, error) {
 	for st := range m.breaker {
 		p("ratekitd_breaker_transitions_total{state=\"%s\"} %d\n", limiter.BreakerState(st), m.breaker[st].Load())
 	}
+	p("# HELP ratekitd_breakers Circuit breakers (one per algorithm config) now open or half open.\n# TYPE ratekitd_breakers gauge\n")
+	for _, st := range []limiter.BreakerState{limiter.BreakerOpen, limiter.BreakerHalfOpen} {
+		p("ratekitd_breakers{state=\"%s\"} %d\n", st, m.breakersNow[st].Load())
+	}
+	outage := 0
+	if m.outageSince.Load() != 0 {
+		outage = 1
+	}
+	p("# HELP ratekitd_store_outage 1 while the store is failing (from its first failure to its next answer), else 0.\n# TYPE ratekitd_store_outage gauge\nratekitd_store_outage %d\n", outage)
+	p("# HELP ratekitd_outage_answers_total Descriptors the failure policy answered while the store could not decide, by answer (error: the call failed, --failure-policy error).\n# TYPE ratekitd_outage_answers_total counter\n")
+	p("ratekitd_outage_answers_total{code=\"OK\"} %d\nratekitd_outage_answers_total{code=\"OVER_LIMIT\"} %d\nratekitd_outage_answers_total{code=\"error\"} %d\n", m.outageAnswers[0].Load(), m.outageAnswers[1].Load(), m.outageErrors.Load())
 	p("# HELP ratekitd_store_latency_seconds Time the store took to decide.\n# TYPE ratekitd_store_latency_seconds histogram\n")
 	var cum int64
 	for i, le := range latencyBuckets {

@@ -1,12 +1,14 @@
 package server
 
 import (
+	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+
+	"github.com/ratekit/limiter/algo"
 )
 
 // unitSpan is the length of each unit of envoyproxy/ratelimit's format. A month is 30 days
@@ -34,18 +36,18 @@ var unitNames = map[string]rlsv3.RateLimitResponse_RateLimit_Unit{
 	"year":   rlsv3.RateLimitResponse_RateLimit_YEAR,
 }
 
-// rateUnits are the unit spellings a rate string accepts after the slash.
-var rateUnits = map[string]rlsv3.RateLimitResponse_RateLimit_Unit{
-	"s": rlsv3.RateLimitResponse_RateLimit_SECOND, "sec": rlsv3.RateLimitResponse_RateLimit_SECOND, "second": rlsv3.RateLimitResponse_RateLimit_SECOND,
-	"m": rlsv3.RateLimitResponse_RateLimit_MINUTE, "min": rlsv3.RateLimitResponse_RateLimit_MINUTE, "minute": rlsv3.RateLimitResponse_RateLimit_MINUTE,
-	"h": rlsv3.RateLimitResponse_RateLimit_HOUR, "hr": rlsv3.RateLimitResponse_RateLimit_HOUR, "hour": rlsv3.RateLimitResponse_RateLimit_HOUR,
-	"d": rlsv3.RateLimitResponse_RateLimit_DAY, "day": rlsv3.RateLimitResponse_RateLimit_DAY,
-	"w": rlsv3.RateLimitResponse_RateLimit_WEEK, "week": rlsv3.RateLimitResponse_RateLimit_WEEK,
+// envoyUnits are the units a window is named in, largest first: a rate string's window
+// becomes the largest unit that divides it, times a multiplier.
+var envoyUnits = []rlsv3.RateLimitResponse_RateLimit_Unit{
+	rlsv3.RateLimitResponse_RateLimit_YEAR, rlsv3.RateLimitResponse_RateLimit_MONTH,
+	rlsv3.RateLimitResponse_RateLimit_WEEK, rlsv3.RateLimitResponse_RateLimit_DAY,
+	rlsv3.RateLimitResponse_RateLimit_HOUR, rlsv3.RateLimitResponse_RateLimit_MINUTE,
+	rlsv3.RateLimitResponse_RateLimit_SECOND,
 }
 
-// maxMultiplier bounds a unit multiplier so that the window stays far below what a
-// time.Duration holds (292 years) whatever the unit.
-const maxMultiplier = 100
+// maxWindow is the longest window: the longest span the algorithms compute
+// (algo.MaxMicros, about 31.7 years).
+const maxWindow = time.Duration(algo.MaxMicros) * time.Microsecond
 
 // rate is a limit of count requests per multiplier × unit.
 type rate struct {
@@ -59,43 +61,39 @@ func (r rate) window() time.Duration {
 	return unitSpan[r.unit] * time.Duration(r.multiplier)
 }
 
-// parseRate reads a rate string of our extension, `COUNT/[MULTIPLIER]UNIT`: "100/min",
-// "5/10s", "1000/hour", "20/s". Units are s|sec|second, m|min|minute, h|hr|hour, d|day and
-// w|week, with an optional plural s. Spaces around the parts are allowed.
-//
-// It is not algo.ParseQuota: a response names its limit in Envoy's units
-// (current_limit{requests_per_unit, unit}), so a window must be a whole number of one of
-// them ("100/500ms" has none), and a count of 0 (deny everything) is valid here.
+// newRate is count per multiplier × unit, or an error when the window is longer than
+// maxWindow.
+func newRate(count int64, u rlsv3.RateLimitResponse_RateLimit_Unit, multiplier uint64) (rate, error) {
+	span, ok := unitSpan[u]
+	switch {
+	case !ok:
+		return rate{}, fmt.Errorf("unknown unit %v", u)
+	case multiplier < 1:
+		return rate{}, errors.New("the unit multiplier must be at least 1")
+	case multiplier > uint64(maxWindow/span):
+		return rate{}, fmt.Errorf("%d × %s is longer than the longest window, %d %ss", multiplier, strings.ToLower(u.String()), maxWindow/span, strings.ToLower(u.String()))
+	}
+	return rate{count: count, unit: u, multiplier: uint32(multiplier)}, nil
+}
+
+// parseRate reads a rate string of our extension with algo.ParseQuota ("100/min",
+// "5/10s", "1000 per hour") and names its window in Envoy's units, as current_limit
+// reports it: the largest unit that divides the window, times a multiplier. A window that
+// is not a whole number of seconds ("100/500ms") has no such name and is refused.
 func parseRate(s string) (rate, error) {
-	countPart, unitPart, ok := strings.Cut(s, "/")
-	if !ok {
-		return rate{}, fmt.Errorf("%q is not COUNT/UNIT, e.g. 100/min or 5/10s", s)
+	q, err := algo.ParseQuota(s)
+	if err != nil {
+		return rate{}, err
 	}
-	count, err := strconv.ParseInt(strings.TrimSpace(countPart), 10, 64)
-	if err != nil || count < 0 || count > maxCount {
-		return rate{}, fmt.Errorf("%q: the count must be a whole number in [0, %d]", s, maxCount)
+	if q.Limit > maxCount {
+		return rate{}, fmt.Errorf("rate %q: the limit must be at most %d (the protocol's uint32)", s, uint64(maxCount))
 	}
-	unitPart = strings.TrimSpace(unitPart)
-	digits := 0
-	for digits < len(unitPart) && unitPart[digits] >= '0' && unitPart[digits] <= '9' {
-		digits++
-	}
-	mult := uint64(1)
-	if digits > 0 {
-		mult, err = strconv.ParseUint(unitPart[:digits], 10, 32)
-		if err != nil || mult < 1 || mult > maxMultiplier {
-			return rate{}, fmt.Errorf("%q: the multiplier must be in [1, %d]", s, maxMultiplier)
+	for _, u := range envoyUnits {
+		if span := unitSpan[u]; q.Window%span == 0 {
+			return newRate(q.Limit, u, uint64(q.Window/span))
 		}
 	}
-	name := strings.ToLower(strings.TrimSpace(unitPart[digits:]))
-	u, ok := rateUnits[name]
-	if !ok && len(name) > 1 && strings.HasSuffix(name, "s") {
-		u, ok = rateUnits[strings.TrimSuffix(name, "s")]
-	}
-	if !ok {
-		return rate{}, fmt.Errorf("%q: unknown unit %q (want s, min, h, d or w)", s, name)
-	}
-	return rate{count: count, unit: u, multiplier: uint32(mult)}, nil
+	return rate{}, fmt.Errorf("rate %q: the period must be a whole number of seconds (Envoy's current_limit names it in seconds, minutes, hours or days)", s)
 }
 
 // maxCount bounds requests_per_unit and rate counts: the proto carries them as uint32.

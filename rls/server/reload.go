@@ -78,6 +78,7 @@ func (w *Watcher) Run(ctx context.Context, interval time.Duration) {
 			w.log.Error("config refused; keeping the running one", slog.String("path", w.path), slog.Any("error", err))
 		case changed:
 			w.log.Info("config reloaded", slog.String("path", w.path), slog.Any("domains", w.svc.Config().Domains()))
+			LogIgnored(w.log, w.svc.Config())
 		}
 	}
 }
@@ -93,4 +94,12 @@ func hashSources(srcs []source) [sha256.Size]byte {
 	var sum [sha256.Size]byte
 	h.Sum(sum[:0])
 	return sum
+}
+
+// LogIgnored logs a warning for each file of cfg whose later YAML documents were ignored
+// (Config.Ignored).
+func LogIgnored(log *slog.Logger, cfg *Config) {
+	for _, msg := range cfg.ignored {
+		log.Warn("config: " + msg)
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/store"
@@ -48,7 +49,7 @@ func New(cfg *Config, s store.Store, o Options) (*Service, error) {
 	}
 	switch o.FailurePolicy {
 	case "":
-		o.FailurePolicy = PolicyClosed
+		o.FailurePolicy = PolicyError
 	case PolicyClosed, PolicyOpen, PolicyError:
 	case PolicyLocal:
 		if o.FallbackStore == nil {
@@ -83,12 +84,14 @@ func (s *Service) Metrics() *Metrics { return s.metrics }
 // check is the work on one descriptor of a request.
 type check struct {
 	entries []entry
+	keyed   []entry // the entries the store counts under (share_threshold)
 	rule    *Rule
 	stat    string
 	hits    int64
 	status  *rlsv3.RateLimitResponse_DescriptorStatus
 	d       algo.Decision
-	decided bool // d holds a decision of the store
+	decided bool // d holds a decision of the store, or of the failure policy
+	outage  bool // the failure policy answered d
 	err     error
 }
 
@@ -102,25 +105,34 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 	if len(req.GetDescriptors()) == 0 {
 		return nil, status.Error(codes.InvalidArgument, "rate limit descriptor list must not be empty")
 	}
-	s.metrics.requests.Add(1)
+	if n, most := len(req.GetDescriptors()), s.opts.maxDescriptors(); n > most {
+		return nil, status.Errorf(codes.InvalidArgument, "%d descriptors in one request; at most %d (--max-descriptors)", n, most)
+	}
 	cfg := s.cfg.Load()
 	dom := cfg.domains[req.GetDomain()]
 	checks := make([]check, len(req.GetDescriptors()))
 	replaced := map[string]bool{}
 	for i, desc := range req.GetDescriptors() {
 		c := &checks[i]
+		if n, most := len(desc.GetEntries()), s.opts.maxEntries(); n > most {
+			return nil, status.Errorf(codes.InvalidArgument, "descriptor %d has %d entries; at most %d (--max-entries)", i, n, most)
+		}
 		c.entries = make([]entry, len(desc.GetEntries()))
 		for j, e := range desc.GetEntries() {
 			c.entries[j] = entry{e.GetKey(), e.GetValue()}
 		}
 		c.hits = hitsOf(req, desc)
+		c.keyed = c.entries
 		if dom == nil {
 			continue // an unknown domain limits nothing, as in envoyproxy/ratelimit
 		}
 		if o := desc.GetLimit(); o != nil {
-			c.rule, c.stat = overrideRule(dom.name, o, c.entries)
+			var err error
+			if c.rule, c.stat, err = overrideRule(dom.name, o); err != nil {
+				return nil, err
+			}
 		} else {
-			c.rule, c.stat = dom.match(c.entries)
+			c.rule, c.stat, c.keyed = dom.match(c.entries)
 		}
 		if c.rule != nil {
 			for _, name := range c.rule.Replaces {
@@ -128,6 +140,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 			}
 		}
 	}
+	s.metrics.requests.Add(1)
 	var wg sync.WaitGroup
 	for i := range checks {
 		c := &checks[i]
@@ -141,24 +154,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 		s.decide(ctx, req.GetDomain(), c)
 	}
 	wg.Wait()
-	resp := &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK}
-	for i := range checks {
-		c := &checks[i]
-		if c.err != nil {
-			return nil, c.err
-		}
-		resp.Statuses = append(resp.Statuses, c.status)
-		if c.status.Code == rlsv3.RateLimitResponse_OVER_LIMIT {
-			resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
-		}
-	}
-	if s.opts.Headers {
-		resp.ResponseHeadersToAdd = rateLimitHeaders(checks, resp.OverallCode)
-	}
-	if resp.OverallCode == rlsv3.RateLimitResponse_OVER_LIMIT {
-		s.metrics.overLimit.Add(1)
-	}
-	return resp, nil
+	return s.respond(req, checks)
 }
 
 // hitsOf is the cost of one descriptor: its own hits_addend when set (0 included: a look
@@ -182,12 +178,13 @@ func hitsOf(req *rlsv3.RateLimitRequest, desc *ratelimitv3.RateLimitDescriptor) 
 // decide fills c.status (or c.err, which fails the whole call).
 func (s *Service) decide(ctx context.Context, domain string, c *check) {
 	r := c.rule
+	left := int64(0) // what the key held before a denial
 	switch {
 	case r == nil:
 		c.status = &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
 		return
 	case r.Unlimited:
-		s.metrics.rule(c.stat).hit(c.hits, false, false, false)
+		s.metrics.rule(c.stat).hit(c.hits, 0, 0, 0)
 		c.status = &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK, LimitRemaining: math.MaxUint32}
 		return
 	case r.Algorithm == nil: // requests_per_unit: 0 denies everything
@@ -198,29 +195,47 @@ func (s *Service) decide(ctx context.Context, domain string, c *check) {
 			c.err = status.Errorf(codes.Internal, "rule %s: %v", r.id, err)
 			return
 		}
-		key := limiterKey(domain, c.entries)
+		key := limiterKey(domain, c.keyed)
 		if c.hits == 0 {
 			// A look (hits_addend 0): Peek's Remaining is what the key has now.
 			c.d, err = l.Peek(ctx, key)
 		} else {
 			c.d, err = l.AllowN(ctx, key, c.hits)
 		}
-		if err != nil && !s.answered(ctx, c, err) {
-			return
+		switch {
+		case err != nil:
+			if !s.answered(ctx, c, err) {
+				return
+			}
+			c.outage = true
+		default:
+			s.storeAnswered(ctx)
+			left = c.d.Remaining
+			if !c.d.Allowed && c.hits > 0 && !s.opts.DenialsSpendNothing {
+				c.d = spendRest(ctx, l, key, c.d)
+			}
 		}
 		c.decided = true
 	}
 	// A look that spends nothing (hits 0) is never over the limit: envoyproxy/ratelimit's
-	// INCRBY 0 finds the count at most at the limit.
+	// INCRBY 0 answers OK unless its count passed the limit.
 	over := !c.d.Allowed && c.hits > 0
-	shadow := over && (r.Shadow || s.opts.Shadow)
-	// Near the limit: more than 80% of what the algorithm grants at once is used (Limit
-	// is the count of a window, the burst of a bucket).
-	near := !over && c.d.Limit > 0 && float64(c.d.Limit-c.d.Remaining) > nearLimitRatio*float64(c.d.Limit)
-	s.metrics.rule(c.stat).hit(c.hits, over, near, shadow)
+	shadow := over && r.Shadow
 	code := rlsv3.RateLimitResponse_OK
 	if over && !shadow {
 		code = rlsv3.RateLimitResponse_OVER_LIMIT
+	}
+	if c.outage {
+		// The failure policy answered: counted apart, never as over (or near) the limit.
+		s.metrics.rule(c.stat).hit(c.hits, 0, 0, 0)
+		s.metrics.outageAnswer(code)
+	} else {
+		o, n := hitsPastThresholds(c.d, c.hits, over, left)
+		sh := int64(0)
+		if shadow {
+			sh = o
+		}
+		s.metrics.rule(c.stat).hit(c.hits, o, n, sh)
 	}
 	c.status = &rlsv3.RateLimitResponse_DescriptorStatus{
 		Code:           code,
@@ -230,6 +245,65 @@ func (s *Service) decide(ctx context.Context, domain string, c *check) {
 	if c.d.ResetAfter > 0 && c.d.ResetAfter < algo.Never {
 		c.status.DurationUntilReset = durationpb.New(c.d.ResetAfter)
 	}
+}
+
+// spendRest counts a denied request's hits as envoyproxy/ratelimit does (its INCRBY adds
+// them whatever the answer): what the key still holds, d.Remaining, is spent, so that the
+// key grants nothing more until its window ends (or its bucket refills), as the
+// reference's count past the limit grants nothing more until its window ends. For the
+// fixed window, the reference's algorithm, the answers that follow are the reference's;
+// the hits beyond what was left are not recorded (that needs a charge the library does
+// not offer yet), which only a look (hits_addend 0) could tell: the reference answers it
+// OVER_LIMIT after a denial, ratekitd OK with 0 remaining. A grant taken in between by
+// another call leaves less to spend: spendRest tries twice, then keeps d. The denial's
+// RetryAfter is d's.
+func spendRest(ctx context.Context, l *limiter.Limiter, key string, d algo.Decision) algo.Decision {
+	for range 2 {
+		if d.Remaining <= 0 {
+			break
+		}
+		spent, err := l.AllowN(ctx, key, d.Remaining)
+		if err != nil {
+			break
+		}
+		d.Remaining, d.ResetAfter = spent.Remaining, max(d.ResetAfter, spent.ResetAfter)
+		if spent.Allowed {
+			break
+		}
+	}
+	return d
+}
+
+// hitsPastThresholds splits a decision's hits as envoyproxy/ratelimit's statistics do,
+// with Limit as the threshold (the count of a window, the burst of a bucket) and 80% of it
+// as the near-limit threshold: of a request over the limit, the hits past the limit are
+// over it and those between the near-limit threshold and the limit near it; of a request
+// within the limit, the hits past the near-limit threshold are near it. left is what the
+// key held before a denial (Remaining before a grant is Remaining + hits).
+func hitsPastThresholds(d algo.Decision, hits int64, over bool, left int64) (overHits, nearHits int64) {
+	switch {
+	case hits <= 0:
+		return 0, 0
+	case d.Limit <= 0: // requests_per_unit 0: every hit is over
+		if over {
+			return hits, 0
+		}
+		return 0, 0
+	}
+	nearT := int64(math.Floor(nearLimitRatio * float64(d.Limit)))
+	if over {
+		left = max(left, 0)
+		if left == 0 || left >= hits { // already past the limit, or denied on other grounds
+			return hits, 0
+		}
+		before := d.Limit - left
+		return hits - left, d.Limit - max(nearT, before)
+	}
+	after := d.Limit - d.Remaining
+	if after <= nearT {
+		return 0, 0
+	}
+	return 0, min(hits, after-nearT)
 }
 
 // nearLimitRatio is envoyproxy/ratelimit's default NEAR_LIMIT_RATIO: a hit that leaves
@@ -243,20 +317,41 @@ func (s *Service) answered(ctx context.Context, c *check, err error) bool {
 	case ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
 		c.err = status.FromContextError(ctx.Err()).Err()
 		return false
-	case errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrClosed):
-		// At most one line a second: an outage fails every call, and /metrics counts them
-		// all (ratekitd_decisions_total by outcome).
+	case errors.Is(err, store.ErrKeyUnavailable):
+		// One key's failure (its Redis key holds other data): not an outage of the store.
+		// At most one line a second.
 		if sec := time.Now().Unix(); s.lastWarn.Swap(sec) != sec {
-			s.log.LogAttrs(ctx, slog.LevelWarn, "store unavailable", slog.String("rule", c.rule.id), slog.String("policy", string(s.opts.FailurePolicy)), slog.Any("error", err))
+			s.log.LogAttrs(ctx, slog.LevelWarn, "store cannot decide a key", slog.String("rule", c.rule.id), slog.String("policy", string(s.opts.FailurePolicy)), slog.Any("error", err))
 		}
-		if s.opts.FailurePolicy == PolicyError {
-			c.err = status.Errorf(codes.Unavailable, "rate limit store unavailable: %v", err)
-			return false
-		}
-		return true // the policy answered: FailClosed denied, FailOpen allowed, Fallback decided
+	case errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrClosed):
+		s.storeFailed(ctx, err)
 	default:
 		c.err = status.Errorf(codes.Internal, "rule %s: %v", c.rule.id, err)
 		return false
+	}
+	if s.opts.FailurePolicy == PolicyError {
+		s.metrics.outageErrors.Add(1)
+		c.err = status.Errorf(codes.Unavailable, "rate limit store unavailable: %v", err)
+		return false
+	}
+	return true // the policy answered: FailClosed denied, FailOpen allowed, Fallback decided
+}
+
+// storeFailed starts an outage, if none is on: one line with its cause, and the
+// ratekitd_store_outage gauge at 1. The calls that fail during it are counted, not
+// logged.
+func (s *Service) storeFailed(ctx context.Context, err error) {
+	if s.metrics.outageSince.CompareAndSwap(0, s.clock.Now().UnixNano()) {
+		s.log.LogAttrs(ctx, slog.LevelError, "store outage started", slog.String("policy", string(s.opts.FailurePolicy)), slog.Any("cause", err))
+	}
+}
+
+// storeAnswered ends the outage in progress, if any, with one line saying how long it
+// lasted. Without one it costs an atomic load.
+func (s *Service) storeAnswered(ctx context.Context) {
+	since := s.metrics.outageSince.Load()
+	if since != 0 && s.metrics.outageSince.CompareAndSwap(since, 0) {
+		s.log.LogAttrs(ctx, slog.LevelInfo, "store outage ended", slog.Duration("duration", s.clock.Now().Sub(time.Unix(0, since))))
 	}
 }
 
@@ -271,25 +366,30 @@ func currentLimit(r *Rule) *rlsv3.RateLimitResponse_RateLimit {
 
 // overrideRule is the rule of a descriptor that carries its own limit (Envoy's
 // RateLimitOverride, from dynamic metadata): a fixed window of that size, never in shadow
-// mode, as envoyproxy/ratelimit applies it. A unit it does not know limits nothing.
-func overrideRule(domain string, o *ratelimitv3.RateLimitDescriptor_RateLimitOverride, entries []entry) (*Rule, string) {
+// mode, as envoyproxy/ratelimit applies it. A unit it does not know limits nothing. Its
+// unit_multiplier, which envoyproxy/ratelimit ignores, is honoured: the window is that
+// many units; a multiplier of 0, or one whose window is longer than the longest the
+// algorithms compute (about 31.7 years), is an error, never dropped.
+func overrideRule(domain string, o *ratelimitv3.RateLimitDescriptor_RateLimitOverride) (*Rule, string, error) {
 	u := rlsv3.RateLimitResponse_RateLimit_Unit(o.GetUnit())
 	if _, ok := unitSpan[u]; !ok {
-		return nil, ""
+		return nil, "", nil
 	}
-	r := &Rule{rate: rate{count: int64(o.GetRequestsPerUnit()), unit: u, multiplier: 1}}
-	if m := o.GetUnitMultiplier(); m != nil && m.GetValue() >= 1 && m.GetValue() <= maxMultiplier {
-		r.rate.multiplier = m.GetValue()
+	mult := uint64(1)
+	if m := o.GetUnitMultiplier(); m != nil {
+		mult = uint64(m.GetValue())
 	}
-	r.id = domain + ".override"
+	rt, err := newRate(int64(o.GetRequestsPerUnit()), u, mult)
+	if err != nil {
+		return nil, "", status.Errorf(codes.InvalidArgument, "limit override: %v", err)
+	}
+	r := &Rule{rate: rt, id: domain + ".override"}
 	if r.rate.count > 0 {
-		a, err := buildAlgorithm(defaultAlgorithm, r.rate, 0)
-		if err != nil {
-			return nil, ""
+		if r.Algorithm, err = buildAlgorithm(defaultAlgorithm, r.rate, 0); err != nil {
+			return nil, "", status.Errorf(codes.InvalidArgument, "limit override: %v", err)
 		}
-		r.Algorithm = a
 	}
-	return r, r.id
+	return r, r.id, nil
 }
 
 var _ rlsv3.RateLimitServiceServer = (*Service)(nil)

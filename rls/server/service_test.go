@@ -12,6 +12,7 @@ import (
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
 // alignTo moves the fake clock to the start of the next window of length w, so the
@@ -124,9 +125,11 @@ func TestNestedDescriptorsAndMostSpecificMatch(t *testing.T) {
 	}
 }
 
+// TestHitsAddend runs with DenialsSpendNothing, where a refused request leaves its key as
+// it was; TestDeniedHitsAreCounted has the default, the reference's counting.
 func TestHitsAddend(t *testing.T) {
 	t.Parallel()
-	ts := startLocal(t, "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 5}\n", Options{})
+	ts := startLocal(t, "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 5}\n", Options{DenialsSpendNothing: true})
 	ts.alignTo(time.Minute)
 	if r := ts.call(t, "d", 3, desc("k", "a")); r.OverallCode != ok || r.Statuses[0].LimitRemaining != 2 {
 		t.Fatalf("hits 3: %v, want 2 remaining", r)
@@ -292,5 +295,83 @@ func TestRequestValidationAndOverride(t *testing.T) {
 	ts.call(t, "d", 0, d)
 	if r := ts.call(t, "d", 0, d); r.OverallCode != over || r.Statuses[0].CurrentLimit.GetRequestsPerUnit() != 1 {
 		t.Fatalf("override of 1/min: %v", r)
+	}
+}
+
+// envoyproxy/ratelimit ignores an override's unit_multiplier (its override has unit and
+// requests_per_unit only); ratekitd never drops it silently: it is honoured whatever its
+// size, and one it cannot honour is an error.
+func TestOverrideUnitMultiplierIsHonouredOrRefused(t *testing.T) {
+	t.Parallel()
+	ts := startLocal(t, "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 100}\n", Options{})
+	ts.alignTo(300 * time.Second)
+	d := desc("k", "v")
+	d.Limit = &ratelimitv3.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 5, Unit: typev3.RateLimitUnit_SECOND, UnitMultiplier: wrapperspb.UInt32(300)}
+	allowed := 0
+	for range 50 {
+		if r := ts.call(t, "d", 0, d); r.OverallCode == ok {
+			allowed++
+		}
+		ts.clock.Add(time.Second)
+	}
+	if allowed != 5 {
+		t.Fatalf("5 per 300 s over 50 s: %d allowed, want 5", allowed)
+	}
+	r := ts.call(t, "d", 0, d)
+	if cl := r.Statuses[0].CurrentLimit; cl.GetUnitMultiplier().GetValue() != 300 || cl.GetRequestsPerUnit() != 5 {
+		t.Fatalf("current_limit %v, want 5 per 300 seconds", cl)
+	}
+	for _, m := range []uint32{0, math.MaxUint32} {
+		d.Limit.UnitMultiplier = wrapperspb.UInt32(m)
+		d.Limit.Unit = typev3.RateLimitUnit_YEAR
+		if _, err := ts.client.ShouldRateLimit(t.Context(), &rlsv3.RateLimitRequest{Domain: "d", Descriptors: []*ratelimitv3.RateLimitDescriptor{d}}); status.Code(err) != codes.InvalidArgument {
+			t.Fatalf("unit_multiplier %d years: err %v, want InvalidArgument", m, err)
+		}
+	}
+}
+
+// envoyproxy/ratelimit counts every request's hits (INCRBY), denied or not: once a window's
+// count passes the limit, every request of that window is OVER_LIMIT, even one that would
+// have fitted in what was left before the denial. That is the default; DenialsSpendNothing
+// keeps what a denial leaves.
+func TestDeniedHitsAreCounted(t *testing.T) {
+	t.Parallel()
+	const cfg = "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 5}\n"
+	for _, tc := range []struct {
+		name string
+		o    Options
+		// the answers to hits 3, 3, 2, then 1 after a fresh key's hits 6
+		want [5]rlsv3.RateLimitResponse_Code
+	}{
+		{"reference", Options{}, [5]rlsv3.RateLimitResponse_Code{ok, over, over, over, over}},
+		{"denials spend nothing", Options{DenialsSpendNothing: true}, [5]rlsv3.RateLimitResponse_Code{ok, over, ok, over, ok}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ts := startLocal(t, cfg, tc.o)
+			ts.alignTo(time.Minute)
+			var got [5]rlsv3.RateLimitResponse_Code
+			var rem [5]uint32
+			for i, c := range []struct {
+				key  string
+				hits uint32
+			}{{"a", 3}, {"a", 3}, {"a", 2}, {"b", 6}, {"b", 1}} {
+				r := ts.call(t, "d", c.hits, desc("k", c.key))
+				got[i], rem[i] = r.OverallCode, r.Statuses[0].LimitRemaining
+			}
+			if got != tc.want {
+				t.Fatalf("answers %v (remaining %v), want %v", got, rem, tc.want)
+			}
+			if tc.o.DenialsSpendNothing {
+				return
+			}
+			if rem[1] != 0 {
+				t.Fatalf("a denial left %d remaining, want 0 as the reference's count past the limit", rem[1])
+			}
+			ts.clock.Add(time.Minute) // the next window starts afresh
+			if r := ts.call(t, "d", 1, desc("k", "a")); r.OverallCode != ok || r.Statuses[0].LimitRemaining != 4 {
+				t.Fatalf("next window: %v, want OK with 4 remaining", r)
+			}
+		})
 	}
 }

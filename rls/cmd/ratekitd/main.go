@@ -47,7 +47,14 @@ type flags struct {
 	breaker        limiter.CircuitBreaker
 	callTimeout    time.Duration
 	shadow         bool
+	quotaMode      bool
+	spendNothing   bool
 	headers        bool
+	limitHeaders   bool
+	limitNames     server.ReferenceHeaderNames
+	dynamicMeta    bool
+	maxDescriptors int
+	maxEntries     int
 	reloadInterval time.Duration
 	drainTimeout   time.Duration
 	logFormat      string
@@ -62,15 +69,24 @@ func parseFlags(args []string, out io.Writer) (*flags, error) {
 	fs.StringVar(&f.config, "config", "", "a YAML file, or a directory of *.yaml files, in envoyproxy/ratelimit's format (required)")
 	fs.StringVar(&f.grpcAddr, "grpc-addr", ":8081", "address of the gRPC RateLimitService")
 	fs.StringVar(&f.httpAddr, "http-addr", ":8080", "address of /json, /healthcheck and /metrics")
-	fs.StringVar(&f.policy, "failure-policy", "closed", "when the store cannot decide: closed (OVER_LIMIT), open (OK), local (decide in this process's memory) or error (gRPC UNAVAILABLE: Envoy's failure_mode_deny decides)")
+	fs.StringVar(&f.policy, "failure-policy", "error", "when the store cannot decide: error (gRPC UNAVAILABLE: Envoy's failure_mode_deny decides, as with envoyproxy/ratelimit), closed (OVER_LIMIT), open (OK) or local (decide in this process's memory)")
 	fs.Float64Var(&f.breaker.FailureRate, "breaker-failure-rate", 0, "share of a window's calls that must fail to open the circuit breaker (0: the library's 0.5)")
 	fs.IntVar(&f.breaker.MinCalls, "breaker-min-calls", 0, "calls a window needs before its failure rate is judged (0: the library's 20)")
 	fs.DurationVar(&f.breaker.Window, "breaker-window", 0, "the breaker's window (0: the library's 1s)")
 	fs.DurationVar(&f.breaker.CoolDown, "breaker-cooldown", 0, "how long the breaker stays open before a probe (0: the library's 1s)")
 	fs.BoolVar(&f.breaker.Off, "no-breaker", false, "no circuit breaker: every call goes to the store")
 	fs.DurationVar(&f.callTimeout, "timeout", 0, "bound on each decision's store call (0: the store's own, --redis-timeout)")
-	fs.BoolVar(&f.shadow, "shadow", false, "global shadow mode: decide and count everything, answer OK")
+	fs.BoolVar(&f.shadow, "shadow", false, "global shadow mode (SHADOW_MODE): decide and count everything; statuses keep their code, the overall code is OK")
+	fs.BoolVar(&f.quotaMode, "quota-mode", false, "global quota mode (QUOTA_MODE): OVER_LIMIT only when every descriptor is over its limit")
+	fs.BoolVar(&f.spendNothing, "denials-spend-nothing", false, "a denied request spends nothing (the library's reading); by default its hits are counted, as envoyproxy/ratelimit counts them")
 	fs.BoolVar(&f.headers, "headers", false, "add IETF RateLimit-Policy / RateLimit (and Retry-After) to response_headers_to_add")
+	fs.BoolVar(&f.limitHeaders, "limit-headers", false, "add envoyproxy/ratelimit's limit, remaining and reset headers (LIMIT_RESPONSE_HEADERS_ENABLED)")
+	fs.StringVar(&f.limitNames.Limit, "limit-limit-header", "RateLimit-Limit", "name of --limit-headers' limit header (LIMIT_LIMIT_HEADER), e.g. X-RateLimit-Limit")
+	fs.StringVar(&f.limitNames.Remaining, "limit-remaining-header", "RateLimit-Remaining", "name of --limit-headers' remaining header (LIMIT_REMAINING_HEADER)")
+	fs.StringVar(&f.limitNames.Reset, "limit-reset-header", "RateLimit-Reset", "name of --limit-headers' reset header (LIMIT_RESET_HEADER)")
+	fs.BoolVar(&f.dynamicMeta, "dynamic-metadata", false, "send back dynamic_metadata: domain, descriptors and the passing rules' metadata (RESPONSE_DYNAMIC_METADATA)")
+	fs.IntVar(&f.maxDescriptors, "max-descriptors", server.DefaultMaxDescriptors, "most descriptors in one request (more: INVALID_ARGUMENT)")
+	fs.IntVar(&f.maxEntries, "max-entries", server.DefaultMaxEntries, "most entries in one descriptor (more: INVALID_ARGUMENT)")
 	fs.DurationVar(&f.reloadInterval, "reload-interval", 2*time.Second, "how often to look for changed config files (0: never)")
 	fs.DurationVar(&f.drainTimeout, "drain-timeout", 10*time.Second, "on SIGTERM, how long calls in flight may take to finish")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
@@ -84,7 +100,7 @@ func parseFlags(args []string, out io.Writer) (*flags, error) {
 	fs.DurationVar(&f.store.denialMaxAge, "denial-cache-max-age", 0, "longest reuse of one denial (0: until its RetryAfter)")
 	fs.Int64Var(&f.store.lease, "lease", 0, "serve hot keys from local slices of this many permits (package leasing; 0: off)")
 	fs.DurationVar(&f.store.leaseTTL, "lease-ttl", 100*time.Millisecond, "how long a lease lives (leasing.WithTTL)")
-	fs.IntVar(&f.store.localMaxKeys, "memory-max-keys", 0, "bound on the keys of the in-memory store (0: its default)")
+	fs.IntVar(&f.store.localMaxKeys, "memory-max-keys", defaultMemoryMaxKeys, "bound on the keys of the in-memory store and of --failure-policy local's (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -112,11 +128,24 @@ func newLogger(f *flags, out io.Writer) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format %q: want text or json", f.logFormat)
 }
 
+// defaultMemoryMaxKeys bounds the in-memory store by default: distinct descriptor values
+// come from clients, so without a bound a flood of them grows the process without end.
+// Past it, new keys share an overflow state (local.WithMaxKeys), which only decides more
+// strictly.
+const defaultMemoryMaxKeys = 500_000
+
 // hooks let tests watch and wrap what run does; the zero value does nothing.
 type hooks struct {
 	ready     func(grpcAddr, httpAddr string) // both listeners serve
 	draining  func()                          // the drain has begun: health checks fail
 	wrapStore func(store.Store) store.Store
+}
+
+// httpServer is the HTTP listener's server, bounded against slow or idle clients: the
+// headers within ReadHeaderTimeout, the whole request (a /json body is at most 1 MiB)
+// within ReadTimeout, an idle keep-alive connection closed after IdleTimeout.
+func httpServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 }
 
 // run serves until ctx ends, then drains.
@@ -133,7 +162,11 @@ func run(ctx context.Context, args []string, logOut io.Writer, h hooks) error {
 	if err != nil {
 		return err
 	}
-	st, desc, err := openStore(ctx, f.store)
+	server.LogIgnored(log, cfg)
+	// A store that cannot be reached at start is an error only when no answer can be
+	// given without it (--failure-policy error); otherwise ratekitd serves by its
+	// failure policy until the store answers.
+	st, desc, err := openStore(ctx, f.store, f.policy != string(server.PolicyError), log)
 	if err != nil {
 		return err
 	}
@@ -142,16 +175,23 @@ func run(ctx context.Context, args []string, logOut io.Writer, h hooks) error {
 		st = h.wrapStore(st)
 	}
 	opts := server.Options{
-		FailurePolicy: server.Policy(f.policy),
-		Breaker:       f.breaker,
-		Timeout:       f.callTimeout,
-		Shadow:        f.shadow,
-		Headers:       f.headers,
-		Concurrent:    f.store.redis != "",
-		Logger:        log,
+		FailurePolicy:        server.Policy(f.policy),
+		Breaker:              f.breaker,
+		Timeout:              f.callTimeout,
+		Shadow:               f.shadow,
+		QuotaMode:            f.quotaMode,
+		DenialsSpendNothing:  f.spendNothing,
+		Headers:              f.headers,
+		ReferenceHeaders:     f.limitHeaders,
+		ReferenceHeaderNames: f.limitNames,
+		DynamicMetadata:      f.dynamicMeta,
+		MaxDescriptors:       f.maxDescriptors,
+		MaxEntries:           f.maxEntries,
+		Concurrent:           f.store.redis != "",
+		Logger:               log,
 	}
 	if opts.FailurePolicy == server.PolicyLocal {
-		fb, err := local.New()
+		fb, err := local.New(local.WithMaxKeys(f.store.localMaxKeys))
 		if err != nil {
 			return err
 		}
@@ -176,7 +216,7 @@ func run(ctx context.Context, args []string, logOut io.Writer, h hooks) error {
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(gs, hs)
 	web := server.NewHTTP(svc)
-	httpSrv := &http.Server{Handler: web.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	httpSrv := httpServer(web.Handler())
 
 	errc := make(chan error, 2)
 	go func() { errc <- gs.Serve(gl) }()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -217,5 +218,49 @@ func TestTwoRatekitdOnOneRedisCluster(t *testing.T) {
 	}
 	if oks != 15 {
 		t.Fatalf("two instances on a cluster allowed %d marketing messages to 3 numbers, want 5 each", oks)
+	}
+}
+
+// envoyproxy/ratelimit cannot start without Redis, nor can ratekitd under the default
+// --failure-policy error, which has no answer of its own; under open, closed or local it
+// starts, answers by its policy and logs the outage.
+func TestStartsWithoutRedisWhenThePolicyCanAnswer(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "redis://" + l.Addr().String()
+	l.Close()
+	err = run(context.Background(), []string{"--config", "../../examples", "--redis", dead, "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, io.Discard, hooks{})
+	if err == nil || !strings.Contains(err.Error(), "starts without it") {
+		t.Fatalf("default policy without Redis: %v, want a refusal naming the policies that start", err)
+	}
+	in := start(t, "--config", "../../examples", "--redis", dead, "--failure-policy", "open", "--redis-timeout", "50ms")
+	if got := in.ask(t, "remote_address", "10.0.0.1"); got != rlsv3.RateLimitResponse_OK {
+		t.Fatalf("open policy without Redis: %v, want OK", got)
+	}
+	if !strings.Contains(in.log.String(), "store outage at start") {
+		t.Fatalf("log lacks the outage at start:\n%s", in.log)
+	}
+}
+
+// Bounds against hostile clients by default: every HTTP timeout set, the in-memory store
+// bounded, and caps on a request's descriptors and entries.
+func TestBoundsByDefault(t *testing.T) {
+	t.Parallel()
+	s := httpServer(http.NotFoundHandler())
+	if s.ReadHeaderTimeout <= 0 || s.ReadTimeout <= 0 || s.IdleTimeout <= 0 {
+		t.Fatalf("HTTP server timeouts: header %v, read %v, idle %v; want all set", s.ReadHeaderTimeout, s.ReadTimeout, s.IdleTimeout)
+	}
+	f, err := parseFlags([]string{"--config", "x"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.store.localMaxKeys <= 0 || f.maxDescriptors <= 0 || f.maxEntries <= 0 {
+		t.Fatalf("defaults: memory keys %d, descriptors %d, entries %d; want each bounded", f.store.localMaxKeys, f.maxDescriptors, f.maxEntries)
+	}
+	if f.policy != "error" {
+		t.Fatalf("default failure policy %q, want error (envoyproxy/ratelimit's)", f.policy)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 	"time"
@@ -33,7 +34,7 @@ type storeFlags struct {
 // Redis (redis://, rediss://) or Redis Cluster (redis+cluster://host:port,host:port,
 // rediss+cluster:// for TLS), wrapped in leasing when --lease is set. desc describes it for
 // the logs, without the password.
-func openStore(ctx context.Context, f storeFlags) (s store.Store, desc string, err error) {
+func openStore(ctx context.Context, f storeFlags, startUnreachable bool, log *slog.Logger) (s store.Store, desc string, err error) {
 	if f.redis == "" {
 		var opts []local.Option
 		if f.localMaxKeys > 0 {
@@ -48,8 +49,11 @@ func openStore(ctx context.Context, f storeFlags) (s store.Store, desc string, e
 			return nil, "", err
 		}
 		if err := client.Ping(ctx).Err(); err != nil {
-			client.Close()
-			return nil, "", fmt.Errorf("redis %s: %w", desc, err)
+			if !startUnreachable {
+				client.Close()
+				return nil, "", fmt.Errorf("redis %s: %w (--failure-policy closed, open or local starts without it)", desc, err)
+			}
+			log.Error("store outage at start: serving by the failure policy until Redis answers", slog.String("store", desc), slog.Any("cause", err))
 		}
 		opts := []distributed.Option{distributed.WithPrefix(f.prefix), distributed.WithTimeout(f.timeout)}
 		if !f.batching {

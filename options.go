@@ -2,6 +2,7 @@ package limiter
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/ratekit/limiter/algo"
@@ -22,8 +23,9 @@ type options struct {
 	breaker      CircuitBreaker // WithCircuitBreaker
 	errorHandler func(key string, err error)
 	keyFn        func(key string) string
-	observer     Observer // WithObserver
-	shadow       bool     // WithShadow
+	observer     Observer     // WithObserver
+	shadow       bool         // WithShadow
+	logger       *slog.Logger // WithLogger (breaker.go)
 }
 
 func defaultOptions() options {

@@ -135,7 +135,7 @@ func (r *rule) record(key string, err error, probe bool) {
 	if b := r.breaker; b != nil {
 		switch {
 		case failed && u.outage:
-			b.failure(probe)
+			b.failure(probe, u.err)
 		case failed:
 			b.success()
 		default:

@@ -16,30 +16,24 @@ import (
 // CircuitBreaker configures a Limiter's circuit breaker (WithCircuitBreaker); its zero
 // value, and each zero field, is the default. It counts outages only (errors wrapping
 // store.ErrUnavailable but not store.ErrKeyUnavailable, and WithTimeout deadlines). It
-// opens in two ways:
-//
-//   - by rate over volume: a window starts at a failure and lasts Window; if it ends with
-//     at least MinCalls calls of which at least FailureRate failed, the breaker opens (from
-//     the window's end);
-//   - by a run: when ConsecutiveFailures outages in a row, with no call answered in between,
-//     span at least Window (from the first one's answer to the last one's), the breaker
-//     opens at once. This cuts off a caller too quiet to fill a window (5 calls a second
-//     against a hung Redis open it after about a second), while a burst of failures
-//     shorter than Window (a stall of the host under load) never opens it on its own.
-//
-// Open, for CoolDown every call is answered by the failure policy with an error wrapping
-// ErrCircuitOpen, without touching the store. Then one probe call goes through (half-open;
-// the others are answered as when open): its success closes the breaker, its failure
-// reopens it for another CoolDown. Window and CoolDown run on the WithClock clock.
+// opens when a window (it starts at a failure and lasts Window) ends with at least MinCalls
+// calls of which at least FailureRate failed, or when ConsecutiveFailures outages in a row
+// span at least Window: a caller too quiet to fill a window is cut off, a burst of failures
+// shorter than Window is not. Open, for CoolDown every call is answered by the failure
+// policy with an error wrapping ErrCircuitOpen, without touching the store; then one probe
+// goes through (half-open; the others are answered as when open): its success closes the
+// breaker, its failure reopens it. Window and CoolDown run on the WithClock clock.
 type CircuitBreaker struct {
-	FailureRate float64       // share of a window's calls that must fail, in (0, 1]; default 0.5
-	MinCalls    int           // calls a window needs to be judged, ≥ 1; default 20
-	Window      time.Duration // > 0; default 1 s
-	CoolDown    time.Duration // how long it stays open before a probe, > 0; default 1 s
-	// ConsecutiveFailures is how many outages in a row, spanning at least Window, open the
-	// breaker, ≥ 1; default 5.
-	ConsecutiveFailures int
-	Off                 bool // no breaker: every call goes to the store; the other fields are ignored
+	FailureRate         float64       // share of a window's calls that must fail, in (0, 1]; default 0.5
+	MinCalls            int           // calls a window needs to be judged, ≥ 1; default 20
+	Window              time.Duration // > 0; default 1 s
+	CoolDown            time.Duration // how long it stays open before a probe, > 0; default 1 s
+	ConsecutiveFailures int           // outages in a row that open it when they span Window, ≥ 1; default 5
+	Off                 bool          // no breaker: every call goes to the store; the fields but Logger are ignored
+	// Logger, if not nil, is told of each outage in one line per transition, Off or not:
+	// began (Warn, with its cause), breaker opened (Error), recovered (Info, with how long
+	// it lasted). The default, nil, logs nothing. See docs/observability.md.
+	Logger *slog.Logger
 }
 
 // The defaults of CircuitBreaker, documented on its fields.
@@ -92,25 +86,16 @@ func (c CircuitBreaker) withDefaults() CircuitBreaker {
 	return c
 }
 
-// WithLogger makes the Limiter say each outage of its store through log, in one line per
-// transition: "limiter: store outage began" (Warn, with the cause: the first failure's
-// error), "limiter: circuit breaker opened" (Error, with why and for how long) and
-// "limiter: store recovered" (Info, with how long the outage lasted, from its first
-// failure to the first call answered after it, on the WithClock clock). A failed probe of
-// an open breaker is not a transition of the outage: it logs nothing (an Observer sees it).
-// An outage is what the breaker counts (see CircuitBreaker): one key's failure
-// (store.ErrKeyUnavailable) or a caller's done context is none. The lines are logged
-// outside the breaker's lock, in the goroutine of the call that made the transition; log
-// them with log.With(...) to name the Limiter. The default, and a nil log, is none, which
-// costs nothing. The outages are tracked, and logged, with the breaker Off too. See
-// docs/observability.md ("Outage logging").
-func WithLogger(log *slog.Logger) Option {
-	return optionFunc(func(o *options) { o.logger = log })
-}
+// The outages the breaker tracks for CircuitBreaker.Logger begin at a failure and end at
+// the first call the store answers after it (for an open breaker, its probe): one line as
+// each begins (with the first failure's error), one as the breaker opens (with the rule
+// that opened it), one as each ends (with its length, on the breaker's clock). A failed
+// probe is no transition of the outage: it logs nothing. The lines are logged outside mu,
+// in the goroutine of the call that made the transition.
 
 // breaker is the circuit breaker CircuitBreaker describes, timed on the limiter's clock,
-// and the tracker of outages that WithLogger says (with cfg.Off, it tracks and logs only,
-// and always allows).
+// and the tracker of the outages its Logger is told of (with cfg.Off, it tracks and logs
+// only, and always allows).
 //
 // The healthy path (closed, no window open, no failure since the last success) reads one
 // atomic and takes no lock: the successes before a window's first failure are not counted,
@@ -150,13 +135,13 @@ const (
 	breakerProbing // half-open, with the single probe in flight
 )
 
-// newBreaker returns the breaker of cfg on clock c, logging to log; nil when cfg is Off
-// and log is nil: no breaker, nothing to track.
-func newBreaker(cfg CircuitBreaker, c clockx.Clock, log *slog.Logger) *breaker {
-	if cfg.Off && log == nil {
+// newBreaker returns the breaker of cfg on clock c; nil when cfg is Off with no Logger: no
+// breaker, nothing to track.
+func newBreaker(cfg CircuitBreaker, c clockx.Clock) *breaker {
+	if cfg.Off && cfg.Logger == nil {
 		return nil
 	}
-	return &breaker{cfg: cfg.withDefaults(), clock: c, log: log}
+	return &breaker{cfg: cfg.withDefaults(), clock: c, log: cfg.Logger}
 }
 
 // clean reports that the breaker is closed with no window open and no failure since the

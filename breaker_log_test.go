@@ -66,7 +66,7 @@ func expectLines(t *testing.T, h *recordLog, step string, want ...string) {
 func TestOutageLogging(t *testing.T) {
 	t.Parallel()
 	h := &recordLog{}
-	l, st, _, clk := newFlaky(t, limiter.WithLogger(slog.New(h)))
+	l, st, _, clk := newFlaky(t, limiter.WithCircuitBreaker(limiter.CircuitBreaker{Logger: slog.New(h)}))
 	call := func(step string, wantStore, wantOpen bool) { breakerCall(t, l, st, step, wantStore, wantOpen) }
 
 	call("healthy", true, false)
@@ -115,7 +115,7 @@ func TestOutageLogging(t *testing.T) {
 func TestOutageLoggingBreakerOff(t *testing.T) {
 	t.Parallel()
 	h := &recordLog{}
-	l, st, _, clk := newFlaky(t, limiter.WithLogger(slog.New(h)), limiter.WithCircuitBreaker(limiter.CircuitBreaker{Off: true}))
+	l, st, _, clk := newFlaky(t, limiter.WithCircuitBreaker(limiter.CircuitBreaker{Off: true, Logger: slog.New(h)}))
 	st.down.Store(true)
 	for i := 0; i < 100; i++ {
 		breakerCall(t, l, st, "failure", true, false)
@@ -128,7 +128,7 @@ func TestOutageLoggingBreakerOff(t *testing.T) {
 	expectLines(t, h, "answered", "INFO limiter: store recovered outage=10s")
 
 	// No logger, no breaker: nothing tracked, calls go to the store.
-	l2, st2, _, _ := newFlaky(t, limiter.WithCircuitBreaker(limiter.CircuitBreaker{Off: true}), limiter.WithLogger(nil))
+	l2, st2, _, _ := newFlaky(t, limiter.WithCircuitBreaker(limiter.CircuitBreaker{Off: true}))
 	st2.down.Store(true)
 	if _, err := l2.Allow(context.Background(), "k"); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("Allow = %v, want store.ErrUnavailable", err)

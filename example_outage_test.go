@@ -30,7 +30,7 @@ func (s *unreachable) Apply(ctx context.Context, key string, a algo.Algorithm, r
 // circuit breaker opened, and when the store answered again (with how long it was down).
 // The clock is a fake one here, moved by hand; the time of each line is left out so that
 // the output stays the same.
-func ExampleWithLogger() {
+func ExampleCircuitBreaker_logger() {
 	clk := exampleClock()
 	ls, err := local.New(local.WithClock(clk))
 	if err != nil {
@@ -48,7 +48,7 @@ func ExampleWithLogger() {
 		},
 	}))
 	l, err := limiter.New(st, algo.TokenBucket{Rate: 100, Burst: 100},
-		limiter.WithLogger(log.With("limiter", "api")), limiter.WithClock(clk))
+		limiter.WithCircuitBreaker(limiter.CircuitBreaker{Logger: log.With("limiter", "api")}), limiter.WithClock(clk))
 	if err != nil {
 		fmt.Println(err)
 		return

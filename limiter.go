@@ -69,7 +69,7 @@ func New(s store.Store, a algo.Algorithm, opts ...Option) (*Limiter, error) {
 		},
 		clock: o.clock,
 	}
-	if l.breaker = newBreaker(o.breaker, o.clock, o.logger); l.breaker != nil {
+	if l.breaker = newBreaker(o.breaker, o.clock); l.breaker != nil {
 		l.breaker.obs = o.observer
 	}
 	// An observed or shadow rule runs its pipeline (settle tells the observer), never the

@@ -2,7 +2,6 @@ package limiter
 
 import (
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/ratekit/limiter/algo"
@@ -23,9 +22,8 @@ type options struct {
 	breaker      CircuitBreaker // WithCircuitBreaker
 	errorHandler func(key string, err error)
 	keyFn        func(key string) string
-	observer     Observer     // WithObserver
-	shadow       bool         // WithShadow
-	logger       *slog.Logger // WithLogger (breaker.go)
+	observer     Observer // WithObserver
+	shadow       bool     // WithShadow
 }
 
 func defaultOptions() options {

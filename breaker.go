@@ -1,7 +1,9 @@
 package limiter
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -13,27 +15,34 @@ import (
 
 // CircuitBreaker configures a Limiter's circuit breaker (WithCircuitBreaker); its zero
 // value, and each zero field, is the default. It counts outages only (errors wrapping
-// store.ErrUnavailable but not store.ErrKeyUnavailable, and WithTimeout deadlines). A window
-// starts at a failure and lasts Window; if it ends with at least MinCalls calls of which
-// at least FailureRate failed, the breaker opens: for CoolDown every call is answered by
-// the failure policy with an error wrapping ErrCircuitOpen, without touching the store.
-// Then one probe call goes through (half-open; the others are answered as when open): its
-// success closes the breaker, its failure reopens it. Window and CoolDown run on the
-// WithClock clock. A Limiter called fewer than MinCalls times per Window is never cut off.
+// store.ErrUnavailable but not store.ErrKeyUnavailable, and WithTimeout deadlines). It
+// opens when a window (it starts at a failure and lasts Window) ends with at least MinCalls
+// calls of which at least FailureRate failed, or when ConsecutiveFailures outages in a row
+// span at least Window: a caller too quiet to fill a window is cut off, a burst of failures
+// shorter than Window is not. Open, for CoolDown every call is answered by the failure
+// policy with an error wrapping ErrCircuitOpen, without touching the store; then one probe
+// goes through (half-open; the others are answered as when open): its success closes the
+// breaker, its failure reopens it. Window and CoolDown run on the WithClock clock.
 type CircuitBreaker struct {
-	FailureRate float64       // share of a window's calls that must fail, in (0, 1]; default 0.5
-	MinCalls    int           // calls a window needs to be judged, ≥ 1; default 20
-	Window      time.Duration // > 0; default 1 s
-	CoolDown    time.Duration // how long it stays open before a probe, > 0; default 1 s
-	Off         bool          // no breaker: every call goes to the store; the other fields are ignored
+	FailureRate         float64       // share of a window's calls that must fail, in (0, 1]; default 0.5
+	MinCalls            int           // calls a window needs to be judged, ≥ 1; default 20
+	Window              time.Duration // > 0; default 1 s
+	CoolDown            time.Duration // how long it stays open before a probe, > 0; default 1 s
+	ConsecutiveFailures int           // outages in a row that open it when they span Window, ≥ 1; default 5
+	Off                 bool          // no breaker: every call goes to the store; the fields but Logger are ignored
+	// Logger, if not nil, is told of each outage in one line per transition, Off or not:
+	// began (Warn, with its cause), breaker opened (Error), recovered (Info, with how long
+	// it lasted). The default, nil, logs nothing. See docs/observability.md.
+	Logger *slog.Logger
 }
 
 // The defaults of CircuitBreaker, documented on its fields.
 const (
-	defaultFailureRate = 0.5
-	defaultMinCalls    = 20
-	defaultWindow      = time.Second
-	defaultCoolDown    = time.Second
+	defaultFailureRate         = 0.5
+	defaultMinCalls            = 20
+	defaultWindow              = time.Second
+	defaultCoolDown            = time.Second
+	defaultConsecutiveFailures = 5
 )
 
 // validate reports, wrapping algo.ErrInvalidConfig, the field of c that cannot be used.
@@ -50,6 +59,9 @@ func (c CircuitBreaker) validate() error {
 		return fmt.Errorf("%w: WithCircuitBreaker: Window must be > 0 (0: the default), got %v", algo.ErrInvalidConfig, c.Window)
 	case c.CoolDown < 0:
 		return fmt.Errorf("%w: WithCircuitBreaker: CoolDown must be > 0 (0: the default), got %v", algo.ErrInvalidConfig, c.CoolDown)
+	case c.ConsecutiveFailures < 0:
+		return fmt.Errorf("%w: WithCircuitBreaker: ConsecutiveFailures must be ≥ 1 (0: the default), got %d",
+			algo.ErrInvalidConfig, c.ConsecutiveFailures)
 	}
 	return nil
 }
@@ -68,30 +80,51 @@ func (c CircuitBreaker) withDefaults() CircuitBreaker {
 	if c.CoolDown == 0 {
 		c.CoolDown = defaultCoolDown
 	}
+	if c.ConsecutiveFailures == 0 {
+		c.ConsecutiveFailures = defaultConsecutiveFailures
+	}
 	return c
 }
 
-// breaker is the circuit breaker CircuitBreaker describes, timed on the limiter's clock.
+// The outages the breaker tracks for CircuitBreaker.Logger begin at a failure and end at
+// the first call the store answers after it (for an open breaker, its probe): one line as
+// each begins (with the first failure's error), one as the breaker opens (with the rule
+// that opened it), one as each ends (with its length, on the breaker's clock). A failed
+// probe is no transition of the outage: it logs nothing. The lines are logged outside mu,
+// in the goroutine of the call that made the transition.
+
+// breaker is the circuit breaker CircuitBreaker describes, timed on the limiter's clock,
+// and the tracker of the outages its Logger is told of (with cfg.Off, it tracks and logs
+// only, and always allows).
 //
-// The healthy path (closed, no window open) reads one atomic and takes no lock: the
-// successes before a window's first failure are not counted, which is why a window starts
-// at a failure and is judged only when it ends, once the calls after the failure had
-// their say. Every transition happens under mu, which is never held across a store call.
+// The healthy path (closed, no window open, no failure since the last success) reads one
+// atomic and takes no lock: the successes before a window's first failure are not counted,
+// which is why a window starts at a failure and is judged only when it ends, once the
+// calls after the failure had their say. Every transition happens under mu, which is
+// never held across a store call nor while logging.
 type breaker struct {
 	cfg   CircuitBreaker // with defaults
 	clock clockx.Clock
-	obs   Observer // told of every change of state, under mu; nil: none
+	obs   Observer     // told of every change of state, under mu; nil: none
+	log   *slog.Logger // told of every outage's transitions, after mu; nil: none
 
-	// dirty is false exactly when the breaker is closed with no window open, so that
-	// allow and success can skip the lock on the healthy path.
+	// dirty is false exactly when the breaker is closed with no window open and no
+	// failure since the last success, so that allow and success can skip the lock on the
+	// healthy path.
 	dirty atomic.Bool
 
 	mu        sync.Mutex
 	state     breakerState
-	calls     int       // answered calls of the open window (closed only)
+	calls     int       // answered calls of the open window (closed only; 0: no window open)
 	failures  int       // of which outages
-	windowEnd time.Time // when closed and dirty: the end of the open window
+	windowEnd time.Time // when a window is open: its end
 	openUntil time.Time // when open: the first instant a probe may go through
+	run       int       // outages in a row since the last answered call (closed only)
+	runStart  time.Time // the first one's
+	down      bool      // an outage is going on: a failure since the last answered call
+	downSince time.Time // its first failure
+	events    [2]event  // what to log once mu is released
+	nevents   int
 }
 
 type breakerState uint8
@@ -102,36 +135,42 @@ const (
 	breakerProbing // half-open, with the single probe in flight
 )
 
+// newBreaker returns the breaker of cfg on clock c; nil when cfg is Off with no Logger: no
+// breaker, nothing to track.
 func newBreaker(cfg CircuitBreaker, c clockx.Clock) *breaker {
-	return &breaker{cfg: cfg.withDefaults(), clock: c}
+	if cfg.Off && cfg.Logger == nil {
+		return nil
+	}
+	return &breaker{cfg: cfg.withDefaults(), clock: c, log: cfg.Logger}
 }
 
-// clean reports that the breaker is closed with no window open: a call may go to the
-// store, and its success needs no recording. It is one atomic load.
+// clean reports that the breaker is closed with no window open and no failure since the
+// last success: a call may go to the store, and its success needs no recording. It is one
+// atomic load.
 func (b *breaker) clean() bool { return !b.dirty.Load() }
 
 // allow reports whether a call may go to the store, and whether that call is the half-open
 // probe (whose outcome the caller must report with success, failure or release).
 func (b *breaker) allow() (ok, probe bool) {
-	if !b.dirty.Load() {
+	if !b.dirty.Load() || b.cfg.Off {
 		return true, false
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	now := b.clock.Now()
-	if b.state == breakerClosed && (now.Before(b.windowEnd) || !b.judge()) {
-		return true, false
+	if b.state == breakerClosed {
+		b.endWindow(now) // may open the breaker, which is logged
 	}
 	switch b.state {
+	case breakerClosed:
+		ok = true
 	case breakerOpen:
-		if now.Before(b.openUntil) {
-			return false, false
+		if !now.Before(b.openUntil) {
+			b.set(breakerProbing)
+			ok, probe = true, true
 		}
-		b.set(breakerProbing)
-		return true, true
-	default: // another probe is in flight
-		return false, false
-	}
+	} // breakerProbing: another probe is in flight
+	b.flush()
+	return ok, probe
 }
 
 // open reports whether calls are being skipped now, without claiming the probe.
@@ -144,78 +183,110 @@ func (b *breaker) open() bool {
 	return b.state == breakerProbing || (b.state == breakerOpen && b.clock.Now().Before(b.openUntil))
 }
 
-// success records a call the store answered (a failure of one key included). It counts
-// in an open window; it closes a half-open breaker. A late answer to a call sent before
-// the breaker opened leaves an open breaker as it is: the probe decides.
+// success records a call the store answered (a failure of one key included). It ends an
+// outage and a run of failures; it counts in an open window; it closes a half-open
+// breaker. A late answer to a call sent before the breaker opened leaves an open breaker
+// as it is: the probe decides.
 func (b *breaker) success() {
 	if !b.dirty.Load() {
 		return
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	now := b.clock.Now()
 	switch b.state {
 	case breakerClosed:
-		if !b.dirty.Load() { // the window was judged meanwhile
-			return
+		b.endWindow(now) // a call answered after the window is not one of its calls
+		if b.state != breakerClosed {
+			break
 		}
-		if !b.clock.Now().Before(b.windowEnd) {
-			b.judge() // this call answered after the window: it is not one of its calls
-			return
+		if b.calls > 0 {
+			b.calls++
 		}
-		b.calls++
+		b.run = 0
+		b.recovered(now)
 	case breakerProbing:
 		b.set(breakerClosed)
-		b.reset()
+		b.calls, b.failures, b.run = 0, 0, 0
+		b.recovered(now)
 	}
+	b.settle()
+	b.flush()
 }
 
-// failure records a call that found the store unavailable: a failed probe opens the
-// breaker for CoolDown; otherwise the failure counts in the open window, or starts one.
-func (b *breaker) failure(probe bool) {
+// failure records a call that found the store unavailable, with the store's error: a failed
+// probe opens the breaker for CoolDown; otherwise the failure counts in the open window, or
+// starts one, and in the run of failures, which may open the breaker.
+func (b *breaker) failure(probe bool, cause error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	now := b.clock.Now()
+	if !b.down {
+		b.down, b.downSince = true, now
+		b.note(event{kind: outageBegan, cause: cause})
+	}
 	switch {
+	case b.cfg.Off:
 	case probe:
-		b.open1(now)
+		b.open1(now, "", 0, 0) // the probe failed: open again, logging nothing
 	case b.state == breakerClosed:
-		if b.dirty.Load() && !now.Before(b.windowEnd) && b.judge() {
-			return
+		if b.endWindow(now); b.state != breakerClosed {
+			break // the window just judged opened the breaker
 		}
-		if !b.dirty.Load() {
+		if b.calls == 0 {
 			b.windowEnd = now.Add(b.cfg.Window)
-			b.dirty.Store(true)
 		}
 		b.calls++
 		b.failures++
+		if b.run == 0 {
+			b.runStart = now
+		}
+		b.run++
+		if b.run >= b.cfg.ConsecutiveFailures && now.Sub(b.runStart) >= b.cfg.Window {
+			b.open1(now, "consecutive failures", b.run, b.run)
+		}
 	}
 	// A late failure of a call sent before the breaker opened leaves it as it is.
+	b.settle()
+	b.flush()
 }
 
-// judge ends the open window, which has ended: the breaker opens, as from the window's
-// end, when at least MinCalls calls were answered and at least FailureRate of them
-// failed, else it is clean again. It reports whether the breaker opened.
-func (b *breaker) judge() bool {
-	if b.calls >= b.cfg.MinCalls && float64(b.failures) >= b.cfg.FailureRate*float64(b.calls) {
-		b.open1(b.windowEnd)
-		return true
+// endWindow judges the open window if it has ended by now: the breaker opens, as from the
+// window's end, when at least MinCalls calls were answered and at least FailureRate of
+// them failed; else the window closes.
+func (b *breaker) endWindow(now time.Time) {
+	if b.calls == 0 || now.Before(b.windowEnd) {
+		return
 	}
-	b.reset()
-	return false
+	if b.calls >= b.cfg.MinCalls && float64(b.failures) >= b.cfg.FailureRate*float64(b.calls) {
+		b.open1(b.windowEnd, "failure rate", b.failures, b.calls)
+		return
+	}
+	b.calls, b.failures = 0, 0
+	b.settle()
 }
 
-// open1 opens the breaker from the instant at.
-func (b *breaker) open1(at time.Time) {
+// open1 opens the breaker from the instant at; why names the rule that opened it, with the
+// failures and calls it counted, for the log ("": a failed probe, not logged).
+func (b *breaker) open1(at time.Time, why string, failures, calls int) {
 	b.set(breakerOpen)
-	b.calls, b.failures = 0, 0
+	b.calls, b.failures, b.run = 0, 0, 0
 	b.openUntil = at.Add(b.cfg.CoolDown)
 	b.dirty.Store(true)
+	if why != "" {
+		b.note(event{kind: breakerOpened, why: why, failures: failures, calls: calls})
+	}
 }
 
-// reset leaves the breaker closed with no window open.
-func (b *breaker) reset() {
-	b.calls, b.failures = 0, 0
-	b.dirty.Store(false)
+// recovered ends the outage going on, if any.
+func (b *breaker) recovered(now time.Time) {
+	if b.down {
+		b.down = false
+		b.note(event{kind: outageEnded, lasted: now.Sub(b.downSince)})
+	}
+}
+
+// settle sets dirty from the state, under mu.
+func (b *breaker) settle() {
+	b.dirty.Store(b.state != breakerClosed || b.calls > 0 || b.run > 0 || b.down)
 }
 
 // release ends a probe that told nothing about the store (a bad request, a cancelled
@@ -237,6 +308,57 @@ func (b *breaker) set(s breakerState) {
 	b.state = s
 	if b.obs != nil && from != s {
 		b.obs.BreakerChanged(from.public(), s.public())
+	}
+}
+
+// An event is a transition of an outage for the log.
+type event struct {
+	kind     eventKind
+	cause    error         // outageBegan
+	why      string        // breakerOpened
+	failures int           // breakerOpened
+	calls    int           // breakerOpened
+	lasted   time.Duration // outageEnded
+}
+
+type eventKind uint8
+
+const (
+	outageBegan eventKind = iota
+	breakerOpened
+	outageEnded
+)
+
+// note keeps e to log once mu is released, under mu.
+func (b *breaker) note(e event) {
+	if b.log != nil && b.nevents < len(b.events) {
+		b.events[b.nevents] = e
+		b.nevents++
+	}
+}
+
+// flush releases mu and logs the events noted under it.
+func (b *breaker) flush() {
+	n := b.nevents
+	if n == 0 {
+		b.mu.Unlock()
+		return
+	}
+	events := b.events
+	b.nevents = 0
+	b.mu.Unlock()
+	ctx := context.Background()
+	for _, e := range events[:n] {
+		switch e.kind {
+		case outageBegan:
+			b.log.LogAttrs(ctx, slog.LevelWarn, "limiter: store outage began", slog.Any("cause", e.cause))
+		case breakerOpened:
+			b.log.LogAttrs(ctx, slog.LevelError, "limiter: circuit breaker opened",
+				slog.String("by", e.why), slog.Int("failures", e.failures), slog.Int("calls", e.calls),
+				slog.Duration("cool_down", b.cfg.CoolDown))
+		case outageEnded:
+			b.log.LogAttrs(ctx, slog.LevelInfo, "limiter: store recovered", slog.Duration("outage", e.lasted))
+		}
 	}
 }
 

@@ -116,6 +116,7 @@ func TestCircuitBreakerInvalid(t *testing.T) {
 		{limiter.CircuitBreaker{MinCalls: -1}, "MinCalls"},
 		{limiter.CircuitBreaker{Window: -time.Second}, "Window"},
 		{limiter.CircuitBreaker{CoolDown: -time.Second}, "CoolDown"},
+		{limiter.CircuitBreaker{ConsecutiveFailures: -1}, "ConsecutiveFailures"},
 	} {
 		_, err := limiter.New(st, a, limiter.WithCircuitBreaker(tc.cb))
 		if !errors.Is(err, algo.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {

@@ -28,14 +28,15 @@ func breakerCall(t *testing.T, l *limiter.Limiter, st *flakyStore, step string, 
 	}
 }
 
-// TestCircuitBreaker walks the breaker through its states on a fake clock: a window
+// TestCircuitBreaker walks the breaker through its states on a fake clock (its run rule
+// out of the way: see TestCircuitBreakerRun): a window
 // starts at a failure and is judged when it ends, on its rate and volume; open, it skips
 // the store for the cool-down; then one probe decides.
 func TestCircuitBreaker(t *testing.T) {
 	t.Parallel()
 	const window, coolDown = 10 * time.Second, 20 * time.Second
 	l, st, h, clk := newFlaky(t, limiter.WithCircuitBreaker(limiter.CircuitBreaker{
-		FailureRate: 0.5, MinCalls: 4, Window: window, CoolDown: coolDown}))
+		FailureRate: 0.5, MinCalls: 4, Window: window, CoolDown: coolDown, ConsecutiveFailures: 1000}))
 	call := func(step string, wantStore, wantOpen bool) { breakerCall(t, l, st, step, wantStore, wantOpen) }
 
 	// Below the rate: 1 failure of 4 calls. The window ends, the breaker stays closed.

@@ -67,8 +67,7 @@ func New(s store.Store, a algo.Algorithm, opts ...Option) (*Limiter, error) {
 		obs:     o.observer,
 		shadow:  o.shadow,
 	}
-	if !o.breaker.Off {
-		r.breaker = newBreaker(o.breaker, o.clock)
+	if r.breaker = newBreaker(o.breaker, o.clock); r.breaker != nil {
 		r.breaker.obs = o.observer
 	}
 	r.alg.Store(&algoBox{a: a})

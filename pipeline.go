@@ -40,7 +40,7 @@ type rule struct {
 	clock   clockx.Clock
 	policy  FailurePolicy
 	timeout time.Duration
-	breaker *breaker // nil with CircuitBreaker{Off: true}
+	breaker *breaker // nil with CircuitBreaker{Off: true} and no Logger
 	onError func(key string, err error)
 	keyFn   func(key string) string // WithKeyFunc; nil: the key as given
 	obs     Observer                // WithObserver; nil: none
@@ -373,7 +373,7 @@ func (r *rule) record(key string, err error, probe bool) {
 	if b := r.breaker; b != nil {
 		switch {
 		case failed && u.outage:
-			b.failure(probe)
+			b.failure(probe, u.err)
 		case failed:
 			b.success()
 		default:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -62,6 +63,9 @@ func (s *Store) callFailed(ctx context.Context, what string, keys []string, err 
 	if cause := s.dialCause(err); cause != nil {
 		return fmt.Errorf("%w: distributed: %s: cannot connect to Redis: %w; %w", store.ErrUnavailable, what, cause, err)
 	}
+	if isDial(err) { // a refused connection, answered at once (see dialWatch)
+		return fmt.Errorf("%w: distributed: %s: cannot connect to Redis: %w", store.ErrUnavailable, what, err)
+	}
 	return fmt.Errorf("%w: distributed: %s: %w", store.ErrUnavailable, what, err)
 }
 
@@ -74,6 +78,12 @@ func (s *Store) dialCause(err error) error {
 		return nil
 	}
 	return s.dials.cause(s.timeout + 2*time.Second)
+}
+
+// isDial reports the error of a dial: go-redis could not connect.
+func isDial(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // badReply is the error of a script reply that does not follow the calling convention:

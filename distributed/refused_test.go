@@ -33,8 +33,8 @@ func closedPort(t *testing.T) string {
 // dial until the store's deadline and returns only "context deadline exceeded", so the
 // store must name the refused dial itself. Every call fails wrapping store.ErrUnavailable
 // (an outage, not a key's failure) and the dial's error, with and without
-// ContextTimeoutEnabled and batching, and when the caller's own deadline (the facade's
-// WithTimeout) ends the call first.
+// ContextTimeoutEnabled and batching, and with a caller's own deadline (the facade's
+// WithTimeout) shorter than the store's.
 func TestRefusedConnectionNamesCause(t *testing.T) {
 	t.Parallel()
 	addr := closedPort(t)
@@ -58,12 +58,13 @@ func TestRefusedConnectionNamesCause(t *testing.T) {
 					_, err := s.Apply(context.Background(), "k", a, algo.Request{N: 1})
 					checkRefused(t, err, true)
 				}
-				// The caller's deadline first: the error is the caller's (no
-				// store.ErrUnavailable), and still names the refused dial.
+				// With a caller's deadline shorter than the store's: the refusal is
+				// answered at once (see TestRefusedConnectionAnsweredAtOnce), before the
+				// caller's deadline, so it is an outage still.
 				ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 				defer cancel()
 				_, err = s.Apply(ctx, "k", a, algo.Request{N: 1})
-				checkRefused(t, err, false)
+				checkRefused(t, err, true)
 			})
 		}
 	}
@@ -80,4 +81,9 @@ func checkRefused(t *testing.T, err error, unavailable bool) {
 	if !errors.Is(err, syscall.ECONNREFUSED) || !strings.Contains(fmt.Sprint(err), "connection refused") {
 		t.Errorf("error %q does not name the refused connection", err)
 	}
+}
+
+// isRefusal reports an error that names a refused connection.
+func isRefusal(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED)
 }

@@ -17,19 +17,19 @@ import (
 )
 
 // TestRedisKilledMidTrafficFollowsThePolicy runs real traffic through limiters on a real
-// redis-server, kills the server, and checks that every call still answers within the
-// store's timeout with its policy's answer, and that a restarted server (empty script
-// cache) is used again. Elapsed times are measured, not slept on. (That a dead Redis leaves
-// no goroutine of ours behind is checked at the store level, in distributed's fault tests.)
+// redis-server, kills the server, and checks that every call still answers with its
+// policy's answer, none having waited for the dead server (go-redis's own read or dial
+// timeout: told by the error, not by elapsed time, which a loaded machine stretches), and
+// that a restarted server (empty script cache) is used again. (That a dead Redis leaves no
+// goroutine of ours behind is checked at the store level, in distributed's fault tests.)
 func TestRedisKilledMidTrafficFollowsThePolicy(t *testing.T) {
 	redistest.Require(t)
 	srv := redistest.Start(t)
 
 	client := srv.Client(t)
-	const timeout = 150 * time.Millisecond
-	// slack covers a goroutine descheduled on a loaded machine; a call that waited for the
-	// dead server (go-redis's 3 s read timeout, 5 s dial timeout) still exceeds it.
-	const slack = 1500 * time.Millisecond
+	// The store's timeout: under go-redis's 3 s reads, above what a healthy call takes on a
+	// machine beside CPU burners (150 ms failed there).
+	const timeout = time.Second
 	rs := teststore.Redis(t, client, distributed.WithTimeout(timeout), distributed.WithPrefix("failover:"))
 	t.Cleanup(func() { _ = rs.Close() })
 	ls := teststore.Local(t, local.WithSweepInterval(0))
@@ -70,10 +70,9 @@ func TestRedisKilledMidTrafficFollowsThePolicy(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for i := 0; i < 5; i++ {
-					start := time.Now()
 					d, err := l.Allow(ctx, "k")
-					if took := time.Since(start); took > timeout+slack {
-						t.Errorf("%s: a call took %v with Redis down (timeout %v)", name, took, timeout)
+					if goRedisTimedOut(err) {
+						t.Errorf("%s: a call waited for the dead server (go-redis's own timeout): %v", name, err)
 					}
 					if !errors.Is(err, store.ErrUnavailable) {
 						t.Errorf("%s: err = %v, want one wrapping store.ErrUnavailable", name, err)
@@ -109,7 +108,7 @@ func TestRedisKilledMidTrafficFollowsThePolicy(t *testing.T) {
 	srv.Restart()
 	for name, l := range limiters {
 		d, err := l.Allow(ctx, "k")
-		for deadline := time.Now().Add(5 * time.Second); err != nil && time.Now().Before(deadline); {
+		for deadline := time.Now().Add(30 * time.Second); err != nil && time.Now().Before(deadline); {
 			time.Sleep(5 * time.Millisecond) // polling for the pool's redial, not ordering events
 			d, err = l.Allow(ctx, "k")
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/internal/algocmp"
 	"github.com/ratekit/limiter/internal/nilcheck"
 	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/store"
@@ -148,6 +149,13 @@ lookup:
 					l.mu.Unlock()
 					return d, nil
 				}
+			} else if !algocmp.Comparable(a) {
+				// A lease keeps its config to compare later requests' with ==, which
+				// would panic on a config that cannot be compared: such a config is not
+				// leased. (Every config a lease keeps is comparable, so the comparisons
+				// above, with any request's config, never panic.)
+				l.mu.Unlock()
+				return s.inner.Apply(ctx, key, a, req)
 			}
 			if l.busy {
 				// Wait for the call in flight: a refill grants the waiters from its slice

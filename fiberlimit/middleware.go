@@ -2,7 +2,6 @@ package fiberlimit
 
 import (
 	"bytes"
-	"io"
 	"net/http"
 	"net/url"
 
@@ -49,7 +48,8 @@ func Middleware(l *limiter.Limiter, key httplimit.KeyFunc, opts ...httplimit.Opt
 
 // request builds the net/http view of c's request that KeyFuncs and cost functions read.
 // Every string is copied: fasthttp reuses its buffers once the request ends, and a key
-// outlives it in the store.
+// outlives it in the store. The body is not: it is read from fasthttp only if they read
+// it (see body).
 func request(c *fiber.Ctx) (*http.Request, error) {
 	fc := c.Context()
 	uri := string(fc.RequestURI())
@@ -57,20 +57,30 @@ func request(c *fiber.Ctx) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	body := bytes.Clone(fc.PostBody())
 	r := &http.Request{
-		Method:        string(fc.Method()),
-		URL:           u,
-		Proto:         "HTTP/1.1",
-		ProtoMajor:    1,
-		ProtoMinor:    1,
-		Header:        make(http.Header),
-		Host:          string(fc.Host()),
-		RemoteAddr:    fc.RemoteAddr().String(),
-		RequestURI:    uri,
-		ContentLength: int64(len(body)),
-		Body:          io.NopCloser(bytes.NewReader(body)),
-		TLS:           fc.TLSConnectionState(),
+		Method:     string(fc.Method()),
+		URL:        u,
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Header:     make(http.Header),
+		Host:       string(fc.Host()),
+		RemoteAddr: fc.RemoteAddr().String(),
+		RequestURI: uri,
+		TLS:        fc.TLSConnectionState(),
+	}
+	if fc.RequestBodyStream() == nil {
+		// fasthttp has read the body already: its length costs nothing.
+		r.ContentLength = int64(len(fc.PostBody()))
+	} else {
+		// A streamed body (StreamRequestBody): its length as the client announced it,
+		// -1 when unknown (chunked), as net/http reports it.
+		r.ContentLength = max(-1, int64(fc.Request.Header.ContentLength()))
+	}
+	if r.ContentLength == 0 {
+		r.Body = http.NoBody
+	} else {
+		r.Body = &body{c: c}
 	}
 	// Add, not Set: a header sent on several lines (X-Forwarded-For through several
 	// proxies) keeps every line, as net/http keeps them.
@@ -79,6 +89,26 @@ func request(c *fiber.Ctx) (*http.Request, error) {
 	})
 	return r.WithContext(c.UserContext()), nil
 }
+
+// body is the request's body as a KeyFunc or a cost function reads it, taken from
+// fasthttp at their first Read, not before: the middleware itself never touches the body,
+// so a handler after it that streams it (StreamRequestBody) gets the whole stream, and a
+// denied upload is never read. One that is read is fasthttp's PostBody, as the handlers'
+// c.Body() reads it: a stream is then read in full (and no longer streams), the body kept
+// for the handlers. It is read during the middleware's call only, like fasthttp's buffers.
+type body struct {
+	c *fiber.Ctx
+	r *bytes.Reader
+}
+
+func (b *body) Read(p []byte) (int, error) {
+	if b.r == nil {
+		b.r = bytes.NewReader(b.c.Context().PostBody())
+	}
+	return b.r.Read(p)
+}
+
+func (b *body) Close() error { return nil }
 
 // writer is the http.ResponseWriter httplimit answers through: it holds the headers until
 // the status is written, then writes status, headers and body to Fiber's response.

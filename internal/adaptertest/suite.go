@@ -131,6 +131,7 @@ func Run(t *testing.T, a Adapter) {
 		run  func(*testing.T, Adapter)
 	}{
 		{"AllowedAndDenied", allowedAndDenied},
+		{"IPv6By64", ipv6By64},
 		{"ByHeaderAndProblemDetails", byHeaderAndProblemDetails},
 		{"Cost", cost},
 		{"FailurePolicy", failurePolicy},
@@ -156,6 +157,15 @@ func allowedAndDenied(t *testing.T, a Adapter) {
 	if c, n := e.n.Handler.Load(), e.n.After.Load(); c != 3 || n != 3 {
 		t.Errorf("handler ran %d times, the next middleware %d; want 3 and 3 (the chain stops on 429)", c, n)
 	}
+}
+
+// ByIP keys an IPv6 client by its /64: another address in it shares the limit.
+func ipv6By64(t *testing.T, a Adapter) {
+	l, _ := NewLimiter(t, algo.FixedWindow{Limit: 1, Window: time.Minute})
+	e := a.mount(t, l, a.byIP(t))
+	check(t, "first", e.do("GET", "2001:db8:1:2::1", "1"), `200 "ok" policy="\"default\";q=1;w=60" ratelimit="\"default\";r=0;t=60" retry-after=""`)
+	check(t, "same /64", e.do("GET", "2001:db8:1:2:ffff::9", "1"), `429 "Too Many Requests\n" policy="\"default\";q=1;w=60" ratelimit="\"default\";r=0;t=60" retry-after="60"`)
+	check(t, "another /64", e.do("GET", "2001:db8:1:3::1", "1"), `200 "ok" policy="\"default\";q=1;w=60" ratelimit="\"default\";r=0;t=60" retry-after=""`)
 }
 
 func byHeaderAndProblemDetails(t *testing.T, a Adapter) {

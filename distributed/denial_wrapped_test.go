@@ -1,7 +1,6 @@
 package distributed_test
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -76,14 +75,6 @@ func TestDenialCacheLooksThroughWrappers(t *testing.T) {
 	}
 }
 
-// taggedScripted is a custom wrapper that cannot be compared with ==: it holds a slice.
-type taggedScripted struct {
-	algo.Scripted
-	tags []string
-}
-
-func (w taggedScripted) Unwrap() algo.Algorithm { return w.Scripted }
-
 // TestDenialCacheTakesIncomparableAlgorithms (issue 35.5): an algorithm that == cannot
 // compare (a wrapper holding a slice, or a comparable wrapper holding one) is accepted as
 // the store without a cache accepts it: its denials are not cached, so every request goes
@@ -94,7 +85,7 @@ func TestDenialCacheTakesIncomparableAlgorithms(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := ctxTimeout(t, 60*time.Second)
 	tb := algo.TokenBucket{Rate: 20, Burst: 5}
-	for _, a := range []algo.Algorithm{taggedScripted{tb, []string{"x"}}, scriptedWrapper{taggedScripted{tb, nil}}} {
+	for _, a := range []algo.Algorithm{teststore.Tagged{Scripted: tb, Tags: []string{"x"}}, scriptedWrapper{teststore.Tagged{Scripted: tb}}} {
 		clk := fakeClock()
 		calls := &countCalls{}
 		cc := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
@@ -107,13 +98,13 @@ func TestDenialCacheTakesIncomparableAlgorithms(t *testing.T) {
 		}
 		plain := teststore.Redis(t, srv.Client(t), distributed.WithPrefix(freshPrefix()), distributed.WithClientClock(clk),
 			distributed.WithTimeout(testTimeout))
-		if _, err := noPanic(func() (algo.Decision, error) { return cached.Apply(ctx, "warm", a, algo.Request{N: 1}) }); err != nil {
+		if _, err := teststore.NoPanic(func() (algo.Decision, error) { return cached.Apply(ctx, "warm", a, algo.Request{N: 1}) }); err != nil {
 			t.Fatal(err) // the first call loads the script: outside the count
 		}
 		before := calls.n.Load()
 		for i := 0; i < 40; i++ {
 			clk.Add(3 * time.Millisecond)
-			got, err := noPanic(func() (algo.Decision, error) { return cached.Apply(ctx, "k", a, algo.Request{N: 1}) })
+			got, err := teststore.NoPanic(func() (algo.Decision, error) { return cached.Apply(ctx, "k", a, algo.Request{N: 1}) })
 			if err != nil {
 				t.Fatalf("%v: request %d: %v", a, i, err)
 			}
@@ -133,7 +124,7 @@ func TestDenialCacheTakesIncomparableAlgorithms(t *testing.T) {
 			go func() {
 				var err error
 				for range 10 {
-					if _, err = noPanic(func() (algo.Decision, error) { return cached.Apply(ctx, "k", a, algo.Request{N: 1}) }); err != nil {
+					if _, err = teststore.NoPanic(func() (algo.Decision, error) { return cached.Apply(ctx, "k", a, algo.Request{N: 1}) }); err != nil {
 						break
 					}
 				}
@@ -149,14 +140,4 @@ func TestDenialCacheTakesIncomparableAlgorithms(t *testing.T) {
 			t.Errorf("%v: Close: %v", a, err)
 		}
 	}
-}
-
-// noPanic runs call with a panic turned into an error, so that the test reports it.
-func noPanic(call func() (algo.Decision, error)) (d algo.Decision, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("panic: %v", p)
-		}
-	}()
-	return call()
 }

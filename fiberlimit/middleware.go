@@ -9,6 +9,7 @@ import (
 
 	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/httplimit"
+	"github.com/ratekit/limiter/internal/adapter"
 )
 
 // Middleware returns Fiber middleware that limits requests with l, one limit per key that
@@ -17,24 +18,16 @@ import (
 // whose URI does not parse as a URL gets fiber.ErrBadRequest. The returned handler is
 // safe for concurrent use.
 func Middleware(l *limiter.Limiter, key httplimit.KeyFunc, opts ...httplimit.Option) (fiber.Handler, error) {
-	mw, err := httplimit.Middleware(l, key, opts...)
+	// Built once (internal/adapter): a request let through goes on down Fiber's chain,
+	// the headers httplimit set copied to Fiber's response first, so that a handler may
+	// still change them.
+	h, err := adapter.Handler(l, key, opts, func(w *writer, _ *http.Request) {
+		w.copyHeader()
+		w.next = w.c.Next()
+	})
 	if err != nil {
 		return nil, err
 	}
-	// The httplimit handler is built once; each request reaches the rest of the Fiber
-	// chain through its writer, which holds the request's Fiber context (httplimit hands
-	// its writer on to the next handler).
-	h := mw(http.HandlerFunc(func(hw http.ResponseWriter, _ *http.Request) {
-		w, ok := hw.(*writer)
-		if !ok { // not served by Middleware's handler below: cannot happen
-			http.Error(hw, http.StatusText(http.StatusInternalServerError), http.StatusInternalServerError)
-			return
-		}
-		// Let through: the headers httplimit set go to Fiber's response before the chain
-		// runs, so a handler may still change them.
-		w.copyHeader()
-		w.next = w.c.Next()
-	}))
 	return func(c *fiber.Ctx) error {
 		r, err := request(c)
 		if err != nil {

@@ -2,12 +2,12 @@ package leasing_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/internal/teststore"
 	"github.com/ratekit/limiter/leasing"
 	"github.com/ratekit/limiter/local"
 )
@@ -69,14 +69,6 @@ func TestLeaseLooksThroughWrappers(t *testing.T) {
 	}
 }
 
-// tagged is a custom wrapper that cannot be compared with ==: it holds a slice.
-type tagged struct {
-	algo.Algorithm
-	tags []string
-}
-
-func (w tagged) Unwrap() algo.Algorithm { return w.Algorithm }
-
 // TestLeaseTakesIncomparableAlgorithms (issue 35.5): an algorithm that == cannot compare
 // (a wrapper holding a slice, or a comparable wrapper holding one) is accepted as the plain
 // stores accept it: it is not leased, so every request reaches the inner store and is
@@ -87,7 +79,7 @@ func TestLeaseTakesIncomparableAlgorithms(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	tb := algo.TokenBucket{Rate: 300, Burst: 40}
-	for _, a := range []algo.Algorithm{tagged{tb, []string{"x"}}, unwrapper{tagged{tb, nil}}} {
+	for _, a := range []algo.Algorithm{teststore.Tagged{Scripted: tb, Tags: []string{"x"}}, unwrapper{teststore.Tagged{Scripted: tb}}} {
 		s, inner, clk := newLeased(t, 10, leasing.WithTTL(200*time.Millisecond))
 		refClk := clockx.NewFake(epoch)
 		ref, err := local.New(local.WithClock(refClk))
@@ -100,7 +92,7 @@ func TestLeaseTakesIncomparableAlgorithms(t *testing.T) {
 			clk.Add(7 * time.Millisecond)
 			refClk.Add(7 * time.Millisecond)
 			req := algo.Request{N: 1 + int64(i%3)}
-			d, err := noPanic(func() (algo.Decision, error) { return s.Apply(ctx, "k", a, req) })
+			d, err := teststore.NoPanic(func() (algo.Decision, error) { return s.Apply(ctx, "k", a, req) })
 			if err != nil {
 				t.Errorf("%v: request %d: %v", a, i, err)
 				break
@@ -110,7 +102,7 @@ func TestLeaseTakesIncomparableAlgorithms(t *testing.T) {
 				t.Fatal(err)
 			}
 			want = append(want, d)
-			if _, err := noPanic(func() (algo.Decision, error) { return s.Peek(ctx, "k", a, req) }); err != nil {
+			if _, err := teststore.NoPanic(func() (algo.Decision, error) { return s.Peek(ctx, "k", a, req) }); err != nil {
 				t.Errorf("%v: Peek: %v", a, err)
 				break
 			}
@@ -144,14 +136,4 @@ func TestLeaseTakesIncomparableAlgorithms(t *testing.T) {
 			t.Errorf("%v: %d of 50 requests reached the inner store, want all: not leased", a, n)
 		}
 	}
-}
-
-// noPanic runs call with a panic turned into an error, so that the test reports it.
-func noPanic(call func() (algo.Decision, error)) (d algo.Decision, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("panic: %v", p)
-		}
-	}()
-	return call()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -99,9 +100,11 @@ func (s *Store) ticks(t time.Time) time.Duration { return t.Sub(s.epoch) }
 
 // leased reports whether a's permits can be taken in slices (algo.Leasable): the rate
 // algorithms whose grants may be used a little later (not the smooth ones, whose point is
-// the spacing), also when wrapped (algo.Named, or any wrapper with Unwrap).
+// the spacing), also when wrapped (algo.Named, or any wrapper with Unwrap). A config whose
+// type == cannot compare is not (see Apply for one whose values cannot be compared): this
+// check costs no allocation, and keeps such a config's keys out of the lease table.
 func leased(a algo.Algorithm) bool {
-	return algo.CapabilitiesOf(a)&algo.Leasable != 0
+	return algo.CapabilitiesOf(a)&algo.Leasable != 0 && reflect.TypeOf(a).Comparable()
 }
 
 // Apply grants req from key's lease under a when it holds enough, without calling the

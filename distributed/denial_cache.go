@@ -9,6 +9,7 @@ import (
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/internal/algocmp"
 	deny "github.com/ratekit/limiter/internal/denial"
 )
 
@@ -34,8 +35,9 @@ type DenialCache struct {
 // beyond its limit then costs Redis about two scripts per refill instead of one per
 // request. It applies to Apply (also when batched) with the algorithms that state
 // algo.DenialCacheable (every config of package algo but Penalty, whose denials write),
-// also wrapped in algo.Named or any wrapper with Unwrap; ApplyAll, Peek and other
-// algorithms always go to Redis. The default is off.
+// also wrapped in algo.Named or any wrapper with Unwrap; ApplyAll, Peek, other algorithms
+// and configs that == cannot compare (a custom wrapper holding a slice, a map or a func)
+// always go to Redis. The default is off.
 //
 // The cached answer is exact as long as nothing but grants changes the key: a denial
 // writes nothing (every algorithm of package algo, in Go and in Lua: see
@@ -251,11 +253,16 @@ func (it *denialItem) drop(req algo.Request) {
 	}
 }
 
-// keep records the denial out of req, sent at sent; sh is locked.
+// keep records the denial out of req, sent at sent; sh is locked. A config that == cannot
+// compare is not kept: the cache compares each request's config with the kept one, which
+// never panics only because every kept one is comparable (internal/algocmp).
 func (c *denialCache) keep(sh *denialShard, k denialKey, a algo.Algorithm, req algo.Request, out algo.Decision, sent int64) {
 	d := denial{n: req.N, maxWait: req.MaxWait, Entry: deny.Of(out, sent, c.maxAge)}
 	it := sh.m[k]
 	if it == nil || it.a != a {
+		if !algocmp.Comparable(a) {
+			return
+		}
 		if it == nil && len(sh.m) >= c.perShard {
 			c.evict(sh, sent)
 		}

@@ -2,12 +2,12 @@ package echolimit
 
 import (
 	"net/http"
-	"sync"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/httplimit"
+	"github.com/ratekit/limiter/internal/adapter"
 )
 
 // Middleware returns Echo middleware that limits requests with l, one limit per key that
@@ -15,31 +15,22 @@ import (
 // the same errors, wrapping algo.ErrInvalidConfig, for the same arguments. The
 // returned middleware is safe for concurrent use.
 func Middleware(l *limiter.Limiter, key httplimit.KeyFunc, opts ...httplimit.Option) (echo.MiddlewareFunc, error) {
-	mw, err := httplimit.Middleware(l, key, opts...)
+	// Built once (internal/adapter), not around each next: Echo applies middleware added
+	// with Use on every request. A request let through reaches next with the request
+	// httplimit hands on; next keeps writing through c.Response().
+	h, err := adapter.Handler(l, key, opts, func(cw *ctxWriter, r *http.Request) {
+		cw.c.SetRequest(r)
+		cw.err = cw.next(cw.c)
+	})
 	if err != nil {
 		return nil, err
 	}
-	// The httplimit handler is built once: Echo applies middleware added with Use on every
-	// request, so building it around next would build it per request. Each request
-	// reaches next through the writer it is served with, which carries the request's
-	// Echo context and next (httplimit hands its writer on unchanged, so next keeps
-	// writing through c.Response(); only the request is handed back).
-	h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		cw := find(w)
-		if cw == nil { // not served by the handler below: cannot happen
-			http.Error(w, http.StatusText(http.StatusInternalServerError), http.StatusInternalServerError)
-			return
-		}
-		cw.c.SetRequest(r)
-		cw.err = cw.next(cw.c)
-	}))
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			cw := writers.Get().(*ctxWriter)
+			cw := writers.Get()
 			cw.Response, cw.c, cw.next = c.Response(), c, next
 			h.ServeHTTP(cw, c.Request())
 			err := cw.err
-			*cw = ctxWriter{}
 			writers.Put(cw)
 			return err
 		}
@@ -58,19 +49,4 @@ type ctxWriter struct {
 // Unwrap returns Echo's writer (http.ResponseController).
 func (w *ctxWriter) Unwrap() http.ResponseWriter { return w.Response }
 
-// writers reuses the ctxWriters: a request costs no allocation of its own.
-var writers = sync.Pool{New: func() any { return new(ctxWriter) }}
-
-// find returns the ctxWriter w is or wraps (through Unwrap), or nil.
-func find(w http.ResponseWriter) *ctxWriter {
-	for {
-		if cw, ok := w.(*ctxWriter); ok {
-			return cw
-		}
-		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
-		if !ok {
-			return nil
-		}
-		w = u.Unwrap()
-	}
-}
+var writers adapter.Pool[ctxWriter]

@@ -17,9 +17,13 @@
 //
 // Fiber runs on fasthttp, not net/http. For each request the middleware builds the
 // http.Request a KeyFunc and a cost function read (method, URL, Host, headers,
-// RemoteAddr, the body Fiber has already read, and Fiber's user context, c.UserContext,
-// whose end stops a WithWait delay), with every string copied out of fasthttp's reused
-// buffers: a key is kept by the store after the request ends. The headers and the answer
+// RemoteAddr, ContentLength, and Fiber's user context, c.UserContext, whose end stops a
+// WithWait delay), with every string copied out of fasthttp's reused buffers: a key is
+// kept by the store after the request ends. The middleware does not read the body: a
+// handler after it that streams the body (fiber.Config.StreamRequestBody) gets the whole
+// stream, and a denied upload costs nothing of its size. Only a KeyFunc or a cost function
+// that reads the http.Request's Body reads it, as c.Body() would (a stream in full; the
+// handlers then find it in c.Body(), no longer as a stream). The headers and the answer
 // httplimit writes go to Fiber's response. A request that is let through continues the
 // chain (c.Next) and its error is returned; one that is not is answered and the chain
 // stops.

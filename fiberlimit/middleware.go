@@ -2,7 +2,6 @@ package fiberlimit
 
 import (
 	"bytes"
-	"io"
 	"net/http"
 	"net/url"
 
@@ -10,6 +9,7 @@ import (
 
 	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/httplimit"
+	"github.com/ratekit/limiter/internal/adapter"
 )
 
 // Middleware returns Fiber middleware that limits requests with l, one limit per key that
@@ -18,24 +18,16 @@ import (
 // whose URI does not parse as a URL gets fiber.ErrBadRequest. The returned handler is
 // safe for concurrent use.
 func Middleware(l *limiter.Limiter, key httplimit.KeyFunc, opts ...httplimit.Option) (fiber.Handler, error) {
-	mw, err := httplimit.Middleware(l, key, opts...)
+	// Built once (internal/adapter): a request let through goes on down Fiber's chain,
+	// the headers httplimit set copied to Fiber's response first, so that a handler may
+	// still change them.
+	h, err := adapter.Handler(l, key, opts, func(w *writer, _ *http.Request) {
+		w.copyHeader()
+		w.next = w.c.Next()
+	})
 	if err != nil {
 		return nil, err
 	}
-	// The httplimit handler is built once; each request reaches the rest of the Fiber
-	// chain through its writer, which holds the request's Fiber context (httplimit hands
-	// its writer on to the next handler).
-	h := mw(http.HandlerFunc(func(hw http.ResponseWriter, _ *http.Request) {
-		w, ok := hw.(*writer)
-		if !ok { // not served by Middleware's handler below: cannot happen
-			http.Error(hw, http.StatusText(http.StatusInternalServerError), http.StatusInternalServerError)
-			return
-		}
-		// Let through: the headers httplimit set go to Fiber's response before the chain
-		// runs, so a handler may still change them.
-		w.copyHeader()
-		w.next = w.c.Next()
-	}))
 	return func(c *fiber.Ctx) error {
 		r, err := request(c)
 		if err != nil {
@@ -49,7 +41,8 @@ func Middleware(l *limiter.Limiter, key httplimit.KeyFunc, opts ...httplimit.Opt
 
 // request builds the net/http view of c's request that KeyFuncs and cost functions read.
 // Every string is copied: fasthttp reuses its buffers once the request ends, and a key
-// outlives it in the store.
+// outlives it in the store. The body is not: it is read from fasthttp only if they read
+// it (see body).
 func request(c *fiber.Ctx) (*http.Request, error) {
 	fc := c.Context()
 	uri := string(fc.RequestURI())
@@ -57,20 +50,30 @@ func request(c *fiber.Ctx) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	body := bytes.Clone(fc.PostBody())
 	r := &http.Request{
-		Method:        string(fc.Method()),
-		URL:           u,
-		Proto:         "HTTP/1.1",
-		ProtoMajor:    1,
-		ProtoMinor:    1,
-		Header:        make(http.Header),
-		Host:          string(fc.Host()),
-		RemoteAddr:    fc.RemoteAddr().String(),
-		RequestURI:    uri,
-		ContentLength: int64(len(body)),
-		Body:          io.NopCloser(bytes.NewReader(body)),
-		TLS:           fc.TLSConnectionState(),
+		Method:     string(fc.Method()),
+		URL:        u,
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Header:     make(http.Header),
+		Host:       string(fc.Host()),
+		RemoteAddr: fc.RemoteAddr().String(),
+		RequestURI: uri,
+		TLS:        fc.TLSConnectionState(),
+	}
+	if fc.RequestBodyStream() == nil {
+		// fasthttp has read the body already: its length costs nothing.
+		r.ContentLength = int64(len(fc.PostBody()))
+	} else {
+		// A streamed body (StreamRequestBody): its length as the client announced it,
+		// -1 when unknown (chunked), as net/http reports it.
+		r.ContentLength = max(-1, int64(fc.Request.Header.ContentLength()))
+	}
+	if r.ContentLength == 0 {
+		r.Body = http.NoBody
+	} else {
+		r.Body = &body{c: c}
 	}
 	// Add, not Set: a header sent on several lines (X-Forwarded-For through several
 	// proxies) keeps every line, as net/http keeps them.
@@ -79,6 +82,26 @@ func request(c *fiber.Ctx) (*http.Request, error) {
 	})
 	return r.WithContext(c.UserContext()), nil
 }
+
+// body is the request's body as a KeyFunc or a cost function reads it, taken from
+// fasthttp at their first Read, not before: the middleware itself never touches the body,
+// so a handler after it that streams it (StreamRequestBody) gets the whole stream, and a
+// denied upload is never read. One that is read is fasthttp's PostBody, as the handlers'
+// c.Body() reads it: a stream is then read in full (and no longer streams), the body kept
+// for the handlers. It is read during the middleware's call only, like fasthttp's buffers.
+type body struct {
+	c *fiber.Ctx
+	r *bytes.Reader
+}
+
+func (b *body) Read(p []byte) (int, error) {
+	if b.r == nil {
+		b.r = bytes.NewReader(b.c.Context().PostBody())
+	}
+	return b.r.Read(p)
+}
+
+func (b *body) Close() error { return nil }
 
 // writer is the http.ResponseWriter httplimit answers through: it holds the headers until
 // the status is written, then writes status, headers and body to Fiber's response.

@@ -2,12 +2,12 @@ package ginlimit
 
 import (
 	"net/http"
-	"sync"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/httplimit"
+	"github.com/ratekit/limiter/internal/adapter"
 )
 
 // Middleware returns gin middleware that limits requests with l, one limit per key that
@@ -15,29 +15,21 @@ import (
 // the same errors, wrapping algo.ErrInvalidConfig, for the same arguments. The
 // returned handler is safe for concurrent use.
 func Middleware(l *limiter.Limiter, key httplimit.KeyFunc, opts ...httplimit.Option) (gin.HandlerFunc, error) {
-	mw, err := httplimit.Middleware(l, key, opts...)
-	if err != nil {
-		return nil, err
-	}
-	// The httplimit handler is built once; each request reaches the rest of the gin chain
-	// through the writer it is served with, which carries the request's gin context
-	// (httplimit hands its writer on to the next handler).
-	h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		cw := find(w)
-		if cw == nil { // not served by Middleware's handler below: cannot happen
-			http.Error(w, http.StatusText(http.StatusInternalServerError), http.StatusInternalServerError)
-			return
-		}
+	// Built once (internal/adapter): a request let through goes on down gin's chain with
+	// the request httplimit hands on.
+	h, err := adapter.Handler(l, key, opts, func(cw *ctxWriter, r *http.Request) {
 		cw.passed = true
 		cw.c.Request = r
 		cw.c.Next()
-	}))
+	})
+	if err != nil {
+		return nil, err
+	}
 	return func(c *gin.Context) {
-		cw := writers.Get().(*ctxWriter)
+		cw := writers.Get()
 		cw.ResponseWriter, cw.c = c.Writer, c
 		h.ServeHTTP(cw, c.Request)
 		passed := cw.passed
-		*cw = ctxWriter{}
 		writers.Put(cw)
 		if !passed {
 			c.Abort()
@@ -45,7 +37,8 @@ func Middleware(l *limiter.Limiter, key httplimit.KeyFunc, opts ...httplimit.Opt
 	}, nil
 }
 
-// ctxWriter is the writer a request is served with: gin's, and the request's context.
+// ctxWriter is the writer a request is served with: gin's (its Flush, Hijack and the rest
+// too, for a handler that asserts them), and the request's context.
 type ctxWriter struct {
 	gin.ResponseWriter
 	c      *gin.Context
@@ -55,19 +48,4 @@ type ctxWriter struct {
 // Unwrap returns gin's writer (http.ResponseController).
 func (w *ctxWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// writers reuses the ctxWriters: a request costs no allocation of its own.
-var writers = sync.Pool{New: func() any { return new(ctxWriter) }}
-
-// find returns the ctxWriter w is or wraps (through Unwrap), or nil.
-func find(w http.ResponseWriter) *ctxWriter {
-	for {
-		if cw, ok := w.(*ctxWriter); ok {
-			return cw
-		}
-		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
-		if !ok {
-			return nil
-		}
-		w = u.Unwrap()
-	}
-}
+var writers adapter.Pool[ctxWriter]

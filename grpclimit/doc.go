@@ -22,9 +22,10 @@
 // # Keys
 //
 // Every key has its own limit. A KeyFunc computes it from the call's context and method:
-// ByPeer (the connection's IP address, the default), ByMetadata (an API key, a tenant ID)
-// or any function of your own given to WithKey, for example one that reads the user an
-// authenticating interceptor put in the context (chain that one first).
+// ByPeer (the connection's IP address, an IPv6 one by its /64; the default), ByMetadata
+// (an API key, a tenant ID) or any function of your own given to WithKey, for example one
+// that reads the user an authenticating interceptor put in the context (chain that one
+// first).
 //
 // Key functions have the shape of httplimit's, with the call in place of the request:
 // they return (key, error), and their errors are httplimit's (httplimit.ErrMissingKey

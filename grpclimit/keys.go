@@ -12,6 +12,7 @@ import (
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/httplimit"
+	"github.com/ratekit/limiter/internal/clientip"
 )
 
 // KeyFunc returns the key a call is limited under: a client IP address, an API key, a
@@ -30,17 +31,40 @@ import (
 type KeyFunc func(ctx context.Context, fullMethod string) (string, error)
 
 // ByPeer returns a KeyFunc that keys a call by the IP address of the connection it came
-// on (peer.FromContext), normalised so that one client has one key: the port and any
-// zone are dropped, IPv4-mapped IPv6 addresses become IPv4 ("::ffff:192.0.2.1" is
-// "192.0.2.1"), and IPv6 addresses take their canonical compressed form (RFC 5952). It is
-// the interceptors' default key, and httplimit.ByIP's twin. It takes no argument, so it
-// cannot fail to build and returns no error.
+// on (peer.FromContext), normalised as httplimit.ByIP normalises a request's, so that one
+// client has one key: an IPv4 client by its address ("192.0.2.1", also when it comes
+// IPv4-mapped as "::ffff:192.0.2.1"), an IPv6 client by its /64 network in CIDR form
+// ("2001:db8:1:2::/64": a host usually holds a whole /64 and picks any address in it;
+// httplimit.IPv6Prefix changes the length, 128 keys by the full address in its canonical
+// RFC 5952 form), zone and port dropped. ByPeer() is the interceptors' default key, and
+// httplimit.ByIP's twin.
 //
-// A peer address that is not an IP address (a Unix socket, for example) is an error
-// wrapping httplimit.ErrInvalidAddress: every such client would share one key, which is
-// rarely meant. Behind a proxy, every call comes from the proxy's address: key by something the
-// proxy forwards (ByMetadata) or write a KeyFunc that reads it.
-func ByPeer() KeyFunc {
+// Nil options are skipped. IPv6Prefix out of range, and TrustedProxies (a gRPC peer has
+// no X-Forwarded-For: behind a proxy key by something it forwards, with ByMetadata or a
+// KeyFunc of your own), make ByPeer return an error wrapping algo.ErrInvalidConfig that
+// names it, and no KeyFunc.
+//
+// A peer address that is not an IP address (a Unix socket, for example) is an error of
+// the KeyFunc wrapping httplimit.ErrInvalidAddress: every such client would share one
+// key, which is rarely meant.
+func ByPeer(opts ...httplimit.IPOption) (KeyFunc, error) {
+	o := clientip.Options{V6Bits: clientip.DefaultV6Bits}
+	for _, opt := range opts {
+		if a, ok := opt.(clientip.Applier); ok { // every IPOption; not a nil one
+			a.ApplyIP(&o)
+		}
+	}
+	switch {
+	case o.Err != nil:
+		return nil, fmt.Errorf("%w: grpclimit.ByPeer: %w", algo.ErrInvalidConfig, o.Err)
+	case o.TrustedSet:
+		return nil, fmt.Errorf("%w: grpclimit.ByPeer: TrustedProxies applies to httplimit.ByIP: a gRPC peer has no X-Forwarded-For", algo.ErrInvalidConfig)
+	}
+	return byPeer(o.V6Bits), nil
+}
+
+// byPeer is ByPeer with IPv6 peers keyed by their network of v6Bits bits.
+func byPeer(v6Bits int) KeyFunc {
 	return func(ctx context.Context, _ string) (string, error) {
 		p, ok := peer.FromContext(ctx)
 		if !ok || p.Addr == nil {
@@ -50,7 +74,7 @@ func ByPeer() KeyFunc {
 		if err != nil {
 			return "", err
 		}
-		return a.String(), nil
+		return clientip.Key(a, v6Bits), nil
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,15 +22,19 @@ import (
 func TestByPeerOverGRPC(t *testing.T) {
 	t.Parallel()
 	l, _, _ := newLimiter(t, algo.FixedWindow{Limit: 1, Window: time.Minute})
-	s := startServer(t, newInterceptors(t, l, grpclimit.WithKey(grpclimit.ByPeer())), true)
+	s := startServer(t, newInterceptors(t, l), true) // ByPeer is the default
 	a1 := s.dial(t, "192.0.2.1:1000")
 	a2 := s.dial(t, "192.0.2.1:2000") // same host, other port: same key
 	b := s.dial(t, "[2001:db8::1]:1000")
+	b2 := s.dial(t, "[2001:db8::2]:1000") // same /64: same key
+	c := s.dial(t, "[2001:db8:0:1::1]:1000")
 
 	want(t, "a1", check(t, a1), ok)
 	want(t, "a2, same address", check(t, a2), outcome{codes.ResourceExhausted, time.Minute})
 	want(t, "b", watch(t, b), ok)
 	want(t, "b again", check(t, b), outcome{codes.ResourceExhausted, time.Minute})
+	want(t, "b2, same /64", check(t, b2), outcome{codes.ResourceExhausted, time.Minute})
+	want(t, "c, another /64", check(t, c), ok)
 }
 
 // TestByPeerNotIP checks that a peer without an IP address (bufconn's own address, as a
@@ -49,9 +54,61 @@ func TestByPeerNotIP(t *testing.T) {
 	}
 }
 
+// TestByPeerKeysIPv6By64 (issue 35.7): by default an IPv6 peer is keyed by its /64, as
+// httplimit.ByIP keys it (before, by its full address, so a client holding a /64 could
+// rotate keys at will); httplimit.IPv6Prefix sets the length. TrustedProxies does not
+// apply to a gRPC peer: an error, as is an IPv6Prefix out of range.
+func TestByPeerKeysIPv6By64(t *testing.T) {
+	t.Parallel()
+	keyOf := func(key grpclimit.KeyFunc, addr string) string {
+		t.Helper()
+		k, err := key(peer.NewContext(t.Context(), &peer.Peer{Addr: stringAddr(addr)}), checkMethod)
+		if err != nil {
+			t.Fatalf("%s: %v", addr, err)
+		}
+		return k
+	}
+	def := byPeer(t)
+	for addr, want := range map[string]string{
+		"[2001:db8:1:2:3:4:5:6]:1": "2001:db8:1:2::/64",
+		"[2001:db8:1:2:ffff::1]:1": "2001:db8:1:2::/64",
+		"192.0.2.1:1":              "192.0.2.1",
+		"[::ffff:192.0.2.1]:1":     "192.0.2.1",
+	} {
+		if got := keyOf(def, addr); got != want {
+			t.Errorf("ByPeer(): %s keyed %q, want %q", addr, got, want)
+		}
+	}
+	if got := keyOf(byPeer(t, httplimit.IPv6Prefix(56)), "[2001:db8:1:2::1]:1"); got != "2001:db8:1::/56" {
+		t.Errorf("ByPeer(IPv6Prefix(56)) keyed %q, want 2001:db8:1::/56", got)
+	}
+	if got := keyOf(byPeer(t, nil, httplimit.IPv6Prefix(128)), "[2001:db8:1:2::1]:1"); got != "2001:db8:1:2::1" {
+		t.Errorf("ByPeer(IPv6Prefix(128)) keyed %q, want the full address", got)
+	}
+	for name, opt := range map[string]httplimit.IPOption{
+		"IPv6Prefix(0)":  httplimit.IPv6Prefix(0),
+		"TrustedProxies": httplimit.TrustedProxies("10.0.0.0/8"),
+	} {
+		if key, err := grpclimit.ByPeer(opt); key != nil || !errors.Is(err, algo.ErrInvalidConfig) ||
+			!strings.Contains(err.Error(), "grpclimit.ByPeer") {
+			t.Errorf("ByPeer(%s) = %v, %v; want no KeyFunc and an error wrapping ErrInvalidConfig naming ByPeer", name, key != nil, err)
+		}
+	}
+}
+
+// byPeer is grpclimit.ByPeer(opts...), which must build.
+func byPeer(t *testing.T, opts ...httplimit.IPOption) grpclimit.KeyFunc {
+	t.Helper()
+	key, err := grpclimit.ByPeer(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
 func TestByPeer(t *testing.T) {
 	t.Parallel()
-	key := grpclimit.ByPeer()
+	key := byPeer(t, httplimit.IPv6Prefix(128))
 	for _, tc := range []struct {
 		addr net.Addr
 		want string

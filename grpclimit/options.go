@@ -10,6 +10,7 @@ import (
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/httplimit"
+	"github.com/ratekit/limiter/internal/clientip"
 	"github.com/ratekit/limiter/store"
 )
 
@@ -38,7 +39,7 @@ func (o *options) invalid(what string) {
 }
 
 func defaultOptions() options {
-	return options{key: ByPeer(), onError: DefaultErrorHandler}
+	return options{key: byPeer(clientip.DefaultV6Bits), onError: DefaultErrorHandler}
 }
 
 type optionFunc func(*options)
@@ -47,8 +48,9 @@ func (f optionFunc) apply(o *options) { f(o) }
 
 // WithKey sets the KeyFunc that computes a call's key: ByPeer, ByMetadata or one of your
 // own, for example one that reads the authenticated user an earlier interceptor put in
-// the context. The default is ByPeer(); a nil key is an error (leave the option out for
-// the default), so that the KeyFunc of a failed ByMetadata cannot silently become ByPeer.
+// the context. The default is ByPeer() (IPv6 peers keyed by their /64); a nil key is an
+// error (leave the option out for the default), so that the KeyFunc of a failed
+// ByMetadata (or ByPeer) cannot silently become ByPeer.
 func WithKey(key KeyFunc) Option {
 	return optionFunc(func(o *options) {
 		if key == nil {

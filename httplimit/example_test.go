@@ -132,32 +132,40 @@ func ExampleByIP() {
 	show("10.0.0.2:5000", "198.51.100.7")            // through the balancer
 	show("10.0.0.2:5000", "6.6.6.6, 198.51.100.7")   // the client tried to pick its key
 	show("203.0.113.9:5000", "198.51.100.7")         // straight from the internet: header ignored
-	show("[2001:DB8::0:1]:443", "")                  // IPv6, normalised
+	show("[2001:DB8::0:1]:443", "")                  // IPv6: its /64
 	show("10.0.0.2:5000", "198.51.100.7, 10.0.0.33") // two balancers
 	// Output:
 	// 10.0.0.2:5000      "198.51.100.7"               -> 198.51.100.7 <nil>
 	// 10.0.0.2:5000      "6.6.6.6, 198.51.100.7"      -> 198.51.100.7 <nil>
 	// 203.0.113.9:5000   "198.51.100.7"               -> 203.0.113.9 <nil>
-	// [2001:DB8::0:1]:443 ""                           -> 2001:db8::1 <nil>
+	// [2001:DB8::0:1]:443 ""                           -> 2001:db8::/64 <nil>
 	// 10.0.0.2:5000      "198.51.100.7, 10.0.0.33"    -> 198.51.100.7 <nil>
 }
 
 func ExampleIPv6Prefix() {
-	key, err := httplimit.ByIP(httplimit.IPv6Prefix(64))
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	for _, remote := range []string{"[2001:db8:1:2::10]:443", "[2001:db8:1:2:aaaa::1]:443", "192.0.2.1:80"} {
-		req := httptest.NewRequest(http.MethodGet, "/", nil)
-		req.RemoteAddr = remote
-		k, _ := key(req)
-		fmt.Println(k)
+	for _, bits := range []int{64, 56, 128} { // 64 is the default
+		key, err := httplimit.ByIP(httplimit.IPv6Prefix(bits))
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		for _, remote := range []string{"[2001:db8:1:2::10]:443", "[2001:db8:1:2:aaaa::1]:443", "192.0.2.1:80"} {
+			req := httptest.NewRequest(http.MethodGet, "/", nil)
+			req.RemoteAddr = remote
+			k, _ := key(req)
+			fmt.Printf("/%d %s\n", bits, k)
+		}
 	}
 	// Output:
-	// 2001:db8:1:2::/64
-	// 2001:db8:1:2::/64
-	// 192.0.2.1
+	// /64 2001:db8:1:2::/64
+	// /64 2001:db8:1:2::/64
+	// /64 192.0.2.1
+	// /56 2001:db8:1::/56
+	// /56 2001:db8:1::/56
+	// /56 192.0.2.1
+	// /128 2001:db8:1:2::10
+	// /128 2001:db8:1:2:aaaa::1
+	// /128 192.0.2.1
 }
 
 func ExampleByHeader() {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ratekit/limiter/algo"
+	"github.com/ratekit/limiter/internal/clientip"
 )
 
 // KeyFunc returns the key a request is limited under: a client IP address, an API token,
@@ -45,15 +46,14 @@ type IPOption interface {
 	applyIP(*ipOptions)
 }
 
-type ipOptions struct {
-	trusted []netip.Prefix
-	err     error // the first invalid option
-	v6Bits  int
-}
+type ipOptions = clientip.Options
 
 type ipOptionFunc func(*ipOptions)
 
 func (f ipOptionFunc) applyIP(o *ipOptions) { f(o) }
+
+// ApplyIP is applyIP for grpclimit.ByPeer, which takes IPOptions too (clientip.Applier).
+func (f ipOptionFunc) ApplyIP(o *ipOptions) { f(o) }
 
 // TrustedProxies names the reverse proxies (load balancers, CDNs) whose X-Forwarded-For
 // header ByIP believes, as CIDR prefixes ("10.0.0.0/8", "2001:db8::/32") or single
@@ -66,35 +66,40 @@ func (f ipOptionFunc) applyIP(o *ipOptions) { f(o) }
 // An argument that does not parse makes ByIP return an error wrapping both
 // algo.ErrInvalidConfig and ErrInvalidAddress, so the mistake shows at construction
 // instead of silently trusting nobody.
+//
+// grpclimit.ByPeer takes IPOptions too, but not this one (a gRPC peer has no
+// X-Forwarded-For): given to it, it is an error.
 func TrustedProxies(cidrs ...string) IPOption {
 	return ipOptionFunc(func(o *ipOptions) {
+		o.TrustedSet = true
 		for _, c := range cidrs {
 			p, err := parsePrefix(c)
 			if err != nil {
-				if o.err == nil {
-					o.err = fmt.Errorf("%w: httplimit.ByIP: %w", algo.ErrInvalidConfig, err)
+				if o.Err == nil {
+					o.Err = err
 				}
 				continue
 			}
-			o.trusted = append(o.trusted, p)
+			o.Trusted = append(o.Trusted, p)
 		}
 	})
 }
 
-// IPv6Prefix keys IPv6 clients by the network of their first bits bits instead of their
-// full address, for example 64: a single host usually owns a whole /64 and can pick any
-// address in it, so per-address keys let it multiply its limit. The key is then the
-// prefix in CIDR form ("2001:db8:1:2::/64"). The default, 128, keys by the full address;
-// a value outside [1, 128] is an error. IPv4 clients are always keyed by address.
+// IPv6Prefix sets the length of the network IPv6 clients are keyed by, in bits. The
+// default is 64: a single host is usually assigned a whole /64 and can pick any address
+// in it, so keys by address would let it multiply its limit. The key is then the network
+// in CIDR form ("2001:db8:1:2::/64"); 128 keys by the full address ("2001:db8::1"), and a
+// shorter prefix (56, 48) groups the networks of one site. A value outside [1, 128] is an
+// error. IPv4 clients are always keyed by address. grpclimit.ByPeer takes it too.
 func IPv6Prefix(bits int) IPOption {
 	return ipOptionFunc(func(o *ipOptions) {
 		if bits < 1 || bits > 128 {
-			if o.err == nil {
-				o.err = fmt.Errorf("%w: httplimit.ByIP: IPv6Prefix(%d): bits must be in [1, 128]", algo.ErrInvalidConfig, bits)
+			if o.Err == nil {
+				o.Err = fmt.Errorf("IPv6Prefix(%d): bits must be in [1, 128]", bits)
 			}
 			return
 		}
-		o.v6Bits = bits
+		o.V6Bits = bits
 	})
 }
 
@@ -124,36 +129,33 @@ func parsePrefix(s string) (netip.Prefix, error) {
 }
 
 // ByIP returns a KeyFunc that keys a request by its client's IP address, normalised so
-// that one client has one key: IPv4-mapped IPv6 addresses become IPv4 ("::ffff:192.0.2.1"
-// is "192.0.2.1"), IPv6 addresses take their canonical lower-case compressed form
-// (RFC 5952) without zone, and ports are dropped. By default the address is the
-// connection's (http.Request.RemoteAddr); see TrustedProxies for X-Forwarded-For and
-// IPv6Prefix for keying IPv6 clients by network.
+// that one client has one key: an IPv4 client by its address ("192.0.2.1", also when it
+// comes IPv4-mapped as "::ffff:192.0.2.1"), an IPv6 client by its /64 network in CIDR
+// form ("2001:db8:1:2::/64": a host usually holds a whole /64 and picks any address in
+// it; IPv6Prefix changes the length, 128 keys by the full address in its canonical
+// RFC 5952 form), zone and port dropped. By default the address is the connection's
+// (http.Request.RemoteAddr); see TrustedProxies for X-Forwarded-For.
 //
 // A request whose address does not parse is an error of the KeyFunc wrapping
 // ErrInvalidAddress. Nil options are skipped; an option with a value it cannot use (see
 // each option) makes ByIP return an error wrapping algo.ErrInvalidConfig that names
 // it, and no KeyFunc.
 func ByIP(opts ...IPOption) (KeyFunc, error) {
-	o := ipOptions{v6Bits: 128}
+	o := ipOptions{V6Bits: clientip.DefaultV6Bits}
 	for _, opt := range opts {
 		if opt != nil {
 			opt.applyIP(&o)
 		}
 	}
-	if o.err != nil {
-		return nil, o.err
+	if o.Err != nil {
+		return nil, fmt.Errorf("%w: httplimit.ByIP: %w", algo.ErrInvalidConfig, o.Err)
 	}
 	return func(r *http.Request) (string, error) {
-		a, err := clientAddr(r, o.trusted)
+		a, err := clientAddr(r, o.Trusted)
 		if err != nil {
 			return "", err
 		}
-		if a.Is6() && o.v6Bits < 128 {
-			p, _ := a.Prefix(o.v6Bits) // bits is in range: no error
-			return p.String(), nil
-		}
-		return a.String(), nil
+		return clientip.Key(a, o.V6Bits), nil
 	}, nil
 }
 

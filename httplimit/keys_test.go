@@ -49,7 +49,7 @@ func checkKeys(t *testing.T, key httplimit.KeyFunc, cases []keyCase) {
 
 func TestByIPRemoteAddr(t *testing.T) {
 	t.Parallel()
-	checkKeys(t, mustByIP(t), []keyCase{
+	checkKeys(t, mustByIP(t, httplimit.IPv6Prefix(128)), []keyCase{
 		{"IPv4 with port", "192.0.2.1:1234", nil, "192.0.2.1"},
 		{"IPv4 without port", "192.0.2.1", nil, "192.0.2.1"},
 		{"IPv6 with port", "[2001:DB8:0:0::1]:443", nil, "2001:db8::1"},
@@ -69,7 +69,8 @@ func TestByIPRemoteAddr(t *testing.T) {
 
 func TestByIPTrustedProxies(t *testing.T) {
 	t.Parallel()
-	key := mustByIP(t, httplimit.TrustedProxies("10.0.0.0/8", "2001:db8:ffff::/48"), httplimit.TrustedProxies("192.0.2.7"))
+	key := mustByIP(t, httplimit.TrustedProxies("10.0.0.0/8", "2001:db8:ffff::/48"), httplimit.TrustedProxies("192.0.2.7"),
+		httplimit.IPv6Prefix(128))
 	const client = "198.51.100.7"
 	checkKeys(t, key, []keyCase{
 		{"untrusted peer: spoofed header ignored", "203.0.113.9:1", []string{"1.2.3.4"}, "203.0.113.9"},
@@ -112,6 +113,28 @@ func TestTrustedProxiesInvalid(t *testing.T) {
 	}
 }
 
+// TestByIPKeysIPv6By64 (issue 35.7): by default an IPv6 client is keyed by its /64, the
+// network a host is usually assigned and can pick any address in: before, it was keyed by
+// its full address, so it could rotate keys at will. IPv4 clients keep their address, and
+// so do IPv6 ones with IPv6Prefix(128). Behind trusted proxies the forwarded client is
+// keyed the same way.
+func TestByIPKeysIPv6By64(t *testing.T) {
+	t.Parallel()
+	checkKeys(t, mustByIP(t), []keyCase{
+		{"IPv6 keyed by /64", "[2001:db8:1:2:3:4:5:6]:1", nil, "2001:db8:1:2::/64"},
+		{"same /64, another address", "[2001:db8:1:2:ffff::1]:1", nil, "2001:db8:1:2::/64"},
+		{"another /64", "[2001:db8:1:3::1]:1", nil, "2001:db8:1:3::/64"},
+		{"IPv4 keyed by address", "192.0.2.1:1", nil, "192.0.2.1"},
+		{"IPv4-mapped keyed as IPv4", "[::ffff:192.0.2.1]:1", nil, "192.0.2.1"},
+	})
+	checkKeys(t, mustByIP(t, httplimit.TrustedProxies("10.0.0.0/8")), []keyCase{
+		{"forwarded IPv6 client", "10.0.0.1:1", []string{"2001:db8:1:2::7"}, "2001:db8:1:2::/64"},
+	})
+	checkKeys(t, mustByIP(t, httplimit.IPv6Prefix(128)), []keyCase{
+		{"IPv6Prefix(128): the full address", "[2001:db8:1:2:3:4:5:6]:1", nil, "2001:db8:1:2:3:4:5:6"},
+	})
+}
+
 func TestIPv6Prefix(t *testing.T) {
 	t.Parallel()
 	checkKeys(t, mustByIP(t, httplimit.IPv6Prefix(64)), []keyCase{
@@ -143,7 +166,7 @@ func TestByIPSpoofing(t *testing.T) {
 	seed := uint64(20260101)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	trusted := []string{"10.0.0.0/8", "2001:db8:ffff::/48"}
-	key := mustByIP(t, httplimit.TrustedProxies(trusted...))
+	key := mustByIP(t, httplimit.TrustedProxies(trusted...), httplimit.IPv6Prefix(128))
 	untrusted := func() netip.Addr {
 		if rng.IntN(2) == 0 {
 			return netip.AddrFrom4([4]byte{198, 51, byte(rng.IntN(256)), byte(1 + rng.IntN(254))})

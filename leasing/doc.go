@@ -44,8 +44,11 @@
 // Unwrap, for requests with MaxWait 0 and N ≤ Slice. Everything else goes to the inner
 // store call by call: reservations (MaxWait > 0), larger requests, the smooth limiters (a
 // slice would be granted at once and break their pacing), algo.Penalty (a slice denied
-// would be an offence no request committed) and algorithms that do not state
-// algo.Leasable.
+// would be an offence no request committed), algorithms that do not state
+// algo.Leasable, and configs that == cannot compare (a custom wrapper holding a slice, a
+// map or a func, directly or in an interface): a lease compares each request's config
+// with the one its slice was taken under, so such a config is sent to the inner store,
+// which accepts it as a plain store does.
 //
 // Conformance: a Store passes storetest.RunContracts (bad input, unusual keys, key and
 // slot independence, the bound under concurrency, Close, done contexts, Admin's bad

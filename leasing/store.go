@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
+	"github.com/ratekit/limiter/internal/algocmp"
 	"github.com/ratekit/limiter/internal/nilcheck"
 	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/store"
@@ -98,9 +100,11 @@ func (s *Store) ticks(t time.Time) time.Duration { return t.Sub(s.epoch) }
 
 // leased reports whether a's permits can be taken in slices (algo.Leasable): the rate
 // algorithms whose grants may be used a little later (not the smooth ones, whose point is
-// the spacing), also when wrapped (algo.Named, or any wrapper with Unwrap).
+// the spacing), also when wrapped (algo.Named, or any wrapper with Unwrap). A config whose
+// type == cannot compare is not (see Apply for one whose values cannot be compared): this
+// check costs no allocation, and keeps such a config's keys out of the lease table.
 func leased(a algo.Algorithm) bool {
-	return algo.CapabilitiesOf(a)&algo.Leasable != 0
+	return algo.CapabilitiesOf(a)&algo.Leasable != 0 && reflect.TypeOf(a).Comparable()
 }
 
 // Apply grants req from key's lease under a when it holds enough, without calling the
@@ -148,6 +152,13 @@ lookup:
 					l.mu.Unlock()
 					return d, nil
 				}
+			} else if !algocmp.Comparable(a) {
+				// A lease keeps its config to compare later requests' with ==, which
+				// would panic on a config that cannot be compared: such a config is not
+				// leased. (Every config a lease keeps is comparable, so the comparisons
+				// above, with any request's config, never panic.)
+				l.mu.Unlock()
+				return s.inner.Apply(ctx, key, a, req)
 			}
 			if l.busy {
 				// Wait for the call in flight: a refill grants the waiters from its slice

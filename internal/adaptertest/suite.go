@@ -41,6 +41,9 @@ type Adapter struct {
 	// whatever its RemoteAddr (Fiber's app.Test: "0.0.0.0"). The suite then keys by IP
 	// trusting Proxy, and names the client in X-Forwarded-For.
 	Proxy string
+	// Flushes says that the framework's writer flushes and hijacks (http.Flusher,
+	// http.Hijacker): the writer the error and denied handlers get must then too.
+	Flushes bool
 }
 
 // Epoch is a whole minute, so FixedWindow boundaries fall on whole minutes.
@@ -137,6 +140,7 @@ func Run(t *testing.T, a Adapter) {
 		{"Wait", wait},
 		{"CompositeLines", compositeLines},
 		{"InvalidConfig", invalidConfig},
+		{"HandlersGetAFlushingWriter", handlersGetAFlushingWriter},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -151,10 +155,13 @@ func allowedAndDenied(t *testing.T, a Adapter) {
 	check(t, "1", e.do("GET", "192.0.2.1", "1"), `200 "ok" policy="\"default\";q=2;w=60" ratelimit="\"default\";r=1;t=60" retry-after=""`)
 	check(t, "2", e.do("GET", "192.0.2.1", "2"), `200 "ok" policy="\"default\";q=2;w=60" ratelimit="\"default\";r=0;t=60" retry-after=""`)
 	check(t, "3", e.do("GET", "192.0.2.1", "3"), `429 "Too Many Requests\n" policy="\"default\";q=2;w=60" ratelimit="\"default\";r=0;t=60" retry-after="60"`)
-	// Another address is another key.
+	// Another address is another key; an IPv6 client is keyed by its /64.
 	check(t, "other ip", e.do("GET", "2001:db8::1", "1"), `200 "ok" policy="\"default\";q=2;w=60" ratelimit="\"default\";r=1;t=60" retry-after=""`)
-	if c, n := e.n.Handler.Load(), e.n.After.Load(); c != 3 || n != 3 {
-		t.Errorf("handler ran %d times, the next middleware %d; want 3 and 3 (the chain stops on 429)", c, n)
+	check(t, "same /64", e.do("GET", "2001:db8::ffff:9", "1"), `200 "ok" policy="\"default\";q=2;w=60" ratelimit="\"default\";r=0;t=60" retry-after=""`)
+	check(t, "same /64 again", e.do("GET", "2001:db8::3", "1"), `429 "Too Many Requests\n" policy="\"default\";q=2;w=60" ratelimit="\"default\";r=0;t=60" retry-after="60"`)
+	check(t, "another /64", e.do("GET", "2001:db8:0:1::1", "1"), `200 "ok" policy="\"default\";q=2;w=60" ratelimit="\"default\";r=1;t=60" retry-after=""`)
+	if c, n := e.n.Handler.Load(), e.n.After.Load(); c != 5 || n != 5 {
+		t.Errorf("handler ran %d times, the next middleware %d; want 5 and 5 (the chain stops on 429)", c, n)
 	}
 }
 
@@ -249,6 +256,25 @@ func compositeLines(t *testing.T, a Adapter) {
 	}
 	if got, want := h.Values("RateLimit"), []string{`"fw-2-1s";r=1;t=1`, `"daily";r=999;t=86400`}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("RateLimit = %q, want %q", got, want)
+	}
+}
+
+// The writer a denied-request or error handler gets is still the framework's as far as it
+// can tell: it flushes and hijacks as the framework's does.
+func handlersGetAFlushingWriter(t *testing.T, a Adapter) {
+	if !a.Flushes {
+		t.Skip("the framework's writer does not flush")
+	}
+	l, _ := NewLimiter(t, algo.FixedWindow{Limit: 2, Window: time.Minute})
+	var flusher, hijacker bool
+	key := func(*http.Request) (string, error) { return "", errors.New("no key") }
+	e := a.mount(t, l, key, httplimit.WithErrorHandler(func(w http.ResponseWriter, _ *http.Request, _ error) {
+		_, flusher = w.(http.Flusher)
+		_, hijacker = w.(http.Hijacker)
+		w.WriteHeader(http.StatusTeapot)
+	}))
+	if rec := e.do("GET", "192.0.2.1", "1"); rec.Code != http.StatusTeapot || !flusher || !hijacker {
+		t.Errorf("status %d, Flusher %v, Hijacker %v; want 418, true, true", rec.Code, flusher, hijacker)
 	}
 }
 

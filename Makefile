@@ -51,8 +51,12 @@ vet:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@for m in $(MODULES); do echo "cd $$m && $(GO) vet ./..."; (cd $$m && $(GO) vet ./...) || exit 1; done
 
+# RUNSVG is where make run writes its chart: outside the tree by default, so that the demo
+# leaves the checkout as it was (docs/sim-token-bucket.svg is the same chart, committed:
+# make run RUNSVG=docs/sim-token-bucket.svg renews it).
+RUNSVG ?= $(or $(TMPDIR),/tmp)/ratekit-sim-token-bucket.svg
 run:
-	$(GO) run ./cmd/ratekit sim --algo token-bucket --rate 10 --burst 20 --traffic burst --duration 10s --svg docs/sim-token-bucket.svg
+	$(GO) run ./cmd/ratekit sim --algo token-bucket --rate 10 --burst 20 --traffic burst --duration 10s --svg $(RUNSVG)
 
 # fuzz runs each fuzz target of the algorithms, then the model-based one, briefly (FUZZTIME each).
 # A target fails on a failing input (the fuzzer writes it to testdata/fuzz) or a failing

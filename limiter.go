@@ -7,7 +7,6 @@ import (
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
-	"github.com/ratekit/limiter/internal/fastpath"
 	"github.com/ratekit/limiter/internal/nilcheck"
 	"github.com/ratekit/limiter/internal/storeclock"
 	"github.com/ratekit/limiter/store"
@@ -76,8 +75,6 @@ func New(s store.Store, a algo.Algorithm, opts ...Option) (*Limiter, error) {
 	// An observed or shadow rule runs its pipeline (settle tells the observer), never the
 	// fast path.
 	l.direct = l.timeout <= 0 && !l.noted()
-	l.fast, _ = s.(fastpath.Applier)
-	l.quick = l.direct && l.fast != nil && l.keyFn == nil
 	l.alg.Store(&algoBox{a: a})
 	return l, nil
 }
@@ -160,38 +157,16 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Decision, er
 // allow is AllowN writing its Decision to *d: Allow and AllowN, inlined into their caller,
 // then hand it over without a struct copy of a Decision just returned in registers, which
 // the compiler makes with 16-byte loads that stall on the 8-byte stores they read (~6 ns a
-// call boundary); a store offering fastpath.Applier (the local store) returns the fields
-// one by one, each stored straight into *d. It is the one fast path: the store straight
+// call boundary). It is the one fast path: the store straight
 // away when there is no timeout, no observer or shadow (direct) and the breaker is clean
 // (closed, no failure counted: a success has nothing to record). Every other case goes
 // through decide.
 func (l *Limiter) allow(ctx context.Context, key string, n int64, d *Decision) error {
-	// The usual call (no key function, a fastpath store) is written out alone: a call on
-	// another path keeps values live across it, which the compiler then spills on this one.
-	if n > 0 && l != nil && l.quick && (l.breaker == nil || l.breaker.clean()) {
-		if b := l.alg.Load(); b != nil {
-			var err error
-			d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter, d.Wait, d.At, err = l.fast.ApplyFields(ctx, key, b.a, algo.Request{N: n})
-			if err != nil {
-				return l.failed(ctx, key, b.a, n, d, err)
-			}
-			return nil
-		}
-	}
-	return l.allowAny(ctx, key, n, d)
-}
-
-// allowAny is allow for any call.
-func (l *Limiter) allowAny(ctx context.Context, key string, n int64, d *Decision) error {
 	if n > 0 && l != nil && l.direct && (l.breaker == nil || l.breaker.clean()) {
 		if b := l.alg.Load(); b != nil {
 			key = l.keyFor(key)
 			var err error
-			if l.fast != nil {
-				d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter, d.Wait, d.At, err = l.fast.ApplyFields(ctx, key, b.a, algo.Request{N: n})
-			} else {
-				*d, err = l.store.Apply(ctx, key, b.a, algo.Request{N: n})
-			}
+			*d, err = l.store.Apply(ctx, key, b.a, algo.Request{N: n})
 			if err != nil {
 				return l.failed(ctx, key, b.a, n, d, err)
 			}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/ratekit/limiter/algo"
-	"github.com/ratekit/limiter/internal/fastpath"
 	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/store"
 )
@@ -18,13 +17,11 @@ import (
 // steps.
 type rule struct {
 	store   store.Store
-	fast    fastpath.Applier // the store, when it offers Allow's fast path
 	alg     atomic.Pointer[algoBox]
 	policy  FailurePolicy
 	timeout time.Duration
 	breaker *breaker // nil with CircuitBreaker{Off: true}
 	direct  bool     // no timeout, observer or shadow: Allow goes straight to the store while the breaker is clean
-	quick   bool     // direct, with fast and no keyFn: Allow's shortest path (allow)
 	onError func(key string, err error)
 	keyFn   func(key string) string // WithKeyFunc; nil: the key as given
 	obs     Observer                // WithObserver; nil: none

@@ -85,7 +85,7 @@ type Decision struct {
 
 // set writes every field of d, one by one: a Decision written through a pointer this way
 // is read back by the caller field by field, where a struct copy of a Decision just
-// returned in registers stalls on the stores it reads (see TokenBucket.ApplyTo).
+// returned in registers stalls on the stores it reads.
 func (d *Decision) set(allowed bool, limit, remaining int64, retryAfter, resetAfter, wait time.Duration, at int64) {
 	d.Allowed = allowed
 	d.Limit = limit

@@ -145,9 +145,7 @@ func (c TokenBucket) advance(s *tokenBucketState, now int64) (float64, int64) {
 
 // Apply takes req.N tokens if they are there now, or (with MaxWait) will be within MaxWait.
 func (c TokenBucket) Apply(st State, now int64, req Request) Decision {
-	var d Decision
-	c.applyFast(st.(*tokenBucketState), now, req, &d)
-	return d
+	return c.applyFast(st.(*tokenBucketState), now, req)
 }
 
 // applyFast is applyTo, its usual case written out: a grant with no wait on a state last
@@ -155,14 +153,13 @@ func (c TokenBucket) Apply(st State, now int64, req Request) Decision {
 // operations on the same values, with the branches that case cannot take left out and no
 // division that it does not need (see rollsBack, oneMicro). Any other case goes
 // to applyTo before anything is written.
-func (c TokenBucket) applyFast(s *tokenBucketState, now int64, req Request, d *Decision) {
+func (c TokenBucket) applyFast(s *tokenBucketState, now int64, req Request) Decision {
 	r, n := c.Rate, req.N
 	// r in [2^-1000, 1e9] (every valid Rate but the absurdly small): refill is r exactly
 	// when the state was written under it, and rollsBack's brackets hold. A zero mark
 	// (a state never written) never equals it.
 	if !(r >= 0x1p-1000 && r <= 1e9) || s.mark != r && s.mark != -r || now < s.last || n <= 0 || n > c.Burst {
-		c.applyTo(s, now, req, d)
-		return
+		return c.applyTo(s, now, req)
 	}
 	burst := float64(c.Burst)
 	// advance: at = now, so lag = 0. At now = s.last the refill is s.tokens + 0, which is
@@ -178,8 +175,7 @@ func (c TokenBucket) applyFast(s *tokenBucketState, now int64, req Request, d *D
 	}
 	left := tokens - float64(n)
 	if !(left >= 0) { // a wait (or a deficit under 1 ns), or NaN
-		c.applyTo(s, now, req, d)
-		return
+		return c.applyTo(s, now, req)
 	}
 	// wait = 0, so act = now; rb as applyTo computes it for a valid state.
 	act, rb := now, false
@@ -205,7 +201,7 @@ func (c TokenBucket) applyFast(s *tokenBucketState, now int64, req Request, d *D
 	if until != 1 || !(left+float64(oneMicro*r) >= burst) {
 		until = c.untilFullFrom(s, now, r)
 	}
-	d.set(true, c.Burst, floorCount(left), 0, toDuration(until), 0, now)
+	return Decision{Allowed: true, Limit: c.Burst, Remaining: floorCount(left), ResetAfter: toDuration(until), At: now}
 }
 
 // rollsBack is applyTo's float64(now) - c.rollback(n) >= float64(prev) for prev < now, that
@@ -233,8 +229,8 @@ func (c TokenBucket) rollsBack(now, prev, n int64) bool {
 // its one division (TestOneMicro).
 const oneMicro = 1000.0 / 1e9
 
-// applyTo is Apply for every case, writing its Decision to *d.
-func (c TokenBucket) applyTo(s *tokenBucketState, now int64, req Request, d *Decision) {
+// applyTo is Apply for every case.
+func (c TokenBucket) applyTo(s *tokenBucketState, now int64, req Request) Decision {
 	tokens, at := c.advance(s, now)
 	// lag is how far a backwards clock is behind the state: ResetAfter counts from the
 	// caller's now, so a store never expires the key before its state is fresh.
@@ -245,8 +241,7 @@ func (c TokenBucket) applyTo(s *tokenBucketState, now int64, req Request, d *Dec
 		r = c.refill(s)
 	}
 	if req.N > c.Burst || req.N <= 0 {
-		*d = never(c.Burst, floorCount(tokens), lag+c.untilFullFrom(s, at, r))
-		return
+		return never(c.Burst, floorCount(tokens), lag+c.untilFullFrom(s, at, r))
 	}
 	left := tokens - float64(req.N)
 	var wait int64
@@ -272,8 +267,8 @@ func (c TokenBucket) applyTo(s *tokenBucketState, now int64, req Request, d *Dec
 		if lag+wait < MaxMicros {
 			retry = toDuration(firstMicro(lag+wait-maxWait, 1, func(d int64) bool { return c.grantsAt(s, now+d, req) }))
 		}
-		d.set(false, c.Burst, floorCount(tokens), retry, toDuration(lag+c.untilFullFrom(s, at, r)), 0, 0)
-		return
+		return Decision{Limit: c.Burst, Remaining: floorCount(tokens), RetryAfter: retry,
+			ResetAfter: toDuration(lag + c.untilFullFrom(s, at, r))}
 	}
 	act := at + wait
 	// A refund of this grant may roll act back by its n/Rate only if the grant before it
@@ -285,7 +280,8 @@ func (c TokenBucket) applyTo(s *tokenBucketState, now int64, req Request, d *Dec
 	}
 	s.tokens, s.last, s.act = left, at, act
 	s.stamp(c.Rate, rb)
-	d.set(true, c.Burst, floorCount(left), 0, toDuration(lag+c.untilFullFrom(s, at, c.Rate)), toDuration(delay), at+wait)
+	return Decision{Allowed: true, Limit: c.Burst, Remaining: floorCount(left),
+		ResetAfter: toDuration(lag + c.untilFullFrom(s, at, c.Rate)), Wait: toDuration(delay), At: at + wait}
 }
 
 // Refund gives back what x/time/rate's Reservation.CancelAt gives back for a grant of n

@@ -21,9 +21,8 @@ func sameBits(a, b tokenBucketState) bool {
 func checkFast(t *testing.T, c TokenBucket, s tokenBucketState, now int64, req Request) tokenBucketState {
 	t.Helper()
 	fast, ref := s, s
-	var df, dr Decision
-	c.applyFast(&fast, now, req, &df)
-	c.applyTo(&ref, now, req, &dr)
+	df := c.applyFast(&fast, now, req)
+	dr := c.applyTo(&ref, now, req)
 	if df != dr || !sameBits(fast, ref) {
 		t.Fatalf("%v on %+v at %d, %+v:\napplyFast: %+v, %+v\napplyTo:   %+v, %+v", c, s, now, req, df, fast, dr, ref)
 	}
@@ -64,9 +63,7 @@ func TestTokenBucketFastMatchesApplyTo(t *testing.T) {
 					}
 					s = checkFast(t, c, s, now, req)
 					if rng.IntN(20) == 0 {
-						var d Decision
-						c.applyTo(&s, now, req, &d)
-						if d.Allowed {
+						if d := c.applyTo(&s, now, req); d.Allowed {
 							c.Refund(&s, now, req.N, d.At)
 						}
 					}

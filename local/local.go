@@ -119,15 +119,18 @@ func (s *Store) locate(key string) (uint64, *shard) {
 // Apply answers req for key under a at the store's now. See store.Store.
 //
 // A key's entry is looked up without the shard's lock (see table) and, when its state was
-// last written under a, decided under the entry's lock alone: a was valid then (an
-// invalid config never writes), revive would keep the state and wrote has nothing to
-// record. Calls on distinct existing keys thus write no memory they share, and scale with
-// the cores as separate limiters do. Every other call (a new key, a key last written under
-// another config, an entry that went dead) is decided under the shard's lock too
-// (applyLocked).
+// last written under a, decided under the entry's lock alone: a is valid (an invalid
+// config never writes, so a.Validate is left out), revive would keep the state and wrote
+// has nothing to record. Calls on distinct existing keys thus write no memory they share,
+// and scale with the cores as separate limiters do. Every other call (a new key, a key
+// last written under another config, an entry that went dead) validates a and is decided
+// under the shard's lock too (applyLocked).
 func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
-	if err := storecheck.Call(ctx, key, a, req, s.closed.Load()); err != nil {
-		return algo.Decision{}, err
+	// storecheck.Call's checks but a.Validate; a failed one is reported by Call, in its order.
+	if key == "" || a == nil || req.Validate() != nil || s.closed.Load() || storecheck.Context(ctx) != nil {
+		if err := storecheck.Call(ctx, key, a, req, s.closed.Load()); err != nil {
+			return algo.Decision{}, err
+		}
 	}
 	slot := a.Slot()
 	h, sh := s.locate(key)
@@ -151,8 +154,13 @@ func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req alg
 func (s *Store) applyLocked(sh *shard, h uint64, key, slot string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	now := s.now()
 	e := sh.find(h, key, slot)
+	if e == nil || !is(e.cfg, a) { // cfg is written under both locks (wrote): either guards it
+		if err := a.Validate(); err != nil {
+			return algo.Decision{}, err
+		}
+	}
+	now := s.now()
 	if e == nil {
 		var soon int64
 		if e, soon = s.insert(sh, h, key, slot, a, now); e == nil {

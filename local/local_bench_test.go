@@ -68,6 +68,19 @@ func BenchmarkApplyParallel(b *testing.B) {
 	})
 }
 
+// TestRealMicros checks the reading of the real clock against time.Now around it.
+func TestRealMicros(t *testing.T) {
+	t.Parallel()
+	for i := 0; i < 1000; i++ {
+		before := time.Now().UnixMicro()
+		got := realMicros()
+		after := time.Now().UnixMicro()
+		if got < before || got > after {
+			t.Fatalf("realMicros() = %d, want within [%d, %d]", got, before, after)
+		}
+	}
+}
+
 // TestShardSize checks that shardPad fills a shard to a multiple of 128 bytes on 64-bit
 // platforms (see shard).
 func TestShardSize(t *testing.T) {

@@ -83,19 +83,6 @@ type Decision struct {
 	At         int64
 }
 
-// set writes every field of d, one by one: a Decision written through a pointer this way
-// is read back by the caller field by field, where a struct copy of a Decision just
-// returned in registers stalls on the stores it reads (see TokenBucket.ApplyTo).
-func (d *Decision) set(allowed bool, limit, remaining int64, retryAfter, resetAfter, wait time.Duration, at int64) {
-	d.Allowed = allowed
-	d.Limit = limit
-	d.Remaining = remaining
-	d.RetryAfter = retryAfter
-	d.ResetAfter = resetAfter
-	d.Wait = wait
-	d.At = at
-}
-
 // State is the mutable state one algorithm keeps for one key. It is opaque: only the
 // Algorithm that created it with NewState may use it, and only under the store's lock.
 type State any

@@ -24,7 +24,7 @@ func TestLuaOldBucketKeys(t *testing.T) {
 		state State // the Go state of the same key
 	}{
 		{TokenBucket{Rate: 10, Burst: 5}, []any{"tokens", "-1", "last", now},
-			&TokenBucketState{tokens: -1, last: now, mark: olderVersion}},
+			&tokenBucketState{tokens: -1, last: now, mark: olderVersion}},
 		{LeakyBucket{Rate: 10, Capacity: 5}, []any{"level", "4", "last", now},
 			&leakyBucketState{valid: true, level: 4, last: now}},
 		{GCRA{Rate: 10, Burst: 5}, []any{"tat", now + 600_000},

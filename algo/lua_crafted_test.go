@@ -44,7 +44,7 @@ func TestLuaCraftedStates(t *testing.T) {
 		cases = append(cases,
 			craftedState{a: TokenBucket{Rate: rate, Burst: size}, x: (r.Float64()*3 - 2) * float64(size), last: last,
 				fields: func(x float64, l int64) []any { return []any{"tokens", ff(x), "last", l} },
-				state:  func(x float64, l int64) State { return &TokenBucketState{tokens: x, last: l, mark: olderVersion} }},
+				state:  func(x float64, l int64) State { return &tokenBucketState{tokens: x, last: l, mark: olderVersion} }},
 			craftedState{a: LeakyBucket{Rate: rate, Capacity: size}, x: r.Float64() * 2 * float64(size), last: last,
 				fields: func(x float64, l int64) []any { return []any{"level", ff(x), "last", l} },
 				state:  func(x float64, l int64) State { return &leakyBucketState{valid: true, level: x, last: l} }},
@@ -72,7 +72,7 @@ func TestLuaCraftedStates(t *testing.T) {
 		t.Fatalf("seed %d: found no leaky-bucket rounding edge to test", seed)
 	}
 	tbFields := func(x float64, l int64) []any { return []any{"tokens", ff(x), "last", l} }
-	tbState := func(x float64, l int64) State { return &TokenBucketState{tokens: x, last: l, mark: olderVersion} }
+	tbState := func(x float64, l int64) State { return &tokenBucketState{tokens: x, last: l, mark: olderVersion} }
 	lbFields := func(x float64, l int64) []any { return []any{"level", ff(x), "last", l} }
 	lbState := func(x float64, l int64) State { return &leakyBucketState{valid: true, level: x, last: l} }
 	// Token-bucket deficits around the 1 ns that x/time/rate resolves: a deficit that

@@ -240,12 +240,12 @@ var luaTwins = []luaTwin{
 		limit:  func(a Scripted) int64 { return a.(TokenBucket).Burst },
 		scale:  func(a Scripted) int64 { c := a.(TokenBucket); return rateScale(c.Rate, c.Burst) },
 		snap: func(st State) any {
-			s := st.(*TokenBucketState)
+			s := st.(*tokenBucketState)
 			return rateSnap{valid: s.valid(), x: math.Float64bits(s.tokens), last: s.last, act: s.act, rb: s.rb(), rate: math.Float64bits(s.rate())}
 		},
 		stored: func(h map[string]string, _ []string) (any, error) { return parseRate(h, "tokens", true) },
 		reset: func(a Scripted, st State, now int64) int64 {
-			s := st.(*TokenBucketState)
+			s := st.(*tokenBucketState)
 			if !s.valid() {
 				return 0
 			}

@@ -15,14 +15,12 @@ type TokenBucket struct {
 	Burst int64   // bucket size and the largest N ever granted; ≥ 1
 }
 
-// TokenBucketState is the State of a TokenBucket, opaque like every State. It is exported
-// so that a store can hold one inside a structure of its own (the local store keeps it in
-// the key's entry, one allocation and one cache miss less per key); its zero value is the
-// state of a key never seen, as NewState returns it.
+// tokenBucketState is the State of a TokenBucket; its zero value is the state of a key
+// never seen, as NewState returns it.
 //
 // It mirrors the Redis state of the Lua twin: fields tokens, last, act, rb and rate (the
 // last two packed into mark).
-type TokenBucketState struct {
+type tokenBucketState struct {
 	tokens float64 // tokens at last; may be negative while reservations are outstanding
 	last   int64   // µs of the last grant
 	act    int64   // µs at which the latest grant acts (x/time/rate's lastEvent)
@@ -38,11 +36,11 @@ type TokenBucketState struct {
 // olderVersion is the mark of a state written by a version that did not record its rate.
 var olderVersion = math.Inf(1)
 
-func (s *TokenBucketState) valid() bool { return s.mark != 0 }
-func (s *TokenBucketState) rb() bool    { return s.mark < 0 }
+func (s *tokenBucketState) valid() bool { return s.mark != 0 }
+func (s *tokenBucketState) rb() bool    { return s.mark < 0 }
 
 // rate is the Rate of the last write; 0 when unknown (olderVersion) or never written.
-func (s *TokenBucketState) rate() float64 {
+func (s *tokenBucketState) rate() float64 {
 	if r := math.Abs(s.mark); r != olderVersion {
 		return r
 	}
@@ -50,7 +48,7 @@ func (s *TokenBucketState) rate() float64 {
 }
 
 // stamp records a write under rate (> 0) and the write's rb.
-func (s *TokenBucketState) stamp(rate float64, rb bool) {
+func (s *tokenBucketState) stamp(rate float64, rb bool) {
 	s.mark = rate
 	if rb {
 		s.mark = -rate
@@ -70,7 +68,7 @@ var tokenBucketScript = newScript(TokenBucket{}.Name(), tokenBucketLua)
 var (
 	_ Scripted    = TokenBucket{}
 	_ quoter      = TokenBucket{}
-	_ StateCloner = (*TokenBucketState)(nil)
+	_ StateCloner = (*tokenBucketState)(nil)
 )
 
 // Name returns "token-bucket".
@@ -93,10 +91,10 @@ func (c TokenBucket) String() string {
 }
 
 // NewState returns a full bucket.
-func (TokenBucket) NewState() State { return &TokenBucketState{} }
+func (TokenBucket) NewState() State { return &tokenBucketState{} }
 
 // CloneState returns a deep copy of the state.
-func (s *TokenBucketState) CloneState() State {
+func (s *tokenBucketState) CloneState() State {
 	c := *s
 	return &c
 }
@@ -120,7 +118,7 @@ func (c TokenBucket) quota() Quota {
 // learns of it at its next call, and the span since its last write is counted at the lower
 // rate: never more tokens than golang.org/x/time/rate, which counts it at the old rate up to
 // the change (SetLimitAt) and at the new one after.
-func (c TokenBucket) refill(s *TokenBucketState) float64 {
+func (c TokenBucket) refill(s *tokenBucketState) float64 {
 	if r := s.rate(); r > 0 && r < c.Rate {
 		return r
 	}
@@ -129,7 +127,7 @@ func (c TokenBucket) refill(s *TokenBucketState) float64 {
 
 // advance returns the tokens at now (never above Burst) and the instant used, which never
 // goes backwards.
-func (c TokenBucket) advance(s *TokenBucketState, now int64) (float64, int64) {
+func (c TokenBucket) advance(s *tokenBucketState, now int64) (float64, int64) {
 	burst := float64(c.Burst)
 	if !s.valid() {
 		return burst, now
@@ -147,19 +145,7 @@ func (c TokenBucket) advance(s *TokenBucketState, now int64) (float64, int64) {
 
 // Apply takes req.N tokens if they are there now, or (with MaxWait) will be within MaxWait.
 func (c TokenBucket) Apply(st State, now int64, req Request) Decision {
-	var d Decision
-	c.ApplyTo(st, now, req, &d)
-	return d
-}
-
-// ApplyTo is Apply writing its Decision to *d, every field of it. Stores call it on their
-// hot path: a 56-byte Decision returned by value is copied through memory at each call
-// boundary, and a copy of one just returned in registers stalls on the stores it reads.
-//
-// It is small enough to be inlined into a store's hot path: the usual grant goes straight
-// to grantNow, every other case to applyTo.
-func (c TokenBucket) ApplyTo(st State, now int64, req Request, d *Decision) {
-	c.applyFast(st.(*TokenBucketState), now, req, d)
+	return c.applyFast(st.(*tokenBucketState), now, req)
 }
 
 // applyFast is applyTo, its usual case written out: a grant with no wait on a state last
@@ -167,14 +153,13 @@ func (c TokenBucket) ApplyTo(st State, now int64, req Request, d *Decision) {
 // operations on the same values, with the branches that case cannot take left out and no
 // division that it does not need (see rollsBack, oneMicro). Any other case goes
 // to applyTo before anything is written.
-func (c TokenBucket) applyFast(s *TokenBucketState, now int64, req Request, d *Decision) {
+func (c TokenBucket) applyFast(s *tokenBucketState, now int64, req Request) Decision {
 	r, n := c.Rate, req.N
 	// r in [2^-1000, 1e9] (every valid Rate but the absurdly small): refill is r exactly
 	// when the state was written under it, and rollsBack's brackets hold. A zero mark
 	// (a state never written) never equals it.
 	if !(r >= 0x1p-1000 && r <= 1e9) || s.mark != r && s.mark != -r || now < s.last || n <= 0 || n > c.Burst {
-		c.applyTo(s, now, req, d)
-		return
+		return c.applyTo(s, now, req)
 	}
 	burst := float64(c.Burst)
 	// advance: at = now, so lag = 0. At now = s.last the refill is s.tokens + 0, which is
@@ -190,8 +175,7 @@ func (c TokenBucket) applyFast(s *TokenBucketState, now int64, req Request, d *D
 	}
 	left := tokens - float64(n)
 	if !(left >= 0) { // a wait (or a deficit under 1 ns), or NaN
-		c.applyTo(s, now, req, d)
-		return
+		return c.applyTo(s, now, req)
 	}
 	// wait = 0, so act = now; rb as applyTo computes it for a valid state.
 	act, rb := now, false
@@ -217,7 +201,7 @@ func (c TokenBucket) applyFast(s *TokenBucketState, now int64, req Request, d *D
 	if until != 1 || !(left+float64(oneMicro*r) >= burst) {
 		until = c.untilFullFrom(s, now, r)
 	}
-	d.set(true, c.Burst, floorCount(left), 0, toDuration(until), 0, now)
+	return Decision{Allowed: true, Limit: c.Burst, Remaining: floorCount(left), ResetAfter: toDuration(until), At: now}
 }
 
 // rollsBack is applyTo's float64(now) - c.rollback(n) >= float64(prev) for prev < now, that
@@ -245,8 +229,8 @@ func (c TokenBucket) rollsBack(now, prev, n int64) bool {
 // its one division (TestOneMicro).
 const oneMicro = 1000.0 / 1e9
 
-// applyTo is ApplyTo for every case.
-func (c TokenBucket) applyTo(s *TokenBucketState, now int64, req Request, d *Decision) {
+// applyTo is Apply for every case.
+func (c TokenBucket) applyTo(s *tokenBucketState, now int64, req Request) Decision {
 	tokens, at := c.advance(s, now)
 	// lag is how far a backwards clock is behind the state: ResetAfter counts from the
 	// caller's now, so a store never expires the key before its state is fresh.
@@ -257,8 +241,7 @@ func (c TokenBucket) applyTo(s *TokenBucketState, now int64, req Request, d *Dec
 		r = c.refill(s)
 	}
 	if req.N > c.Burst || req.N <= 0 {
-		*d = never(c.Burst, floorCount(tokens), lag+c.untilFullFrom(s, at, r))
-		return
+		return never(c.Burst, floorCount(tokens), lag+c.untilFullFrom(s, at, r))
 	}
 	left := tokens - float64(req.N)
 	var wait int64
@@ -284,8 +267,8 @@ func (c TokenBucket) applyTo(s *TokenBucketState, now int64, req Request, d *Dec
 		if lag+wait < MaxMicros {
 			retry = toDuration(firstMicro(lag+wait-maxWait, 1, func(d int64) bool { return c.grantsAt(s, now+d, req) }))
 		}
-		d.set(false, c.Burst, floorCount(tokens), retry, toDuration(lag+c.untilFullFrom(s, at, r)), 0, 0)
-		return
+		return Decision{Limit: c.Burst, Remaining: floorCount(tokens), RetryAfter: retry,
+			ResetAfter: toDuration(lag + c.untilFullFrom(s, at, r))}
 	}
 	act := at + wait
 	// A refund of this grant may roll act back by its n/Rate only if the grant before it
@@ -297,7 +280,8 @@ func (c TokenBucket) applyTo(s *TokenBucketState, now int64, req Request, d *Dec
 	}
 	s.tokens, s.last, s.act = left, at, act
 	s.stamp(c.Rate, rb)
-	d.set(true, c.Burst, floorCount(left), 0, toDuration(lag+c.untilFullFrom(s, at, c.Rate)), toDuration(delay), at+wait)
+	return Decision{Allowed: true, Limit: c.Burst, Remaining: floorCount(left),
+		ResetAfter: toDuration(lag + c.untilFullFrom(s, at, c.Rate)), Wait: toDuration(delay), At: at + wait}
 }
 
 // Refund gives back what x/time/rate's Reservation.CancelAt gives back for a grant of n
@@ -311,7 +295,7 @@ func (c TokenBucket) applyTo(s *TokenBucketState, now int64, req Request, d *Dec
 // outstanding grant acts n/Rate after the one before it; any other refund that gives back
 // something ends that until the queue has acted.
 func (c TokenBucket) Refund(st State, now int64, n int64, at int64) {
-	s := st.(*TokenBucketState)
+	s := st.(*tokenBucketState)
 	if !s.valid() || n <= 0 {
 		return
 	}
@@ -343,9 +327,9 @@ func (c TokenBucket) Refund(st State, now int64, n int64, at int64) {
 // before x/time/rate's: later refunds give back no more than it would.
 func (c TokenBucket) rollback(n int64) float64 { return math.Floor(float64(n) / c.Rate * 1e6) }
 
-// grantsAt reports whether ApplyTo would grant req at now on s as it is: its admission
+// grantsAt reports whether Apply would grant req at now on s as it is: its admission
 // test, with its float64 operations.
-func (c TokenBucket) grantsAt(s *TokenBucketState, now int64, req Request) bool {
+func (c TokenBucket) grantsAt(s *tokenBucketState, now int64, req Request) bool {
 	tokens, at := c.advance(s, now)
 	left := tokens - float64(req.N)
 	if left >= 0 || -left/c.Rate*1e9 < 1 {
@@ -357,7 +341,7 @@ func (c TokenBucket) grantsAt(s *TokenBucketState, now int64, req Request) bool 
 // untilFullFrom is the time in µs from t (≥ s.last) until s, refilling at r per second,
 // holds Burst tokens by advance's float64 arithmetic: from then on it decides as a fresh
 // bucket. A fresh state is full already.
-func (c TokenBucket) untilFullFrom(s *TokenBucketState, t int64, r float64) int64 {
+func (c TokenBucket) untilFullFrom(s *tokenBucketState, t int64, r float64) int64 {
 	if !s.valid() {
 		return 0
 	}
@@ -383,13 +367,13 @@ func (c TokenBucket) untilFullFrom(s *TokenBucketState, t int64, r float64) int6
 // It is a call of its own, so that untilFullFrom sets up no closure.
 //
 //go:noinline
-func (c TokenBucket) firstFull(s *TokenBucketState, t int64, r float64, d int64) int64 {
+func (c TokenBucket) firstFull(s *tokenBucketState, t int64, r float64, d int64) int64 {
 	return firstMicro(d, 0, func(d int64) bool { return c.fullAt(s, t+d, r) })
 }
 
 // fullAt reports whether s, refilling at r per second, holds Burst tokens at t (≥ s.last)
 // by advance's float64 arithmetic.
-func (c TokenBucket) fullAt(s *TokenBucketState, t int64, r float64) bool {
+func (c TokenBucket) fullAt(s *tokenBucketState, t int64, r float64) bool {
 	// The explicit conversion forbids a fused multiply-add, which Redis' Lua never does.
 	return s.tokens+float64(seconds(t-s.last)*r) >= float64(c.Burst)
 }

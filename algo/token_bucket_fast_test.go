@@ -11,19 +11,18 @@ import (
 // request, including those applyFast hands over, both leave the same bits in the state and
 // the Decision.
 
-func sameBits(a, b TokenBucketState) bool {
+func sameBits(a, b tokenBucketState) bool {
 	return math.Float64bits(a.tokens) == math.Float64bits(b.tokens) && a.last == b.last &&
 		a.act == b.act && math.Float64bits(a.mark) == math.Float64bits(b.mark)
 }
 
 // checkFast applies req at now to copies of s through applyFast and applyTo and fails on
 // any difference; it returns applyFast's state.
-func checkFast(t *testing.T, c TokenBucket, s TokenBucketState, now int64, req Request) TokenBucketState {
+func checkFast(t *testing.T, c TokenBucket, s tokenBucketState, now int64, req Request) tokenBucketState {
 	t.Helper()
 	fast, ref := s, s
-	var df, dr Decision
-	c.applyFast(&fast, now, req, &df)
-	c.applyTo(&ref, now, req, &dr)
+	df := c.applyFast(&fast, now, req)
+	dr := c.applyTo(&ref, now, req)
 	if df != dr || !sameBits(fast, ref) {
 		t.Fatalf("%v on %+v at %d, %+v:\napplyFast: %+v, %+v\napplyTo:   %+v, %+v", c, s, now, req, df, fast, dr, ref)
 	}
@@ -40,7 +39,7 @@ func TestTokenBucketFastMatchesApplyTo(t *testing.T) {
 			c := TokenBucket{Rate: r, Burst: b}
 			// Timelines: the state only the transitions make, around the grant/wait edge.
 			for run := 0; run < 20; run++ {
-				var s TokenBucketState
+				var s tokenBucketState
 				now := int64(base)
 				if run%5 == 4 {
 					now = 1<<52 - 50 // the edge of rollsBack's range
@@ -64,9 +63,7 @@ func TestTokenBucketFastMatchesApplyTo(t *testing.T) {
 					}
 					s = checkFast(t, c, s, now, req)
 					if rng.IntN(20) == 0 {
-						var d Decision
-						c.applyTo(&s, now, req, &d)
-						if d.Allowed {
+						if d := c.applyTo(&s, now, req); d.Allowed {
 							c.Refund(&s, now, req.N, d.At)
 						}
 					}
@@ -75,7 +72,7 @@ func TestTokenBucketFastMatchesApplyTo(t *testing.T) {
 			// Crafted states: tokens anywhere, act around now, marks of this and other rates.
 			for i := 0; i < 400; i++ {
 				now := int64(base) + rng.Int64N(10)
-				s := TokenBucketState{
+				s := tokenBucketState{
 					tokens: []float64{0, 1, float64(b), float64(b) - 0.5, float64(b) + 3, -2.5, rng.Float64() * float64(b), math.NaN()}[rng.IntN(8)],
 					last:   now - []int64{0, 1, 2, 1000, 1_000_000, 3_000_000, -1}[rng.IntN(7)],
 					act:    now + []int64{0, -1, 1, -1000, 5000, -now, -now - 7}[rng.IntN(7)],

@@ -50,7 +50,7 @@ func TestBucketsCancelMatchXTimeRate(t *testing.T) {
 		tb := TokenBucket{Rate: r, Burst: burst}
 		gc := GCRA{Rate: r, Burst: burst}
 		lim := rate.NewLimiter(rate.Limit(r), int(burst))
-		st, gs := tb.NewState().(*TokenBucketState), gc.NewState().(*gcraState)
+		st, gs := tb.NewState().(*tokenBucketState), gc.NewState().(*gcraState)
 		// tokens returns both buckets' tokens at now (GCRA's as the token bucket it equals).
 		tokens := func(now int64) (float64, float64) {
 			b, _ := tb.advance(st, now)

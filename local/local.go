@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe" // Sizeof for the shard's padding, StringData for same, the type word in neverDone
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
@@ -23,7 +22,7 @@ var _ store.Store = (*Store)(nil)
 // Close; the zero value is not usable. It is safe for concurrent use.
 type Store struct {
 	clock   clockx.Clock
-	onReal  bool // clock is clockx.Real(): read it with realMicros, the cheaper way
+	real    bool // clock is clockx.Real() (see now)
 	hasher  hasher
 	shards  []shard
 	mask    uint64
@@ -35,8 +34,8 @@ type Store struct {
 	marks   marks // what the Resets left (marks.go)
 }
 
-// shard is one lock domain, padded to two cache lines (shardPad) so that a call locking
-// one shard never writes a line that a call on another shard reads.
+// shard is one lock domain, padded to a multiple of 128 bytes (two cache lines) so that
+// a call locking one shard never writes a line that a call on another shard reads.
 //
 // Its entries are in one table per algorithm slot (see table), the first one in the shard
 // itself; every state of one key is in the key's shard, whatever its slot.
@@ -48,8 +47,6 @@ type shard struct {
 	_ [shardPad]byte
 }
 
-// shardFields puts what every locked call writes (mu, n) in the first cache line, and the
-// first table, which the lock-free lookups read, in the second.
 type shardFields struct {
 	mu        sync.Mutex
 	n         int                      // entries held
@@ -60,7 +57,9 @@ type shardFields struct {
 	first     table     // the table of the first slot used (empty until then): one load less
 }
 
-const shardPad = (128 - unsafe.Sizeof(shardFields{})%128) % 128
+// shardPad fills a shard up to 128 bytes on 64-bit platforms, where shardFields takes 104
+// (TestShardSize checks it; on 32-bit ones the padding is merely not exact).
+const shardPad = 128 - 104
 
 // New returns an in-memory store. It starts one sweeper goroutine (unless disabled with
 // WithSweepInterval(0)); call Close to stop it. Nil options are skipped. An option with a
@@ -86,7 +85,7 @@ func New(opts ...Option) (*Store, error) {
 	}
 	s := &Store{
 		clock:  o.clock,
-		onReal: o.clock == clockx.Real(),
+		real:   o.clock == clockx.Real(),
 		hasher: newHasher(),
 		shards: make([]shard, n),
 		mask:   uint64(n - 1),
@@ -102,16 +101,14 @@ func New(opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-// now returns the store's time in µs since the Unix epoch.
+// now returns the store's time in µs since the Unix epoch: s.clock.Now().UnixMicro(), read
+// the cheaper way (realMicros) when the clock is clockx.Real().
 func (s *Store) now() int64 {
-	if s.onReal {
+	if s.real {
 		return realMicros()
 	}
 	return s.clock.Now().UnixMicro()
 }
-
-// fallbackMicros is the portable reading of the real time in µs.
-func fallbackMicros() int64 { return time.Now().UnixMicro() }
 
 // locate returns the hash of key and the shard that holds every state of key.
 func (s *Store) locate(key string) (uint64, *shard) {
@@ -120,211 +117,67 @@ func (s *Store) locate(key string) (uint64, *shard) {
 }
 
 // Apply answers req for key under a at the store's now. See store.Store.
+//
+// A key's entry is looked up without the shard's lock (see table) and, when its state was
+// last written under a, decided under the entry's lock alone: a is valid (an invalid
+// config never writes, so a.Validate is left out), revive would keep the state and wrote
+// has nothing to record. Calls on distinct existing keys thus write no memory they share,
+// and scale with the cores as separate limiters do. Every other call (a new key, a key
+// last written under another config, an entry that went dead) validates a and is decided
+// under the shard's lock too (applyLocked).
 func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
-	var d algo.Decision
-	var err error
-	d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter, d.Wait, d.At, err = s.ApplyFields(ctx, key, a, req)
-	return d, err
-}
-
-// ApplyFields is Apply returning the Decision's fields one by one, in registers, all zero
-// on an error: the limiter's Allow calls it on its fast path (found through
-// internal/fastpath, so the limiter does not import this package), and stores each field
-// where it wants it, where a 56-byte Decision returned by value is copied with 16-byte
-// loads that stall on the 8-byte stores just made to it.
-func (s *Store) ApplyFields(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (allowed bool, limit, remaining int64, retryAfter, resetAfter, wait time.Duration, at int64, err error) {
-	// The usual call, a token bucket on a context that cannot be done (Background), is
-	// written out on its own: applyFields' fast path with nothing else, so that the few
-	// values it needs are all that the compiler keeps across its calls (the hash, the
-	// clock, the transition), which it spills to the stack around each.
-	tb, isTB := a.(algo.TokenBucket)
-	if !isTB || key == "" || req.N <= 0 || !neverDone(ctx) || s.closed.Load() {
-		return s.applyFields(ctx, key, a, req)
-	}
-	h := s.hasher.hash(key)
-	sh := &s.shards[h&s.mask]
-	gs := sh.first.cur.Load()
-	if gs != nil && !same(gs.slot, tbSlot) {
-		gs = sh.other(tbSlot)
-	}
-	if gs != nil {
-		e := gs.candidate(h)
-		if e == nil || e.h != h || !same(e.key, key) {
-			e = gs.probe(h, key)
+	// storecheck.Call's checks but a.Validate; a failed one is reported by Call, in its order.
+	if key == "" || a == nil || req.Validate() != nil || s.closed.Load() || storecheck.Context(ctx) != nil {
+		if err := storecheck.Call(ctx, key, a, req, s.closed.Load()); err != nil {
+			return algo.Decision{}, err
 		}
-		if e != nil {
-			e.mu.Lock()
-			// Last written under tb (so tb is valid and the state is kept; see
-			// applyFields), and alive.
-			if e.state != nil && isTokenBucket(e.cfg, tb) {
-				var now int64
-				if s.onReal {
-					now = realMicros()
-				} else {
-					now = s.now()
-				}
-				var d algo.Decision
-				tb.ApplyTo(e.state, now, req, &d) // in place, with no struct copy
-				if d.Allowed {
-					e.fresh = freshIn(now, d.ResetAfter)
-				}
-				e.mu.Unlock()
-				return d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter, d.Wait, d.At, nil
+	}
+	slot := a.Slot()
+	h, sh := s.locate(key)
+	if e := sh.lookup(h, key, slot); e != nil {
+		e.mu.Lock()
+		if e.state != nil && is(e.cfg, a) {
+			now := s.now()
+			d := a.Apply(e.state, now, req)
+			if d.Allowed || writesOnDenial(a) {
+				e.fresh = freshAt(now, d)
 			}
 			e.mu.Unlock()
+			return d, nil
 		}
+		e.mu.Unlock() // dead, or under another config: the locked way
 	}
-	return s.applyLocked(sh, h, key, tbSlot, a, tb, true, req)
+	return s.applyLocked(sh, h, key, slot, a, req)
 }
 
-// neverDone reports whether ctx can never be done: nil, context.Background(), or any
-// other whose Done returns nil. Background, the usual one, is told by its type word alone
-// (the interface's first word, the same for every Background()), with no call of Done:
-// a call makes the compiler spill every value it keeps to the stack around it.
-func neverDone(ctx context.Context) bool {
-	return ctx == nil || (*[2]uintptr)(unsafe.Pointer(&ctx))[0] == background || ctx.Done() == nil
-}
-
-// background is the type word of context.Background() as a context.Context.
-var background = func(ctx context.Context) uintptr {
-	return (*[2]uintptr)(unsafe.Pointer(&ctx))[0]
-}(context.Background())
-
-// applyFields is ApplyFields for any call.
-func (s *Store) applyFields(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (allowed bool, limit, remaining int64, retryAfter, resetAfter, wait time.Duration, at int64, err error) {
-	// The checks, the clock and the lookup are written out for a token bucket on a live
-	// context: a few comparisons, with no call that the compiler does not inline. A token
-	// bucket's Validate waits for the lookup: an entry last written under the very same
-	// config proves it valid (an invalid one never writes), which saves the check on
-	// nearly every call.
-	tb, isTB := a.(algo.TokenBucket)
-	if !isTB || key == "" || req.N <= 0 {
-		if err := storecheck.Apply(key, a, req); err != nil {
-			return false, 0, 0, 0, 0, 0, 0, err
-		}
-	}
-	if s.closed.Load() {
-		return false, 0, 0, 0, 0, 0, 0, s.refused(key, a, req, store.ErrClosed)
-	}
-	if ctx != nil && ctx.Done() != nil {
-		if err := storecheck.Context(ctx); err != nil {
-			return false, 0, 0, 0, 0, 0, 0, s.refused(key, a, req, err)
-		}
-	}
-	slot := tbSlot
-	if !isTB {
-		slot = a.Slot()
-	}
-	h, sh := s.locate(key)
-	// The fast path: the key's entry, found without the shard's lock (see table), last
-	// written under a (so a is valid, revive would keep its state and wrote has nothing to
-	// record), decided under the entry's lock alone. Calls on distinct keys then write no
-	// memory they share, and scale with the cores as separate limiters do.
-	gs := sh.first.cur.Load()
-	if gs != nil && !same(gs.slot, slot) {
-		gs = sh.other(slot)
-	}
-	if gs != nil {
-		e := gs.candidate(h)
-		if e == nil || e.h != h || !same(e.key, key) {
-			e = gs.probe(h, key)
-		}
-		if e != nil {
-			e.mu.Lock()
-			if e.state != nil && (isTB && isTokenBucket(e.cfg, tb) || !isTB && is(e.cfg, a)) {
-				var now int64
-				if s.onReal {
-					now = realMicros()
-				} else {
-					now = s.now()
-				}
-				var d algo.Decision
-				if isTB {
-					tb.ApplyTo(e.state, now, req, &d) // in place, with no struct copy
-				} else {
-					d = a.Apply(e.state, now, req)
-				}
-				if d.Allowed || !isTB && writesOnDenial(a) {
-					e.fresh = freshIn(now, d.ResetAfter)
-				}
-				e.mu.Unlock()
-				return d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter, d.Wait, d.At, nil
-			}
-			e.mu.Unlock() // dead, or under another config: the locked way
-		}
-	}
-	return s.applyLocked(sh, h, key, slot, a, tb, isTB, req)
-}
-
-// applyLocked is ApplyFields under the shard's lock: a new key, a key last written under
-// another config (or never), an entry that went dead, a slot other than the shard's
-// first. tb is a when isTB.
-func (s *Store) applyLocked(sh *shard, h uint64, key, slot string, a algo.Algorithm, tb algo.TokenBucket, isTB bool, req algo.Request) (allowed bool, limit, remaining int64, retryAfter, resetAfter, wait time.Duration, at int64, err error) {
+// applyLocked is Apply under the shard's lock.
+func (s *Store) applyLocked(sh *shard, h uint64, key, slot string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
 	sh.mu.Lock()
+	defer sh.mu.Unlock()
 	e := sh.find(h, key, slot)
-	if e != nil {
-		e.mu.Lock()
-	}
-	// same: as on the fast path, for a token bucket (another algorithm was checked by
-	// storecheck.Apply, and revive and wrote compare its config).
-	same := isTB && e != nil && isTokenBucket(e.cfg, tb)
-	if isTB && !same {
-		if err := tb.Validate(); err != nil {
-			if e != nil {
-				e.mu.Unlock()
-			}
-			sh.mu.Unlock()
-			return false, 0, 0, 0, 0, 0, 0, err
+	if e == nil || !is(e.cfg, a) { // cfg is written under both locks (wrote): either guards it
+		if err := a.Validate(); err != nil {
+			return algo.Decision{}, err
 		}
 	}
 	now := s.now()
 	if e == nil {
 		var soon int64
 		if e, soon = s.insert(sh, h, key, slot, a, now); e == nil {
-			sh.mu.Unlock()
-			d := fullDenial(a.Apply(a.NewState(), now, req), now, soon)
-			return d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter, d.Wait, d.At, nil
+			return fullDenial(a.Apply(a.NewState(), now, req), now, soon), nil
 		}
-		e.mu.Lock()
 	}
-	if e.fresh <= now && !same {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.fresh <= now {
 		revive(e, a, now)
 	}
-	var d algo.Decision
-	if isTB {
-		tb.ApplyTo(e.state, now, req, &d)
-	} else {
-		d = a.Apply(e.state, now, req)
+	d := a.Apply(e.state, now, req)
+	if d.Allowed || writesOnDenial(a) {
+		e.fresh = freshAt(now, d)
+		sh.wrote(e, a)
 	}
-	if d.Allowed || !isTB && writesOnDenial(a) {
-		e.fresh = freshIn(now, d.ResetAfter)
-		if !same {
-			sh.wrote(e, a)
-		}
-	}
-	e.mu.Unlock()
-	sh.mu.Unlock()
-	return d.Allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter, d.Wait, d.At, nil
-}
-
-// same reports a == b, at once when they share their bytes (a slot name from one constant,
-// a key the caller keeps): the compiler calls runtime.memequal for any other comparison
-// of strings whose length is not a constant.
-func same(a, b string) bool {
-	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
-}
-
-// tbSlot is the token bucket's Slot, which Apply does not ask it for.
-var tbSlot = algo.TokenBucket{}.Slot()
-
-// refused is the error of a call refused with err (the store closed, the context done)
-// before its input was checked in full: bad input stays the caller's error first, as
-// storecheck.Call orders them.
-func (s *Store) refused(key string, a algo.Algorithm, req algo.Request, err error) error {
-	if ierr := storecheck.Apply(key, a, req); ierr != nil {
-		return ierr
-	}
-	return err
+	return d, nil
 }
 
 // Expiry, the rule both stores follow: a state expires at the instant it would equal a
@@ -377,11 +230,8 @@ func nextFresh(prev, now int64, d algo.Decision) int64 {
 
 // freshAt is when, in µs, a state just decided by d at now equals a fresh one: the
 // instant its entry may be swept.
-func freshAt(now int64, d algo.Decision) int64 { return freshIn(now, d.ResetAfter) }
-
-// freshIn is freshAt for a decision whose ResetAfter is resetAfter.
-func freshIn(now int64, resetAfter time.Duration) int64 {
-	return now + int64(resetAfter/time.Microsecond)
+func freshAt(now int64, d algo.Decision) int64 {
+	return now + int64(d.ResetAfter/time.Microsecond)
 }
 
 // Refund gives back n permits of an earlier grant. See store.Store.
@@ -485,22 +335,9 @@ func (s *Store) insert(sh *shard, h uint64, key, slot string, a algo.Algorithm, 
 	return e, 0
 }
 
-// newEntry returns a new entry of key, fresh at now, holding a's fresh state. A token
-// bucket's state is allocated inside the entry (tbEntry): one allocation, and one cache
-// miss per call less, for the same 80 bytes.
+// newEntry returns a new entry of key, fresh at now, holding a's fresh state.
 func newEntry(key string, a algo.Algorithm, now int64) *entry {
-	if _, ok := a.(algo.TokenBucket); ok {
-		te := &tbEntry{entry: entry{key: key, fresh: now}}
-		te.state = &te.st // the zero TokenBucketState: what NewState returns
-		return &te.entry
-	}
 	return &entry{key: key, state: a.NewState(), fresh: now}
-}
-
-// tbEntry is an entry followed by its token-bucket state (see newEntry).
-type tbEntry struct {
-	entry
-	st algo.TokenBucketState
 }
 
 // overflowSafe reports whether a's fresh state may serve as an overflow state

@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"math/rand/v2"
+	"reflect"
 	"strconv"
 	"testing"
 	"time"
@@ -67,7 +68,7 @@ func BenchmarkApplyParallel(b *testing.B) {
 	})
 }
 
-// TestRealMicros checks the cheap reading of the real clock against time.Now around it.
+// TestRealMicros checks the reading of the real clock against time.Now around it.
 func TestRealMicros(t *testing.T) {
 	t.Parallel()
 	for i := 0; i < 1000; i++ {
@@ -77,6 +78,18 @@ func TestRealMicros(t *testing.T) {
 		if got < before || got > after {
 			t.Fatalf("realMicros() = %d, want within [%d, %d]", got, before, after)
 		}
+	}
+}
+
+// TestShardSize checks that shardPad fills a shard to a multiple of 128 bytes on 64-bit
+// platforms (see shard).
+func TestShardSize(t *testing.T) {
+	t.Parallel()
+	if strconv.IntSize != 64 {
+		t.Skip("the padding is exact on 64-bit platforms only")
+	}
+	if got := reflect.TypeFor[shard]().Size(); got%128 != 0 {
+		t.Fatalf("a shard takes %d bytes, want a multiple of 128 (shardFields: %d)", got, reflect.TypeFor[shardFields]().Size())
 	}
 }
 

@@ -231,3 +231,28 @@ func TestMaxKeysLarge(t *testing.T) {
 		t.Fatalf("perMax = %d, want %d", got, want)
 	}
 }
+
+// TestApplyValidatesOnHeldKey: Apply leaves a.Validate out only when the key's entry was
+// last written under a itself; an invalid config on a key held under a valid one is
+// still reported, and writes nothing.
+func TestApplyValidatesOnHeldKey(t *testing.T) {
+	t.Parallel()
+	s := mustNew(t, WithSweepInterval(0))
+	ctx := context.Background()
+	valid := algo.TokenBucket{Rate: 1, Burst: 2}
+	if _, err := s.Apply(ctx, "k", valid, algo.Request{N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []algo.Algorithm{
+		algo.TokenBucket{Rate: -1, Burst: 2},
+		algo.TokenBucket{Rate: math.NaN(), Burst: 2},
+		algo.TokenBucket{Rate: 1, Burst: 0},
+	} {
+		if _, err := s.Apply(ctx, "k", bad, algo.Request{N: 1}); !errors.Is(err, algo.ErrInvalidConfig) {
+			t.Errorf("Apply(%v) on a held key = %v, want an error wrapping algo.ErrInvalidConfig", bad, err)
+		}
+	}
+	if d, err := s.Apply(ctx, "k", valid, algo.Request{N: 1}); err != nil || !d.Allowed || d.Remaining != 0 {
+		t.Fatalf("Apply after the invalid calls = %+v, %v; want the second of 2 permits", d, err)
+	}
+}

@@ -40,8 +40,8 @@ func (s *Store) ApplyAll(ctx context.Context, key string, rules []algo.Algorithm
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	now := s.now()
-	// Every entry is held under its own lock too until the end, as the fast path of Apply
-	// decides under that lock alone.
+	// Every entry is held under its own lock too until the end, as Apply may decide on an
+	// existing entry under that lock alone.
 	defer func() {
 		for _, e := range entries {
 			if e != nil {

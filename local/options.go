@@ -58,9 +58,10 @@ func WithClock(c clockx.Clock) Option {
 //
 // A key that still limits is never forgotten to make room. When a new key finds its shard
 // full and no idle key to evict, it is decided by an overflow state shared by the new keys
-// of its algorithm (FixedWindow, SlidingWindowLog, SlidingWindowCounter, TokenBucket,
-// LeakyBucket, GCRA), or else denied with a RetryAfter (the smooth limiters and algorithms
-// outside package algo). Store.Overflows counts such requests. Semaphores are never evicted.
+// of its algorithm when the algorithm is algo.OverflowSafe (FixedWindow, SlidingWindowLog,
+// SlidingWindowCounter, TokenBucket, LeakyBucket, GCRA, and custom ones that state it), or
+// else denied with a RetryAfter (the smooth limiters, Penalty, and custom algorithms that
+// do not). Store.Overflows counts such requests. Semaphores are never evicted.
 // docs/local.md explains the rules.
 func WithMaxKeys(n int) Option {
 	return optionFunc(func(o *options) {

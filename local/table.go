@@ -4,6 +4,7 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"reflect"
+	"sync"
 	"sync/atomic"
 	"unique"
 
@@ -14,7 +15,7 @@ import (
 // user key (the hash that also picked the shard, so a call hashes its key once), in an
 // open-addressing hash table of groups of seven slots (tables), much as Go's maps
 // lay theirs out, a group filling one cache line. Unlike a Go map, a lookup (find) may run without the shard's lock, so that
-// calls on distinct keys write no memory they share (Apply's fast path): the table is
+// calls on distinct keys write no memory they share (see Store.Apply): the table is
 // changed only under the shard's lock, every slot is read and written atomically, and a
 // table that must grow is copied and the copy published, the old one left as it was for
 // the lookups still reading it. An entry taken out is marked dead under its own lock (see
@@ -29,11 +30,10 @@ type table struct {
 }
 
 // entry is one state: a user key under the slot of its table. At 64 bytes (a size class
-// of its own; a token bucket's, with its state inside, 96) it is what a tracked key costs
-// beside its state and its slot.
+// of its own) it is what a tracked key costs beside its state and its slot.
 //
 // mu guards state, fresh and cfg: a call on the key holds it, and the shard's lock as
-// well unless it took the fast path (see Store.ApplyFields); anything that takes the
+// well unless it found the entry without it (see Store.Apply); anything that takes the
 // entry out of its table does so under both, and marks it dead (state nil) first. key
 // and h never change.
 type entry struct {
@@ -42,7 +42,7 @@ type entry struct {
 	fresh int64      // µs at which state equals a fresh one under cfg; the entry can go then
 	cfg   config     // the config of the state's last write; zero: never written
 	h     uint64     // the hash of key
-	mu    keyLock
+	mu    sync.Mutex
 }
 
 // groups is one table's array of groups: a power of two of them, probed from the group
@@ -104,7 +104,7 @@ func (gs *groups) find(h uint64, key string) *entry {
 
 // candidate is the entry of the first slot of h's first group whose tag is h's, or nil:
 // nearly always the entry of h's key, if any (a tag matches by chance one time in 128 per
-// slot held). It is small enough to be inlined, as the fast path of Apply wants it.
+// slot held).
 func (gs *groups) candidate(h uint64) *entry {
 	g := &gs.g[gs.home(h)]
 	if m := zeroBytes(g.tags.Load() ^ tagOf(h)*lsb); m != 0 {
@@ -261,16 +261,6 @@ func is(c config, a algo.Algorithm) bool {
 	return c != (config{}) && c.Value().a == a
 }
 
-// isTokenBucket is is(c, tb) for a token bucket, with no call: the configs' fields are
-// compared directly.
-func isTokenBucket(c config, tb algo.TokenBucket) bool {
-	if c == (config{}) {
-		return false
-	}
-	x, ok := c.Value().a.(algo.TokenBucket)
-	return ok && x == tb
-}
-
 // intern returns the config that stands for a. The shard remembers the last few, so that
 // the first write of a new key, or keys of a few configs taking turns on one shard, cost a
 // comparison or a few, not an intern lookup (whose comparability check allocates).
@@ -312,15 +302,25 @@ func (sh *shard) table(slot string) *table {
 	return nil
 }
 
+// lookup returns the entry of key under slot, or nil, taking no lock: the caller checks
+// under the entry's lock that it is alive (see table). h is the hash of key.
+func (sh *shard) lookup(h uint64, key, slot string) *entry {
+	gs := sh.first.cur.Load()
+	if gs != nil && gs.slot != slot {
+		gs = sh.other(slot)
+	}
+	if gs == nil {
+		return nil
+	}
+	return gs.find(h, key)
+}
+
 // other returns the entries of slot when the shard's first table is another slot's, or
-// nil. It takes no lock (see table). Not inlined: Apply's fast path stays small for the
-// usual store of one slot.
-//
-//go:noinline
+// nil. It takes no lock (see table).
 func (sh *shard) other(slot string) *groups {
 	if more := sh.more.Load(); more != nil {
 		for _, t := range *more {
-			if gs := t.cur.Load(); gs != nil && same(gs.slot, slot) {
+			if gs := t.cur.Load(); gs != nil && gs.slot == slot {
 				return gs
 			}
 		}

@@ -15,10 +15,12 @@ import (
 	"testing"
 )
 
-// limit is the most exported identifiers the core module may have (issue 22 aims at
-// 340). Lower it whenever the count falls; never raise it without a reason in the
-// CHANGELOG.
-const limit = 340
+// limit is the most exported identifiers the core module may have, the methods of
+// exported interfaces included (issue 34 aims at 340; it was 340 without them, 367 with
+// them when they began to count, 363 once local.Store.ApplyFields, TokenBucket.ApplyTo and
+// TokenBucketState went). Lower it whenever the count falls; never raise it without a
+// reason in the CHANGELOG.
+const limit = 363
 
 // docLimit is the most lines `go doc -all .` may print for the root package (issue 22
 // aims at 400).
@@ -28,7 +30,8 @@ const docLimit = 400
 const moduleRoot = "../.."
 
 // TestExportedIdentifiers counts exported functions, methods on exported
-// types, types, constants and variables in the non-test files of every
+// types (the methods of exported interfaces included), types, constants and
+// variables in the non-test files of every
 // non-internal, non-main package of the core module (nested modules, which
 // have their own go.mod, and testdata are skipped). Run with -v for the
 // per-package counts.
@@ -161,8 +164,21 @@ func countDir(dir string) (n int, isLib bool, err error) {
 				for _, spec := range d.Specs {
 					switch s := spec.(type) {
 					case *ast.TypeSpec:
-						if s.Name.IsExported() {
-							add("type " + s.Name.Name)
+						if !s.Name.IsExported() {
+							continue
+						}
+						add("type " + s.Name.Name)
+						// An exported interface's methods are API a user calls or
+						// implements: each counts, as a method of an exported type does.
+						// Embedded interfaces are counted where they are declared.
+						if it, ok := s.Type.(*ast.InterfaceType); ok {
+							for _, m := range it.Methods.List {
+								for _, id := range m.Names {
+									if id.IsExported() {
+										add("method " + s.Name.Name + "." + id.Name)
+									}
+								}
+							}
 						}
 					case *ast.ValueSpec:
 						for _, id := range s.Names {

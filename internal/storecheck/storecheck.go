@@ -10,18 +10,12 @@ import (
 
 // Context returns nil while ctx is live, and ctx.Err() once it is done: stores call it
 // before doing anything, so a call on a cancelled or expired context consumes nothing and
-// is not mistaken for a store failure (see store.Store). A nil ctx counts as live. It
-// costs one non-blocking channel receive, not a lock.
+// is not mistaken for a store failure (see store.Store). A nil ctx counts as live.
 func Context(ctx context.Context) error {
 	if ctx == nil {
 		return nil
 	}
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	default:
-		return nil
-	}
+	return ctx.Err() // nil until Done is closed, non-nil after (context.Context's contract)
 }
 
 // Apply validates the arguments of an Apply (or Refund) call; stores call it first.

@@ -74,9 +74,9 @@ func QuickLibrary(src string, keys int) (fn, quick, lib string) {
 		"    n = n + 1\n" +
 		"    if ok and type(r) == 'table' and r[7] then\n" +
 		"      out[n] = " + packLua + "\n" +
-		"    else -- an error raised (a message) or replied ({err = message})\n" +
-		"      if type(r) == 'table' then r = r.err end\n" +
-		"      r = tostring(r)\n" +
+		"    else\n" +
+		"      if type(r) == 'table' then r = tostring(r.err) -- an error replied ({err = message}) or raised by redis.call: its code\n" +
+		"      else r = 'ERR ' .. tostring(r) .. ' script: " + fn + MultiSuffix + ", on @user_function.' end -- raised: as FCALL words it\n" +
 		"      out[n] = spack('<Bi4', " + errorTagLua + ", #r) .. r\n" +
 		"    end\n" +
 		"  end\n" +

@@ -105,7 +105,7 @@ func IdleFlushers(s *Store) int {
 // function of the calling convention, the quick one and the multi one; "" for each the
 // store does not send.
 func FunctionNames(def *algo.Script) (fn, quick, multi string) {
-	e := newEntry(def)
+	e := newEntry(def, formRate)
 	s, _ := e.quick.(string)
 	m, _ := e.multi.(string)
 	f, _ := e.fn.(string)

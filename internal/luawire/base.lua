@@ -1,16 +1,19 @@
 -- Base: the helpers every script of the module starts with (the algorithms' prelude, the
--- semaphore, the composite of ApplyAll, the penalty), so that reading the time, the
--- padding of a client clock, the expiry floor and the compact state's
--- GET and SET are written once.
+-- semaphore, the composite of ApplyAll, the penalty, Reset), so that reading the time, the
+-- padding of a client clock, the expiry floor and the compact state's GET and SET are
+-- written once.
 --
--- In a Redis 7 function library (luawire.Library) everything before the script's
--- "per call" line runs once, when the library loads: it only defines constants and
--- functions. The per-call part starts with `redis = api()` (see api).
+-- A script of the module is this file followed by its own (see luawire.Composed, the one
+-- statement of the rule): its top level only defines local constants and functions, and
+-- its last statement is `return serve(call)`, call() answering one call. Run as a script
+-- (EVAL, EVALSHA), serve answers the call at once; loaded as a Redis 7 function library
+-- (luawire.Library), the script runs once, when the library loads, and serve hands call
+-- to the library, which registers it: the helpers are made once rather than on every call.
 --
--- in_library: this code runs in a Redis 7 function library (luawire.Library), whose
--- helpers and upvalues outlive a call, rather than in a plain script (EVAL/EVALSHA), which
--- runs all of it again on every call. A plain script's KEYS is a table on every call;
--- a library's is nil while it loads, set by its function on each call (Library).
+-- in_library: this code runs in a Redis 7 function library, whose helpers and upvalues
+-- outlive a call, rather than in a plain script, which runs all of it again on every
+-- call. A plain script's KEYS is a table on every call; a library's is nil while it
+-- loads (luawire.Library declares it), set by serve on each call.
 local in_library = KEYS == nil
 
 -- api returns the server's redis table at call time: a library captures, while it loads,
@@ -19,7 +22,7 @@ local in_library = KEYS == nil
 -- struct.unpack), which a library cannot reach while it loads: each global name costs a
 -- lookup through the globals table's metatable, an upvalue next to nothing. A library
 -- keeps both from its first call (server_redis: Redis gives a function the same redis
--- table on every call), so its calls start with `redis = server_redis or api()`.
+-- table on every call), so serve starts each call with `redis = server_redis or api()`.
 -- has_keepttl: SET has KEEPTTL (Redis ≥ 6; REDIS_VERSION_NUM exists from 7.0), see
 -- put_state_kept.
 local sformat, spack, sunpack, server_redis, has_keepttl
@@ -30,18 +33,25 @@ local function api()
   return redis
 end
 
--- KEYS and ARGV of the current call: the globals of a script; a library's function sets
--- them from its arguments before anything else runs.
+-- KEYS and ARGV of the current call: the globals of a script; serve sets them from the
+-- arguments of a library's function before anything else runs.
 local KEYS, ARGV = KEYS, ARGV
--- quick: the call came through the quick function of an algorithm's library
--- (luawire.QuickLibrary): an "apply" of N = 1 with MaxWait 0 at the server's TIME, whose
--- ARGV is the config alone. Set by the library's two functions; false in a plain script.
-local quick = false
--- multi_now: the server's TIME of a multi call (luawire.QuickLibrary), read once for all of
--- its decisions; nil otherwise.
-local multi_now = nil
--- redis is the table the scripts and the helpers call: set per call.
+-- redis is the table the scripts and the helpers call: set per call, by serve.
 local redis = redis
+
+-- serve ends every script of the module: `return serve(call)`. It returns the function
+-- that answers one call, (keys, args) -> reply: it sets KEYS, ARGV and redis, then
+-- replies call(). Run as a script, serve answers the script's own call at once; loaded
+-- as a library (in_library), it returns that function for the library to register.
+local function serve(call)
+  local function entry(keys, args)
+    KEYS, ARGV = keys, args
+    redis = server_redis or api()
+    return call()
+  end
+  if in_library then return entry end
+  return entry(KEYS, ARGV)
+end
 
 local MAX_MICROS = 1e15 -- algo.MaxMicros: bounds every wait; 1e15 µs = never
 

@@ -132,11 +132,11 @@ type call struct {
 	quick bool
 
 	// Batching (batch.go).
-	start time.Time // when it was queued; zero without a timeout
-	reply any
-	err   error
-	state atomic.Int32
-	ready chan struct{} // capacity 1: the flusher's one signal that reply and err are set
+	deadline time.Time // the call's deadline (Store.bound); zero for none
+	reply    any
+	err      error
+	state    atomic.Int32
+	ready    chan struct{} // capacity 1: the flusher's one signal that reply and err are set
 }
 
 var callPool = sync.Pool{New: func() any {
@@ -201,7 +201,7 @@ func (c *call) expand() {
 func putCall(c *call) {
 	clear(c.args)
 	c.args = c.args[:0]
-	c.e, c.start, c.cmd, c.reply, c.err, c.quick = nil, time.Time{}, nil, nil, nil, false
+	c.e, c.deadline, c.cmd, c.reply, c.err, c.quick = nil, time.Time{}, nil, nil, nil, false
 	c.state.Store(callWaiting)
 	callPool.Put(c)
 }
@@ -234,11 +234,16 @@ func (c *call) command(ctx context.Context) *redis.Cmd {
 // firstKey is the call's first key, which names the server that owns all of them.
 func (c *call) firstKey() string { return c.args[3].(string) }
 
-// exec runs e's script on keys with argv and returns its reply: on its own within the
-// store's timeout (or ctx's earlier deadline) whatever the client's options (see guard),
-// or, while other calls are in flight and batching is on, in the next pipeline. keys and
+// exec runs e's script on keys with argv and returns its reply by the call's deadline,
+// which it sets first (Store.bound: the store's timeout, or ctx's earlier deadline),
+// whatever the client's options (see guard): on its own, or, while other calls are in
+// flight and batching is on, in the next pipeline. keys and
 // argv are copied: the caller may reuse them when exec returns.
 func (s *Store) exec(ctx context.Context, e *scriptEntry, keys []string, argv []any) (any, error) {
+	ctx, cancel := s.bound(ctx) // the call's one deadline (deadline.go)
+	if cancel != nil {
+		defer cancel()
+	}
 	c := s.newCall(e, keys, argv)
 	if s.batch != nil {
 		if !s.batch.alone() {
@@ -247,12 +252,6 @@ func (s *Store) exec(ctx context.Context, e *scriptEntry, keys []string, argv []
 		// Nothing in flight: no one to share a round trip with, so the call goes on its
 		// own, exactly as without batching, holding the batcher's slot meanwhile.
 		defer s.batch.done()
-	}
-	if s.bounds != nil {
-		var cancel context.CancelFunc
-		if ctx, cancel = s.bounds.bound(ctx, time.Now()); cancel != nil {
-			defer cancel()
-		}
 	}
 	if s.guard.inline {
 		reply, err := s.send(ctx, c)

@@ -193,16 +193,7 @@ local function twin(decide)
       if not (max_wait > 0) then max_wait = 0 elseif max_wait >= MAX_MICROS then max_wait = MAX_MICROS - 1 end
     end
 
-    if ARGV[2] == '' and in_library then
-      -- read_now(''), inlined for the commonest call: the server's TIME in a library
-      pad, server_time = 0, true
-      local t = redis.call('TIME')
-      local s = t[1]
-      if s ~= time_s then time_s, time_n = s, tonumber(s) end
-      now = time_n * 1000000 + t[2]
-    else
-      now = read_now(ARGV[2])
-    end
+    now = read_now(ARGV[2])
 
     if is_peek then
       -- What the apply would reply, with the Remaining of a request for more than any

@@ -39,20 +39,6 @@ local KEYS, ARGV = KEYS, ARGV
 -- redis is the table the scripts and the helpers call: set per call, by serve.
 local redis = redis
 
--- serve ends every script of the module: `return serve(call)`. It returns the function
--- that answers one call, (keys, args) -> reply: it sets KEYS, ARGV and redis, then
--- replies call(). Run as a script, serve answers the script's own call at once; loaded
--- as a library (in_library), it returns that function for the library to register.
-local function serve(call)
-  local function entry(keys, args)
-    KEYS, ARGV = keys, args
-    redis = server_redis or api()
-    return call()
-  end
-  if in_library then return entry end
-  return entry(KEYS, ARGV)
-end
-
 local MAX_MICROS = 1e15 -- algo.MaxMicros: bounds every wait; 1e15 µs = never
 
 -- Parsing a number (tonumber: strtod) costs Redis about 1k instructions, a tenth of
@@ -107,6 +93,10 @@ local server_time = false
 -- a library's upvalues outlive a call, so most calls of the same second parse only the µs).
 local time_s, time_n = nil, 0
 
+-- shared_now: the server's TIME (µs) that the calls of one multi function of a library
+-- (luawire.RateLibrary) share, read once for all of them (see serve); nil otherwise.
+local shared_now = nil
+
 -- read_now decodes ARGV[2] of a call into now, in µs since the Unix epoch: "" reads the
 -- server's TIME; "now" is a client's time; "now pad" is a client's time and the TTL
 -- padding, which it keeps in pad.
@@ -114,6 +104,7 @@ local function read_now(arg)
   pad = 0
   server_time = arg == ''
   if arg == '' then
+    if shared_now then return shared_now end
     -- Redis 3.2–4 replicate scripts verbatim unless told otherwise, and refuse writes
     -- after TIME; Redis 5+ replicate effects already (the call is a no-op there).
     -- A library runs on Redis 7 only, and Redis 7 has REDIS_VERSION_NUM: no call there.
@@ -223,4 +214,30 @@ local function get_mark(k)
     if tag == 82 then return at, untl end
   end
   return nil
+end
+
+-- serve ends every script of the module: `return serve(call)`. It makes the function that
+-- answers one call, entry(keys, args) -> reply: it sets KEYS, ARGV and redis, then
+-- replies call(). Run as a script, serve answers the script's own call at once; loaded
+-- as a library (in_library), it returns entry for the library to register, and
+-- entry_shared(keys, args, first), which answers a call as entry does, at the server's
+-- TIME shared with the calls before it since the last one with first true, which reads
+-- it: the multi function of luawire.RateLibrary reads TIME once for all of its calls.
+local function serve(call)
+  local function entry(keys, args)
+    KEYS, ARGV, shared_now = keys, args, nil
+    redis = server_redis or api()
+    return call()
+  end
+  if not in_library then return entry(KEYS, ARGV) end
+  local function entry_shared(keys, args, first)
+    KEYS, ARGV = keys, args
+    redis = server_redis or api()
+    if first then
+      shared_now = nil
+      shared_now = read_now('')
+    end
+    return call()
+  end
+  return entry, entry_shared
 end

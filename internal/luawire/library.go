@@ -57,7 +57,8 @@ const (
 //     and it replies the decision packed in one string ([ParseDecision] reads both forms).
 //     Four arguments fewer and one bulk string rather than an array of seven integers cost
 //     Redis less per decision.
-//   - multi (fn followed by [MultiSuffix]): the quick call for several keys at once. KEYS
+//   - multi (fn followed by [MultiSuffix]): the quick call for several keys at once, all
+//     at one reading of the server's TIME. KEYS
 //     holds each call's keys in turn, ARGV the config they share. It replies one string,
 //     each call's reply in turn: its packed decision, or 'E', the length of an error's
 //     message (4 bytes, little-endian) and the message (an error of one call leaves the
@@ -84,17 +85,29 @@ func RateLibrary(src string, keys int) (fn, quick, multi, lib string) {
 		"  if type(r) == 'table' and r[7] then return packed(r) end\n" +
 		"  return r -- an error reply\n" +
 		"end)\n" +
+		"-- the multi function's call in turn, run by xpcall: an error stays that call's, worded\n" +
+		"-- as FCALL words it for the call alone (xpcall's handler sees what was raised, where\n" +
+		"-- pcall turns a table into its message): an error table (error({err = ...}), or\n" +
+		"-- redis.call's) as its message, with its own code; a Lua error as 'ERR ... script: ...'\n" +
+		"local m_keys, m_args, m_first\n" +
+		"local function m_call() return call_shared(m_keys, m_args, m_first) end\n" +
+		"local function m_error(e)\n" +
+		"  if type(e) == 'table' then return tostring(e.err) end\n" +
+		"  return 'ERR ' .. tostring(e) .. ' script: " + multi + ", on @user_function.'\n" +
+		"end\n" +
 		"redis.register_function('" + multi + "', function(keys, cfg)\n" +
-		"  local args, out, one, n = quick_args(cfg), {}, {}, 0\n" +
+		"  local out, one, n = {}, {}, 0\n" +
+		"  m_args = quick_args(cfg)\n" +
 		"  for i = 1, #keys, " + nk + " do\n" +
 		"    for j = 1, " + nk + " do one[j] = keys[i + j - 1] end\n" +
-		"    local ok, r = pcall(call, one, args)\n" +
+		"    m_keys, m_first = one, n == 0 -- the first reads TIME for all (serve of BaseLua)\n" +
+		"    local ok, r = xpcall(m_call, m_error)\n" +
 		"    n = n + 1\n" +
 		"    if ok and type(r) == 'table' and r[7] then\n" +
 		"      out[n] = packed(r)\n" +
 		"    else\n" +
-		"      if type(r) == 'table' then r = tostring(r.err) -- an error replied, or raised by redis.call: it has its code\n" +
-		"      else r = 'ERR ' .. tostring(r) .. ' script: " + multi + ", on @user_function.' end -- raised: as FCALL words it\n" +
+		"      if ok then r = type(r) == 'table' and r.err or 'ERR the reply does not follow the calling convention' end -- an error replied\n" +
+		"      r = tostring(r)\n" +
 		"      out[n] = struct.pack('<Bi4', " + errorTagLua + ", #r) .. r\n" +
 		"    end\n" +
 		"  end\n" +
@@ -104,7 +117,8 @@ func RateLibrary(src string, keys int) (fn, quick, multi, lib string) {
 }
 
 // library returns the name of src's library and its code up to the registrations: src
-// run once in a function that returns call, with KEYS and ARGV nil (see Composed).
+// run once in a function that returns call and call_shared (serve of BaseLua), with KEYS
+// and ARGV nil (see Composed).
 func library(src string) (fn, lib string) {
 	sum := sha1.Sum([]byte(src))
 	fn = "ratekit_" + hex.EncodeToString(sum[:10])
@@ -112,7 +126,7 @@ func library(src string) (fn, lib string) {
 	b.Grow(len(src) + 1024)
 	b.WriteString("#!lua name=" + fn + "\n")
 	b.WriteString("local KEYS, ARGV -- nil while the library loads: the script's serve returns its call\n")
-	b.WriteString("local call = (function()\n")
+	b.WriteString("local call, call_shared = (function()\n")
 	b.WriteString(src)
 	b.WriteString("\nend)()\n")
 	return fn, b.String()

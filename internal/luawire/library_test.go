@@ -30,7 +30,7 @@ func TestLibrary(t *testing.T) {
 	if !strings.HasPrefix(fn, "ratekit_") || !strings.HasPrefix(lib, "#!lua name="+fn+"\n") {
 		t.Fatalf("Library = %q, %.40q", fn, lib)
 	}
-	if !strings.Contains(lib, "local call = (function()\n"+src+"\nend)()\n") {
+	if !strings.Contains(lib, "local call, call_shared = (function()\n"+src+"\nend)()\n") {
 		t.Errorf("the library does not hold the script whole:\n%s", lib)
 	}
 	if !strings.HasSuffix(lib, "redis.register_function('"+fn+"', call)\n") {

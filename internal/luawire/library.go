@@ -8,9 +8,10 @@ import (
 	"strings"
 )
 
-// BaseLua is the Lua every script of the module starts with ([Composed]): the helpers that read the
-// time (read_now: the server's TIME, a client's time, or a client's time and the TTL
-// padding), compute a TTL (ttl_ms: padded, at least 2 ms) and format numbers (num).
+// BaseLua is the Lua every script of the module starts with ([Composed]): the helpers
+// that read the time (read_now: the server's TIME, a client's time, or a client's time and
+// the TTL padding), compute a TTL (ttl_ms: padded, at least 2 ms) and format numbers
+// (num), and serve, the last call of every script.
 //
 //go:embed base.lua
 var BaseLua string
@@ -58,13 +59,13 @@ const (
 //     Four arguments fewer and one bulk string rather than an array of seven integers cost
 //     Redis less per decision.
 //   - multi (fn followed by [MultiSuffix]): the quick call for several keys at once, all
-//     at one reading of the server's TIME. KEYS
-//     holds each call's keys in turn, ARGV the config they share. It replies one string,
-//     each call's reply in turn: its packed decision, or 'E', the length of an error's
-//     message (4 bytes, little-endian) and the message (an error of one call leaves the
-//     others alone; see [SplitMulti]). A call's error is worded as the server words it for
-//     the same call sent alone (a raised error as "ERR <message> script: <function>, on
-//     @user_function."), so that it is classed alike.
+//     at one reading of the server's TIME. KEYS holds each call's keys in turn, ARGV the
+//     config they share. It replies one string, each call's reply in turn: its packed
+//     decision, or 'E', the length of an error's message (4 bytes, little-endian) and the
+//     message (an error of one call leaves the others alone; see [SplitMulti]). A call's
+//     error is worded as the server words it for the same call sent alone (an error table
+//     or a command's error as its own message, a Lua error as "ERR <message> script:
+//     <function>, on @user_function."), so that the store classes it alike.
 func RateLibrary(src string, keys int) (fn, quick, multi, lib string) {
 	fn, lib = library(src)
 	quick, multi = fn+QuickSuffix, fn+MultiSuffix

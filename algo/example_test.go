@@ -63,7 +63,7 @@ func ExampleFixedWindow() {
 func ExampleScripted() {
 	var s algo.Scripted = algo.TokenBucket{Rate: 10, Burst: 5}
 	def := s.Script()
-	fmt.Printf("script %s, keys %q, config %#v, padded TTLs %v\n", def.Name, def.Keys, s.AppendArgs(nil), def.PadsTTL)
+	fmt.Printf("script %s, keys %q, config %#v\n", def.Name, def.Keys, s.AppendArgs(nil))
 	// Output:
-	// script token-bucket, keys [""], config []interface {}{"10", 5}, padded TTLs true
+	// script token-bucket, keys [""], config []interface {}{"10", 5}
 }

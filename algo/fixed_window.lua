@@ -37,9 +37,10 @@ local function reset(win, count, w, now)
   return (win + 1) * w - now
 end
 
--- ---- per call: the helpers above run once in a library
-local limit = config_nums[ARGV[C + 1]] or config_num(ARGV[C + 1])
-local w = config_nums[ARGV[C + 2]] or config_num(ARGV[C + 2])
+-- decide runs on every call (the helpers above, in a library, once when it loads).
+local function decide()
+local limit = config_nums[ARGV[5]] or config_num(ARGV[5])
+local w = config_nums[ARGV[6]] or config_num(ARGV[6])
 
 local valid, s_win, s_count = false, 0, 0
 -- get_state(KEYS[1], 17, 70) and the unpack, inlined (see not_state): p_win and p_count
@@ -104,3 +105,6 @@ elseif op == 'refund' then
   return 0
 end
 return redis.error_reply('fixed-window: unknown operation ' .. tostring(op))
+end
+
+return serve(twin(decide))

@@ -63,9 +63,10 @@ local function until_fresh(ahead, now)
   return ceil_micros(ahead)
 end
 
--- ---- per call: the helpers above run once in a library
-local rate = config_nums[ARGV[C + 1]] or config_num(ARGV[C + 1])
-burst = config_nums[ARGV[C + 2]] or config_num(ARGV[C + 2])
+-- decide runs on every call (the helpers above, in a library, once when it loads).
+local function decide()
+local rate = config_nums[ARGV[5]] or config_num(ARGV[5])
+burst = config_nums[ARGV[6]] or config_num(ARGV[6])
 T = math.ceil(1e6 / rate)
 
 -- s_act nil: not known; s_rb: the latest grant acts n·T after the one before it, so its
@@ -142,3 +143,6 @@ elseif op == 'refund' then
   return 0
 end
 return redis.error_reply('gcra: unknown operation ' .. tostring(op))
+end
+
+return serve(twin(decide))

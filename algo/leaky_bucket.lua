@@ -16,8 +16,10 @@
 -- ahead, which leaks out in level/rate seconds. TTL: the time until the bucket is empty,
 -- counted from the caller's now (so it includes how far a backwards now is behind last).
 
-local rate = config_num(ARGV[C + 1])
-local capacity = config_num(ARGV[C + 2])
+-- decide runs on every call (see scripts.go).
+local function decide()
+local rate = config_num(ARGV[5])
+local capacity = config_num(ARGV[6])
 
 -- s_act nil: not known; s_rate nil: not known (the current rate)
 local valid, s_level, s_last, s_act, s_rate = false, 0, 0, nil, nil
@@ -133,3 +135,6 @@ elseif op == 'refund' then
   return 0
 end
 return redis.error_reply('leaky-bucket: unknown operation ' .. tostring(op))
+end
+
+return serve(twin(decide))

@@ -10,10 +10,10 @@ package algo
 //	KEYS[i]   the state key of the decision followed by Keys[i] (Keys[0] is "", the key itself);
 //	          every key carries the same Redis Cluster hash tag.
 //	ARGV[1]   "apply", "peek" or "refund"
-//	ARGV[2]   now in µs since the Unix epoch, or "" to read the server's TIME, or "now pad":
-//	          now followed by a padding in µs added to every TTL the call sets (a client
-//	          clock's tolerance, see distributed.WithClockTolerance; only for a Script
-//	          whose PadsTTL is true)
+//	ARGV[2]   now in µs since the Unix epoch, or "" to read the server's TIME; the scripts
+//	          of this package also read "now pad": now followed by a padding in µs added
+//	          to every TTL the call sets (a client clock's tolerance, see
+//	          distributed.WithClockTolerance), which the store sends to them alone
 //	ARGV[3]   N (permits asked for, or given back)
 //	ARGV[4]   apply and peek: MaxWait in whole µs, rounded down, in [0, MaxMicros-1] (MaxMicros-1 for
 //	          Forever, since a wait clamped to MaxMicros is never granted; the script clamps
@@ -42,23 +42,8 @@ package algo
 // formatted with %.17g, which tonumber reads back to the same double (tostring would keep
 // only 14 digits).
 //
-// Library, when not empty, is the same script as a Redis 7 function library, for FUNCTION
-// LOAD, registering one function named Function that takes the same KEYS and ARGV and
-// replies the same: FCALL Function numkeys KEYS... ARGV... decides exactly as EVALSHA of
-// Source. Its helpers are defined once, when the library loads, rather than on every call.
-// Both names carry the SHA-1 of Source, so that every version of a script has its own.
-// Scripts of other packages may leave both empty: stores then run Source.
-//
-// Quick, when not empty, is a second function of Library for the commonest call, an
-// "apply" of N = 1 with MaxWait 0 at the server's TIME (what Allow sends): FCALL Quick
-// numkeys KEYS... followed by the config alone (ARGV[5..] of the convention), replying
-// the seven values packed in one string, the byte 'D' then seven little-endian doubles
-// (struct.pack "<Bddddddd"). It decides exactly as Function does; the Redis store sends
-// it when it can, to spare Redis four arguments and an array reply (an eighth of a
-// decision's cost there). A Library with Quick also registers Function followed by "_m",
-// the same call for several keys at one reading of TIME, which the store sends for the
-// quick calls of one batch on one server (docs/distributed.md, "The transport"). The
-// scripts of this package have both; others leave Quick empty.
+// How a Script is sent (EVALSHA of Source, or a Redis 7 function library built from it,
+// in a pipeline or alone) is the Redis store's business: it needs nothing but Source.
 //
 // A custom algorithm implements [Scripted]: its Script returns a *Script built once (its
 // Source a plain Lua chunk that reads KEYS and ARGV as above, declares only locals and
@@ -68,16 +53,9 @@ package algo
 // mark at a state key followed by that suffix, and refuses such a rule (ErrInvalidConfig).
 // The example of docs/algorithms.md walks through one.
 type Script struct {
-	Name     string   // the algorithm's Name
-	Source   string   // Lua source, for EVAL and EVALSHA
-	Keys     []string // suffixes appended to the state key; "" is the key itself
-	Function string   // the function Library registers, for FCALL; "" with no Library
-	Quick    string   // Library's function for an apply of N = 1, MaxWait 0 at TIME (see above); "" for none
-	Library  string   // Redis 7 function library code, for FUNCTION LOAD; "" for none
-	// PadsTTL reports a script that reads ARGV[2] in the form "now pad" too
-	// and adds pad to every TTL it sets; a store sends that form only to such scripts. It
-	// is true for every script of this package (a Penalty's, when its Rule's is).
-	PadsTTL bool
+	Name   string   // the algorithm's Name
+	Source string   // Lua source, for EVAL and EVALSHA
+	Keys   []string // suffixes appended to the state key; "" is the key itself
 }
 
 // Scripted is implemented by the algorithms that have a Lua twin. Its script answers the

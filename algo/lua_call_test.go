@@ -131,7 +131,7 @@ func TestParseDecision(t *testing.T) {
 	}
 }
 
-// packedReply is a quick function's reply of vals (see Script.Quick): 'D' and seven
+// packedReply is a quick function's reply of vals (see luawire.RateLibrary): 'D' and seven
 // little-endian doubles.
 func packedReply(vals ...float64) string {
 	b := []byte{'D'}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/limiter/internal/luawire"
 )
 
 // twinScript runs a twin under farExpiry the way a store does: EVALSHA of its Source, or
@@ -44,10 +46,7 @@ func loadTwin(ctx context.Context, t *testing.T, rdb *redis.Client, def *Script,
 		}
 		return &twinScript{rs: rs}
 	}
-	fn, lib := library(farLibShadow + def.Source)
-	if lib == "" {
-		t.Fatalf("%s: no library", def.Name)
-	}
+	fn, _, _, lib := luawire.RateLibrary(farLibShadow+def.Source, len(def.Keys))
 	if err := rdb.FunctionLoadReplace(ctx, lib).Err(); err != nil {
 		t.Fatalf("%s: FUNCTION LOAD: %v", def.Name, err)
 	}
@@ -74,9 +73,11 @@ func TestLuaDifferentialFunctions(t *testing.T) {
 	}
 }
 
-// TestScriptLibraries: every rate twin has a library whose one function bears the name in
-// Function, which carries the SHA-1 of Source, and FCALL replies what EVALSHA replies
-// (also in peek mode, which writes nothing, and with the server's TIME).
+// TestScriptLibraries: every rate twin follows the module's composition rule
+// (luawire.Composed), so the Redis store loads it as a library (luawire.RateLibrary, as
+// distributed's newEntry builds it) whose function's name carries the SHA-1 of Source, and
+// FCALL replies what EVALSHA replies (also in peek mode, which writes nothing, and with the
+// server's TIME).
 func TestScriptLibraries(t *testing.T) {
 	t.Parallel()
 	rdb := newRedisClient(t, startRedis(t), 3)
@@ -89,12 +90,15 @@ func TestScriptLibraries(t *testing.T) {
 		FixedWindow{Limit: 5, Window: time.Hour}, SlidingWindowCounter{Limit: 5, Window: time.Hour},
 		SlidingWindowLog{Limit: 5, Window: time.Hour}} {
 		def := a.Script()
-		if !strings.HasPrefix(def.Function, "ratekit_") || seen[def.Function] ||
-			!strings.HasPrefix(def.Library, "#!lua name="+def.Function+"\n") {
-			t.Fatalf("%s: function %q, library %.40q", a.Name(), def.Function, def.Library)
+		if !luawire.Composed(def.Source) {
+			t.Fatalf("%s: the script does not follow the composition rule", a.Name())
 		}
-		seen[def.Function] = true
-		if err := rdb.FunctionLoadReplace(ctx, def.Library).Err(); err != nil {
+		fn, _, _, lib := luawire.RateLibrary(def.Source, len(def.Keys))
+		if !strings.HasPrefix(fn, "ratekit_") || seen[fn] || !strings.HasPrefix(lib, "#!lua name="+fn+"\n") {
+			t.Fatalf("%s: function %q, library %.40q", a.Name(), fn, lib)
+		}
+		seen[fn] = true
+		if err := rdb.FunctionLoadReplace(ctx, lib).Err(); err != nil {
 			t.Fatalf("%s: FUNCTION LOAD: %v", a.Name(), err)
 		}
 		rs := redis.NewScript(def.Source)
@@ -105,7 +109,7 @@ func TestScriptLibraries(t *testing.T) {
 		} {
 			ev, fc := fmt.Sprintf("{e}:%s:%d", a.Name(), i), fmt.Sprintf("{f}:%s:%d", a.Name(), i)
 			er, err1 := rs.Run(ctx, rdb, scriptKeys(def, ev), args...).Result()
-			fr, err2 := rdb.FCall(ctx, def.Function, scriptKeys(def, fc), args...).Result()
+			fr, err2 := rdb.FCall(ctx, fn, scriptKeys(def, fc), args...).Result()
 			if err1 != nil || err2 != nil {
 				t.Fatalf("%s %v: EVALSHA %v, FCALL %v", a.Name(), args[0], err1, err2)
 			}
@@ -122,23 +126,24 @@ func TestScriptLibraries(t *testing.T) {
 			}
 		}
 	}
-	if _, lib := library("return 1"); lib != "" {
-		t.Error("a script without the prelude got a library")
+	if luawire.Composed("return 1") {
+		t.Error("a script without the base follows the composition rule")
 	}
-	// The semaphore's script has a library too (the base's helpers load once), whose
-	// function answers as the script does.
+	// The semaphore's script follows the rule too (the base's helpers load once), and its
+	// library's function answers as the script does.
 	sem := Semaphore{Permits: 1, LeaseTTL: time.Second}
 	def := sem.Script()
-	if !strings.HasPrefix(def.Library, "#!lua name="+def.Function+"\n") || seen[def.Function] {
-		t.Fatalf("semaphore: function %q, library %.40q", def.Function, def.Library)
+	fn, lib := luawire.Library(def.Source)
+	if !luawire.Composed(def.Source) || seen[fn] {
+		t.Fatalf("semaphore: composed %v, function %q", luawire.Composed(def.Source), fn)
 	}
-	if err := rdb.FunctionLoadReplace(ctx, def.Library).Err(); err != nil {
+	if err := rdb.FunctionLoadReplace(ctx, lib).Err(); err != nil {
 		t.Fatalf("semaphore: FUNCTION LOAD: %v", err)
 	}
 	for _, op := range []string{"acquire", "holders"} {
 		args := sem.AppendArgs([]any{op, "", "tok", 0})
 		er, err1 := redis.NewScript(def.Source).Run(ctx, rdb, scriptKeys(def, "{se}"), args...).Result()
-		fr, err2 := rdb.FCall(ctx, def.Function, scriptKeys(def, "{sf}"), args...).Result()
+		fr, err2 := rdb.FCall(ctx, fn, scriptKeys(def, "{sf}"), args...).Result()
 		if err1 != nil || err2 != nil || !reflect.DeepEqual(er, fr) {
 			t.Errorf("semaphore %s: EVALSHA %v, %v; FCALL %v, %v", op, er, err1, fr, err2)
 		}

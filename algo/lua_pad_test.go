@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/limiter/internal/luawire"
 )
 
 // TestLuaPaddedNow runs every script of this package, a Penalty's included, through one
@@ -25,8 +27,8 @@ func TestLuaPaddedNow(t *testing.T) {
 		Penalty{Rule: FixedWindow{Limit: 2, Window: time.Second}, Block: time.Second})
 	for _, a := range scripted {
 		t.Run(a.Name(), func(t *testing.T) {
-			if !a.Script().PadsTTL {
-				t.Fatal("PadsTTL is false for a script of this package")
+			if !luawire.Composed(a.Script().Source) {
+				t.Fatal("the script does not follow the composition rule (luawire.Composed): the store would not pad its TTLs")
 			}
 			rs := redis.NewScript(a.Script().Source)
 			plain := scriptKeys(a.Script(), "{plain}:"+a.Slot())

@@ -103,18 +103,20 @@ func TestQuickFunction(t *testing.T) {
 	})
 }
 
-// forQuickSamples runs f as a subtest for every sample whose script has a quick function,
-// with that script's library loaded on rdb behind quickTimeShadow (fn: its full function).
+// forQuickSamples runs f as a subtest for every sample whose script follows the
+// composition rule (luawire.Composed: the Redis store sends its quick function), with
+// that script's library (luawire.RateLibrary, as the store builds it) loaded on rdb behind
+// quickTimeShadow (fn: its full function).
 func forQuickSamples(t *testing.T, rdb *redis.Client, f func(t *testing.T, i int, sa Scripted, fn, quick string)) {
 	t.Helper()
 	for i, a := range Samples() {
 		sa, ok := a.(Scripted)
-		if !ok || sa.Script().Quick == "" {
+		if !ok || !luawire.Composed(sa.Script().Source) {
 			continue
 		}
 		t.Run(fmt.Sprintf("%d-%s", i, a), func(t *testing.T) {
 			def := sa.Script()
-			fn, quick, lib := luawire.QuickLibrary(quickTimeShadow+def.Source, len(def.Keys))
+			fn, quick, _, lib := luawire.RateLibrary(quickTimeShadow+def.Source, len(def.Keys))
 			if quick != fn+luawire.QuickSuffix {
 				t.Fatalf("quick function %q, want %q", quick, fn+luawire.QuickSuffix)
 			}

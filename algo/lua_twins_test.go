@@ -24,7 +24,7 @@ type luaTwin struct {
 	reset func(a Scripted, st State, now int64) int64
 	// shape is how runTwinSeq draws the steps; nil is rateShape.
 	shape *seqShape
-	// functions runs the twin as its Redis 7 function (Script.Library, FCALL) instead of
+	// functions runs the twin as its Redis 7 function (luawire.RateLibrary, as the Redis store builds it; FCALL) instead of
 	// EVALSHA of Script.Source.
 	functions bool
 }

@@ -24,7 +24,7 @@ func Peek(a Algorithm, st State, now int64, req Request) (d Decision, ok bool) {
 		return Decision{}, false
 	}
 	d = a.Apply(c, now, req)
-	// The script's peek mode asks the same: see peekScript.
+	// The script's peek mode asks the same: see twin in prelude.lua.
 	if probe := a.Apply(p, now, Request{N: math.MaxInt64}); !probe.Allowed {
 		d.Remaining = probe.Remaining
 	}

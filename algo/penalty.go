@@ -291,19 +291,23 @@ func (p Penalty) Script() *Script {
 
 // penaltyScript composes the penalty's script around inner: inner's whole source becomes
 // the body of a Lua function taking its own KEYS and ARGV (a top-level return returns
-// from it), which penalty.lua calls with the keys and arguments of inner alone.
+// from it), which penalty.lua calls with the keys and arguments of inner alone. When
+// inner follows the module's composition rule (it starts with luawire.BaseLua: a script
+// of this package), so does the penalty's: the base, the function inner, then
+// penalty.lua, which ends with `return serve(call)`, and penalty.lua hands ARGV[2] ("now
+// pad" included) to inner unchanged. Another inner comes first, before the base: the
+// store then sends the penalty as it sends inner, with a plain now.
 func penaltyScript(inner *Script) *Script {
-	s := &Script{
+	fn := "local function inner(KEYS, ARGV)\n" + inner.Source + "\nend\n"
+	src := fn + luawire.BaseLua + penaltyLua
+	if strings.HasPrefix(inner.Source, luawire.BaseLua) {
+		src = luawire.BaseLua + fn + penaltyLua
+	}
+	return &Script{
 		Name:   "penalty-" + inner.Name,
-		Source: "local function inner(KEYS, ARGV)\n" + inner.Source + "\nend\n" + luawire.BaseLua + penaltyLua,
+		Source: src,
 		Keys:   append(append([]string(nil), inner.Keys...), penaltyKeySuffix),
-		// penalty.lua reads "now pad" and hands ARGV[2] to the rule unchanged.
-		PadsTTL: inner.PadsTTL,
 	}
-	if inner.Library != "" { // a script of this package: inner loads with the library
-		s.Function, s.Library = library(s.Source)
-	}
-	return s
 }
 
 // penaltyKeySuffix names the key holding the penalty beside Rule's.

@@ -19,8 +19,8 @@
 
 local MAX_EXACT = 9007199254740992
 
--- ---- per call: everything from here on runs on every call (the rest, in a library, once) ----
-redis = api()
+-- call answers one call (serve of the base sets KEYS, ARGV and redis first).
+local function call()
 local argc = #ARGV
 local block_us = tonumber(ARGV[argc - 2])
 local max_us = tonumber(ARGV[argc - 1])
@@ -109,3 +109,6 @@ end
 local rem = 0
 if mode == 'peek' then rem = d[3] end
 return {0, d[2], rem, dur(math.max(d[4], b)), dur(math.max(d[5], p_end())), 0, 0}
+end
+
+return serve(call)

@@ -7,21 +7,25 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/limiter/internal/luawire"
 )
 
-// TestPenaltyLibrary: a Penalty over a rule of this package comes as a function library
-// too, and FCALL replies and stores what EVALSHA does through offences, blocks, peeks and
-// refunds; over a rule without a library it has none.
+// TestPenaltyLibrary: a Penalty over a rule of this package follows the composition rule
+// (luawire.Composed), so the store loads it as a function library too, and FCALL replies
+// and stores what EVALSHA does through offences, blocks, peeks and refunds; over a rule
+// that does not follow it (a custom algorithm's) it does not either.
 func TestPenaltyLibrary(t *testing.T) {
 	t.Parallel()
 	rdb := newRedisClient(t, startRedis(t), 3)
 	ctx := context.Background()
 	p := Penalty{Rule: FixedWindow{Limit: 2, Window: time.Second}, Block: 300 * time.Millisecond, MaxBlock: 2 * time.Second, Growth: 2}
 	def := p.Script()
-	if def.Library == "" || def.Function == "" {
-		t.Fatalf("%s has no library", def.Name)
+	if !luawire.Composed(def.Source) {
+		t.Fatalf("%s does not follow the composition rule", def.Name)
 	}
-	if err := rdb.FunctionLoadReplace(ctx, def.Library).Err(); err != nil {
+	fn, _, _, lib := luawire.RateLibrary(def.Source, len(def.Keys))
+	if err := rdb.FunctionLoadReplace(ctx, lib).Err(); err != nil {
 		t.Fatalf("FUNCTION LOAD: %v", err)
 	}
 	rs := redis.NewScript(def.Source)
@@ -37,7 +41,7 @@ func TestPenaltyLibrary(t *testing.T) {
 			args = RefundArgs(nil, now, 1, at, p.AppendArgs(nil))
 		}
 		er, err1 := rs.Run(ctx, rdb, ek, args...).Result()
-		fr, err2 := rdb.FCall(ctx, def.Function, fk, args...).Result()
+		fr, err2 := rdb.FCall(ctx, fn, fk, args...).Result()
 		if err1 != nil || err2 != nil || !reflect.DeepEqual(er, fr) {
 			t.Fatalf("step %d (%v): EVALSHA %v, %v; FCALL %v, %v", i, args[0], er, err1, fr, err2)
 		}
@@ -53,14 +57,23 @@ func TestPenaltyLibrary(t *testing.T) {
 		}
 	}
 	custom := Penalty{Rule: nonLibraryRule{FixedWindow{Limit: 1, Window: time.Second}}, Block: time.Second}
-	if def := custom.Script(); def.Library != "" {
-		t.Errorf("a Penalty over a rule without a library got one: %q", def.Function)
+	if def := custom.Script(); luawire.Composed(def.Source) {
+		t.Error("a Penalty over a rule that does not follow the composition rule follows it")
+	}
+	// ... and answers as it did, as a plain script with a plain now.
+	rs = redis.NewScript(custom.Script().Source)
+	args := ApplyArgs(nil, 1_700_000_000_000_000, Request{N: 1}, custom.AppendArgs(nil))
+	if r, err := rs.Run(ctx, rdb, scriptKeys(custom.Script(), "{pc}"), args...).Result(); err != nil {
+		t.Fatal(err)
+	} else if d, err := ParseDecision(r); err != nil || !d.Allowed {
+		t.Errorf("custom penalty: %+v, %v", d, err)
 	}
 }
 
-// nonLibraryRule is a Scripted rule whose script has no library (as a custom algorithm's).
+// nonLibraryRule is a Scripted rule whose script does not follow the composition rule (as
+// a custom algorithm's): a comment before the base.
 type nonLibraryRule struct{ FixedWindow }
 
-var nonLibraryScript = &Script{Name: "no-library", Source: FixedWindow{}.Script().Source, Keys: []string{""}}
+var nonLibraryScript = &Script{Name: "no-library", Source: "-- custom\n" + FixedWindow{}.Script().Source, Keys: []string{""}}
 
 func (nonLibraryRule) Script() *Script { return nonLibraryScript }

@@ -1,17 +1,14 @@
--- Prelude shared by every algorithm script: scripts.go prepends it to each *.lua twin,
--- after the base every script of the module starts with (internal/luawire/base.lua:
--- api, KEYS, ARGV, redis, MAX_MICROS, num, read_now, ttl_ms, get_state, put_state), so the
--- helpers below
--- reproduce algo.go's once for all six.
+-- Prelude shared by every algorithm script: newScript (scripts.go) puts it after the base
+-- every script of the module starts with (internal/luawire/base.lua: serve, KEYS, ARGV,
+-- redis, MAX_MICROS, num, read_now, ttl_ms, get_state, put_state) and before the
+-- algorithm's files, so the helpers below reproduce algo.go's once for all of them.
 --
 -- The calling convention (KEYS, ARGV, the replies, units and precision, expiry) is
 -- described once, on algo.Script in lua.go; internal/luawire encodes and decodes it in Go.
 -- This file decodes ARGV at its end.
 
--- The prelude has two parts. The helpers below run once per script in a Redis 7 function
--- library (algo.Script.Library): they only define constants and functions. The part after
--- the "per call" line decodes one call; in a library it is the start of the registered
--- function's body, in a plain script (EVAL/EVALSHA) the helpers simply run first.
+-- Like the base, it only defines constants and functions; twin, at its end, decodes
+-- ARGV of one call.
 --
 -- In "peek" mode (ARGV[1], see algo.Script) the script answers as "apply" and writes
 -- nothing. Rather than a flag checked before every write of every twin, redis is shadowed
@@ -154,67 +151,67 @@ local function peeked(d, probe)
   return d
 end
 
--- ---- per call: everything from here on runs on every call ----
-redis = server_redis or api()
--- C: the config arguments are ARGV[C + 1] on (ARGV[5..], or ARGV itself in a quick call).
-local C, op, is_peek, now, n, grant_at, max_wait
-if quick then
-  -- The quick and multi functions (luawire.QuickLibrary): apply at the server's TIME of
-  -- N = 1 with MaxWait 0.
-  C, op, is_peek = 0, 'apply', false
-  n, grant_at, max_wait = 1, 0, 0
-else
-C = 4
--- is_peek: a peek, which runs the twin twice (see algo.peekScript) as an apply whose
--- writes are skipped: see the top of this file.
-op = ARGV[1]
-is_peek = op == 'peek'
-if is_peek then redis, op = peeking(redis), 'apply' end
+-- The values of one call, decoded by twin for decide (see below): op is ARGV[1] ("apply"
+-- or "refund"; a peek runs as an apply), now is in µs, n is N, grant_at the refunded
+-- grant's At in µs (refund only), max_wait MaxWait in µs (apply only). The config is
+-- ARGV[5..].
+local op, now, n, grant_at, max_wait
 
--- N is 1 on most calls, MaxWait 0 (see config_num of the base: "1" == ARGV[3] compares
--- pointers, tonumber runs strtod), so those skip the rest.
-n = ARGV[3]
-if n == '1' then n = 1 else
-  n = tonumber(n)
-  -- Above 2^53 tonumber rounds: "9007199254740993" would read as 2^53, a valid size. Any
-  -- N above 2^53 exceeds every limit (Go compares int64s), so keep it above: 2^53 + 2.
-  if op == 'apply' and n and n >= MAX_EXACT and ARGV[3] ~= '9007199254740992' then
-    n = MAX_EXACT + 2
+-- twin returns the call (for serve of the base) of the algorithm whose transition is
+-- decide: a function of no arguments that decides the call in op, now, n, grant_at,
+-- max_wait, KEYS and ARGV and returns its reply. Each algorithm's file defines its decide
+-- and ends with `return serve(twin(decide))` (see newScript in scripts.go).
+local function twin(decide)
+  return function()
+    -- is_peek: a peek, which runs decide twice as an apply whose writes are skipped: see
+    -- the top of this file.
+    op = ARGV[1]
+    local is_peek = op == 'peek'
+    if is_peek then redis, op = peeking(redis), 'apply' end
+
+    -- N is 1 on most calls, MaxWait 0 (see config_num of the base: "1" == ARGV[3]
+    -- compares pointers, tonumber runs strtod), so those skip the rest.
+    n = ARGV[3]
+    if n == '1' then n = 1 else
+      n = tonumber(n)
+      -- Above 2^53 tonumber rounds: "9007199254740993" would read as 2^53, a valid size.
+      -- Any N above 2^53 exceeds every limit (Go compares int64s), so keep it above:
+      -- 2^53 + 2.
+      if op == 'apply' and n and n >= MAX_EXACT and ARGV[3] ~= '9007199254740992' then
+        n = MAX_EXACT + 2
+      end
+    end
+    -- grant_at and max_wait are the same argument (read once: tonumber is one of the
+    -- costlier calls of a script). A store sends MaxWait in [0, MAX_MICROS - 1] already;
+    -- a hand-written call gets the same clamp: at least 0, and anything from MAX_MICROS on
+    -- (what earlier versions sent for Forever) is MAX_MICROS - 1, because waits are
+    -- clamped to MAX_MICROS, which stands for "that long or more" and is never granted.
+    grant_at, max_wait = ARGV[4], 0
+    if grant_at == '0' then grant_at = 0 else
+      grant_at = tonumber(grant_at)
+      max_wait = grant_at
+      if not (max_wait > 0) then max_wait = 0 elseif max_wait >= MAX_MICROS then max_wait = MAX_MICROS - 1 end
+    end
+
+    now = read_now(ARGV[2])
+
+    if is_peek then
+      -- What the apply would reply, with the Remaining of a request for more than any
+      -- limit (what is available now), as algo.Peek does in Go.
+      local d = decide()
+      n = MAX_EXACT + 2
+      return peeked(d, decide())
+    end
+
+    -- A Reset leaves a mark beside the state key it deletes (package internal/resetmark;
+    -- the key followed by "!reset", see get_mark of the base): while it lasts
+    -- (now < until), a refund of a grant acting before the Reset (grant_at < at) is
+    -- dropped, as the local store drops it. It is the key of KEYS[1] with a suffix, so in
+    -- the same Cluster slot.
+    if op == 'refund' then
+      local at, untl = get_mark(KEYS[1] .. '!reset')
+      if at and now < untl and grant_at < at then return 0 end
+    end
+    return decide()
   end
-end
--- grant_at is the refunded grant's At in µs (refund only).
--- max_wait is MaxWait in µs (apply only), the same argument (read once: tonumber is one of
--- the costlier calls of a script). A store sends it in [0, MAX_MICROS - 1]
--- already; a hand-written call gets the same clamp: at least 0, and anything from
--- MAX_MICROS on (what earlier versions sent for Forever) is MAX_MICROS - 1, because waits
--- are clamped to MAX_MICROS, which stands for "that long or more" and is never granted.
-grant_at, max_wait = ARGV[4], 0
-if grant_at == '0' then grant_at = 0 else
-  grant_at = tonumber(grant_at)
-  max_wait = grant_at
-  if not (max_wait > 0) then max_wait = 0 elseif max_wait >= MAX_MICROS then max_wait = MAX_MICROS - 1 end
-end
-end
-
-if multi_now then
-  -- a multi call's TIME, read once for all of its calls (luawire.QuickLibrary)
-  now, pad, server_time = multi_now, 0, true
-elseif quick or ARGV[2] == '' and in_library then
-  -- read_now(''), inlined for the commonest call: the server's TIME in a library
-  pad, server_time = 0, true
-  local t = redis.call('TIME')
-  local s = t[1]
-  if s ~= time_s then time_s, time_n = s, tonumber(s) end
-  now = time_n * 1000000 + t[2]
-else
-  now = read_now(ARGV[2])
-end
-
--- A Reset leaves a mark beside the state key it deletes (package internal/resetmark; the
--- key followed by "!reset", see get_mark of the base): while it lasts (now < until), a
--- refund of a grant acting before the Reset (grant_at < at) is dropped, as the local store
--- drops it. It is the key of KEYS[1] with a suffix, so in the same Cluster slot.
-if op == 'refund' then
-  local at, untl = get_mark(KEYS[1] .. '!reset')
-  if at and now < untl and grant_at < at then return 0 end
 end

@@ -3,7 +3,6 @@ package algo
 import (
 	_ "embed" // the prelude every Lua twin starts with
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/ratekit/limiter/internal/luawire"
@@ -15,71 +14,27 @@ import (
 //go:embed prelude.lua
 var preludeLua string
 
-// newScript prepends the base every script of the module shares (luawire.BaseLua: the
-// time, the TTL padding and floor) and the prelude (the calling convention of lua.go and
-// the helpers of algo.go: ceil_micros, floor_count, seconds, expire, ...) to body, and
-// builds the same code as a Redis 7 function library (see [Script]). The state key itself
-// ("") always comes first in Keys.
-//
-// A body may have a per-call line (luawire.PerCall) of its own: the helpers above it go
-// with the prelude's, before the prelude's per-call part, so that a library makes them
-// once rather than on every call; the line itself is dropped.
+// newScript builds an algorithm's Script. Its Source is the concatenation, in order, of
+// whole files: the base every script of the module starts with (luawire.BaseLua: the
+// time, the TTL padding and floor, serve), the prelude (prelude.lua: the calling
+// convention of lua.go and the helpers of algo.go: ceil_micros, floor_count, seconds,
+// expire, ..., and twin) and body, the algorithm's file (or files, joined by a newline:
+// smooth.lua and a variant's). Every file only
+// defines local constants and functions, except the last, whose last statement is
+// `return serve(twin(decide))`: decide, the algorithm's transition, decides one call from
+// the values twin decodes. That is the module's composition rule (luawire.Composed): the
+// Redis store can send such a script as it is, or load it once as a Redis 7 function
+// library. The state key itself ("") always comes first in Keys.
 func newScript(name, body string, keys ...string) *Script {
-	helpers, body := splitBody(body)
-	preludeHelpers, preludeCall := splitPerCall(preludeLua)
-	src := luawire.BaseLua + preludeHelpers + helpers + preludeCall + "\n" + peekScript(body) + body
-	fn, quick, lib := luawire.QuickLibrary(src, 1+len(keys))
-	return &Script{
-		Name:     name,
-		Source:   src,
-		Keys:     append([]string{""}, keys...),
-		Function: fn,
-		Quick:    quick,
-		Library:  lib,
-		PadsTTL:  true,
-	}
+	src := luawire.BaseLua + preludeLua + body
+	return &Script{Name: name, Source: src, Keys: append([]string{""}, keys...)}
 }
 
-// splitPerCall splits src at its per-call line: what comes before it, and the line with
-// what follows it. Without such a line everything runs per call.
-func splitPerCall(src string) (helpers, perCall string) {
-	i := strings.Index(src, "\n"+luawire.PerCall)
-	if i < 0 {
-		return "", src
-	}
-	return src[:i+1], src[i+1:]
-}
-
-// splitBody is splitPerCall of a twin's body, without the per-call line, which the
-// prelude's comes before.
-func splitBody(body string) (helpers, perCall string) {
-	helpers, perCall = splitPerCall(body)
-	if helpers != "" {
-		perCall = perCall[strings.IndexByte(perCall, '\n')+1:]
-	}
-	return helpers, perCall
-}
-
-// peekScript returns the code a script runs in "peek" mode, before body: body twice as a
-// function of n, whose writes the prelude skips, once for the request and once for more
-// than any limit, whose Remaining (what is available now) the peek replies, as [Peek]
-// does in Go. A copy of body rather than a wrapper around it keeps "apply" free of a
-// closure per call; peeks are for operators.
-func peekScript(body string) string {
-	return "if is_peek then\nlocal function decide(n)\n" + body +
-		"\nend\nreturn peeked(decide(n), decide(MAX_EXACT + 2))\nend\n"
-}
-
-// library is luawire.Library: the FUNCTION LOAD code of src and the function it registers.
-func library(src string) (fn, lib string) { return luawire.Library(src) }
-
-// newBaseScript builds the Script of a script that is not an algorithm's decision (the
-// semaphore's): body after luawire.BaseLua, as a function library too when body has a
-// per-call line (luawire.PerCall). Its TTLs are padded (ttl_ms).
+// newBaseScript builds the Script of a script that is not a rate algorithm's decision
+// (the semaphore's): the base (luawire.BaseLua), then body, which ends with
+// `return serve(call)`; the same composition rule as newScript, without the prelude.
 func newBaseScript(name, body string, keys ...string) *Script {
-	src := luawire.BaseLua + body
-	fn, lib := library(src)
-	return &Script{Name: name, Source: src, Keys: append([]string{""}, keys...), Function: fn, Library: lib, PadsTTL: true}
+	return &Script{Name: name, Source: luawire.BaseLua + body, Keys: append([]string{""}, keys...)}
 }
 
 // formatFloat formats a float argument with %.17g, which the script's tonumber reads back

@@ -28,8 +28,8 @@
 --
 -- The base (internal/luawire/base.lua) comes before this file: read_now, ttl_ms, num.
 
--- ---- per call: everything from here on runs on every call ----
-redis = api()
+-- call answers one call (serve of the base sets KEYS, ARGV and redis first).
+local function call()
 local H, Q, QE, N = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local now = read_now(ARGV[2])
 local op = ARGV[1]
@@ -153,3 +153,6 @@ elseif op == 'holders' then
   return redis.call('ZCARD', H)
 end
 return redis.error_reply('semaphore: unknown operation ' .. tostring(op))
+end
+
+return serve(call)

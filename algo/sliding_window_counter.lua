@@ -85,9 +85,10 @@ local function reset(win, curr, prev, now)
   return 0
 end
 
--- ---- per call: the helpers above run once in a library
-limit = config_nums[ARGV[C + 1]] or config_num(ARGV[C + 1])
-w = config_nums[ARGV[C + 2]] or config_num(ARGV[C + 2])
+-- decide runs on every call (the helpers above, in a library, once when it loads).
+local function decide()
+limit = config_nums[ARGV[5]] or config_num(ARGV[5])
+w = config_nums[ARGV[6]] or config_num(ARGV[6])
 
 valid, s_win, s_curr, s_prev = false, 0, 0, 0
 -- get_state(KEYS[1], 25, 67) and the unpack, inlined (see not_state): p_win, p_curr and
@@ -196,3 +197,6 @@ elseif op == 'refund' then
   return 0
 end
 return redis.error_reply('sliding-counter: unknown operation ' .. tostring(op))
+end
+
+return serve(twin(decide))

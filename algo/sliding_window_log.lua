@@ -15,9 +15,11 @@
 -- computed as "sum > limit - N", which cannot round. Entries are read with LRANGE in
 -- chunks of CHUNK. TTL: until the newest entry has left the window.
 
+-- decide runs on every call (see scripts.go).
+local function decide()
 local CHUNK = 64
-local limit = config_num(ARGV[C + 1])
-local w = config_num(ARGV[C + 2])
+local limit = config_num(ARGV[5])
+local w = config_num(ARGV[6])
 local HASH, LOG = KEYS[1], KEYS[2]
 
 local len = redis.call('LLEN', LOG)
@@ -183,3 +185,6 @@ elseif op == 'refund' then
   return 0
 end
 return redis.error_reply('sliding-log: unknown operation ' .. tostring(op))
+end
+
+return serve(twin(decide))

@@ -16,8 +16,10 @@
 -- TTL: until the stored permits are full again, plus one minute (LINGER): a forgotten key
 -- restarts empty, so it must not be forgotten while its saved-up burst is likely wanted.
 
-local cfg_rate = config_num(ARGV[C + 1])
-local cfg_burst = config_num(ARGV[C + 2])
+-- decide runs on every call (see scripts.go).
+local function decide()
+local cfg_rate = config_num(ARGV[5])
+local cfg_burst = config_num(ARGV[6])
 
 -- params derives Guava's quantities from a config (doSetRate): interval is
 -- stableIntervalMicros, max is maxPermits, cool is coolDownIntervalMicros.
@@ -61,3 +63,6 @@ elseif s_rate ~= cfg_rate or s_burst ~= cfg_burst then
   changed = true
 end
 return answer(p, changed, save)
+end
+
+return serve(twin(decide))

@@ -18,9 +18,11 @@
 -- TTL: until the key is cold again (then it equals a new one and the key is deleted); a key
 -- whose rate is +Inf is kept one minute longer (LINGER): Guava restarts it hot.
 
-local cfg_rate = config_num(ARGV[C + 1])
-local cfg_warmup = config_num(ARGV[C + 2])
-local cfg_cold = config_num(ARGV[C + 3])
+-- decide runs on every call (see scripts.go).
+local function decide()
+local cfg_rate = config_num(ARGV[5])
+local cfg_warmup = config_num(ARGV[6])
+local cfg_cold = config_num(ARGV[7])
 
 -- params derives Guava's quantities from a config (doSetRate): interval is
 -- stableIntervalMicros, threshold is thresholdPermits, max is maxPermits, cool is
@@ -72,3 +74,6 @@ elseif s_rate ~= cfg_rate or s_warmup ~= cfg_warmup or s_cold ~= cfg_cold then
   changed = true
 end
 return answer(p, changed, save)
+end
+
+return serve(twin(decide))

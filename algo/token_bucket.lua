@@ -76,9 +76,10 @@ end
 -- grants_in is grants_at at from + d: first_micro's ok for a retry.
 local function grants_in(d, from, k, mw) return grants_at(from + d, k, mw) end
 
--- ---- per call: the helpers above run once in a library
-rate = config_nums[ARGV[C + 1]] or config_num(ARGV[C + 1])
-burst = config_nums[ARGV[C + 2]] or config_num(ARGV[C + 2])
+-- decide runs on every call (the helpers above, in a library, once when it loads).
+local function decide()
+rate = config_nums[ARGV[5]] or config_num(ARGV[5])
+burst = config_nums[ARGV[6]] or config_num(ARGV[6])
 
 -- s_act nil: not known; s_rb: the latest grant acts n/rate after the one before it, so its
 -- refund may roll act back; s_rate nil: not known (the current rate)
@@ -162,3 +163,6 @@ elseif op == 'refund' then
   return 0
 end
 return redis.error_reply('token-bucket: unknown operation ' .. tostring(op))
+end
+
+return serve(twin(decide))

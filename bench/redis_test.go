@@ -21,6 +21,7 @@ import (
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/internal/benchtest"
+	"github.com/ratekit/limiter/internal/luawire"
 	"github.com/ratekit/limiter/internal/redistest"
 )
 
@@ -327,10 +328,12 @@ func benchCeiling(b *testing.B, addr string, fcall bool) {
 	def := algo.TokenBucket{Rate: redisRate, Burst: redisBurst}.Script()
 	cmd := []string{"EVALSHA"}
 	if fcall {
-		if err := c.FunctionLoadReplace(ctx, def.Library).Err(); err != nil {
+		// The library the store builds from the script (distributed's newEntry).
+		fn, _, _, lib := luawire.RateLibrary(def.Source, len(def.Keys))
+		if err := c.FunctionLoadReplace(ctx, lib).Err(); err != nil {
 			b.Fatal(err)
 		}
-		cmd = []string{"FCALL", def.Function}
+		cmd = []string{"FCALL", fn}
 	} else {
 		sha, err := c.ScriptLoad(ctx, def.Source).Result()
 		if err != nil {

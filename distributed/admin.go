@@ -35,8 +35,11 @@ func (s *Store) Peek(ctx context.Context, key string, a algo.Algorithm, req algo
 // algorithms' scripts, ARGV[1 + i] the span in µs of rule i's mark. A mark (get_mark of
 // the base) is kept as long as it lasts; a second Reset keeps the later of each instant. All the keys carry the key's hash tag, so on a
 // Cluster they live in one slot and one call handles them at once.
-var resetLua = luawire.BaseLua + "-- limiter reset\n" + luawire.PerCall + " everything runs on every call\n" + `
-redis = server_redis or api()
+//
+// Like every script of the module, it is the base and its own code, ending with
+// `return serve(call)` (luawire.Composed).
+var resetLua = luawire.BaseLua + "-- limiter reset\n" + `
+local function call()
 local now = read_now(ARGV[1])
 local rules = #ARGV - 1
 local states = #KEYS - rules
@@ -51,15 +54,14 @@ for i = 1, rules do
   redis.call('SET', k, spack('<Bdd', 82, at, untl), 'PX', ttl_ms(untl - now))
 end
 return redis.call('DEL', unpack(KEYS, 1, states))
+end
+return serve(call)
 `
 
 // resetEntry runs resetLua through the transport like an algorithm's script (FCALL,
 // batching, recovery of a lost script, WAIT under WithReplicaAck); its def is never
 // handed to an algorithm.
-var resetEntry = func() *scriptEntry {
-	fn, lib := luawire.Library(resetLua)
-	return newEntry(&algo.Script{Name: "reset", Source: resetLua, Keys: []string{""}, Function: fn, Library: lib})
-}()
+var resetEntry = newEntry(&algo.Script{Name: "reset", Source: resetLua, Keys: []string{""}}, formLibrary)
 
 // Reset deletes, in one round trip, every Redis key of key's state under each of rules:
 // for each rule, its state key <prefix>{<key>}:<slot> and the keys its script names beside

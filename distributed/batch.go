@@ -74,8 +74,7 @@ func (b Batching) normalized() Batching {
 type batcher struct {
 	s           *Store // sends the pipelines (transport.go)
 	client      redis.UniversalClient
-	timeout     time.Duration
-	guard       *guard // the store's: bounds each pipeline by its deadline
+	guard       *guard // the store's: makes each pipeline return by its deadline
 	maxBatch    int
 	maxInFlight int
 	pipes       sync.Pool // redis.Pipeliner, reused: Exec leaves a pipeline empty
@@ -96,7 +95,7 @@ type batcher struct {
 func newBatcher(s *Store, cfg Batching) *batcher {
 	cfg = cfg.normalized()
 	client := s.client
-	b := &batcher{s: s, client: client, timeout: s.timeout, guard: &s.guard, maxBatch: cfg.MaxBatch, maxInFlight: cfg.MaxInFlight}
+	b := &batcher{s: s, client: client, guard: &s.guard, maxBatch: cfg.MaxBatch, maxInFlight: cfg.MaxInFlight}
 	b.pipes.New = func() any { return client.Pipeline() }
 	b.cond.L = &b.mu
 	return b
@@ -124,23 +123,15 @@ func (b *batcher) done() {
 	b.mu.Unlock()
 }
 
-// do queues c for the next pipeline and returns its reply, or returns when ctx ends. It
-// returns store.ErrClosed, unwrapped (the store compares it with ==), when the batcher is
-// closed. c is the batcher's from then on.
+// do queues c for the next pipeline and returns its reply, or returns when ctx ends. ctx
+// carries the call's deadline (Store.bound), which bounds the wait in the queue and on
+// the wire together: a caller never waits longer, even for a flusher stuck on a server
+// that hangs. It returns store.ErrClosed, unwrapped (the store compares it with ==), when
+// the batcher is closed. c is the batcher's from then on.
 func (b *batcher) do(ctx context.Context, c *call) (any, error) {
 	if err := ctx.Err(); err != nil {
 		putCall(c)
 		return nil, err
-	}
-	var start time.Time
-	if b.timeout > 0 {
-		// One deadline for the whole call: a caller never waits longer than the timeout,
-		// even for a flusher stuck on a server that hangs.
-		start = time.Now()
-		var cancel context.CancelFunc
-		if ctx, cancel = b.s.bounds.bound(ctx, start); cancel != nil {
-			defer cancel()
-		}
 	}
 	b.mu.Lock()
 	if b.closed {
@@ -148,7 +139,7 @@ func (b *batcher) do(ctx context.Context, c *call) (any, error) {
 		putCall(c)
 		return nil, store.ErrClosed
 	}
-	c.start = start
+	c.deadline, _ = ctx.Deadline()
 	b.queue = append(b.queue, c)
 	b.wake()
 	b.mu.Unlock()
@@ -246,10 +237,10 @@ func (b *batcher) flusher() {
 
 // flush sends a batch taken from the queue and answers every call.
 //
-// The pipeline's deadline is the store's timeout counted from when its oldest call was
-// queued, so the timeout bounds a call's wait in the queue and on the wire together, as it
-// bounds a plain call's wait for a connection and its round trip; a call that has already
-// waited that long fails without being sent. A call whose caller has left is not sent.
+// A call whose deadline (Store.bound) has passed fails without being sent, and one whose
+// caller has left is not sent. The pipeline runs under the latest deadline of the calls it
+// carries (none if one of them has none): it sets no deadline of its own, so no call is
+// cut short by another's, and none outlives all of its callers.
 //
 // When the client ignores deadlines (see guard), the pipeline runs on a goroutine of its
 // own and the flusher moves on at the deadline, leaving that goroutine to answer the
@@ -258,28 +249,32 @@ func (b *batcher) flusher() {
 func (b *batcher) flush(pipe redis.Pipeliner, batch []*call) redis.Pipeliner {
 	ctx := context.Background()
 	live := batch[:0]
-	var oldest time.Time
+	var latest time.Time
+	unbounded := false
+	now := time.Now()
 	for _, c := range batch {
 		if c.state.Load() == callAbandoned {
 			putCall(c)
 			continue
 		}
-		if b.timeout > 0 && time.Since(c.start) >= b.timeout {
+		if !c.deadline.IsZero() && !now.Before(c.deadline) {
 			c.err = context.DeadlineExceeded
 			answer(c)
 			continue
 		}
-		if len(live) == 0 {
-			oldest = c.start
+		if c.deadline.IsZero() {
+			unbounded = true
+		} else if c.deadline.After(latest) {
+			latest = c.deadline
 		}
 		live = append(live, c)
 	}
 	if len(live) == 0 {
 		return pipe
 	}
-	if b.timeout > 0 {
+	if !unbounded {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, oldest.Add(b.timeout))
+		ctx, cancel = context.WithDeadline(ctx, latest)
 		defer cancel()
 	}
 	if b.guard.inline {

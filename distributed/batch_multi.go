@@ -11,11 +11,13 @@ import (
 
 // A pipeline's quick calls (see newCall) of one script and one config go to a single
 // server as one command: the multi function of the script's library
-// (luawire.QuickLibrary), which decides them in turn at one reading of the server's TIME
+// (luawire.RateLibrary), which decides them in turn at one reading of the server's TIME
 // and replies each call's packed decision or error. Redis then parses one command, runs
 // one function call and reads TIME once for the whole group: about 30% fewer instructions
-// per decision than the same calls as quick FCALLs (callgrind, groups of 20). A failed
-// group falls back to the calls one by one (see settleGroup).
+// per decision than the same calls as quick FCALLs (callgrind, groups of 20). A call's
+// error is its own, worded as it would be alone (see luawire.RateLibrary), so that
+// callFailed classes it alike. A failed group falls back to the calls one by one (see
+// settle).
 
 // group is the quick calls of one script and config in one pipeline, sent as one multi
 // command.

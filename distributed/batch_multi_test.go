@@ -1,6 +1,7 @@
 package distributed_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -13,17 +14,18 @@ import (
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/distributed"
 	"github.com/ratekit/limiter/internal/redistest"
+	"github.com/ratekit/limiter/store"
 )
 
 // multiCalls counts the multi commands sent and the calls they carried.
 type multiCalls struct {
-	def            *algo.Script
+	multi          string // the multi function's name (multiFunction)
 	groups, inside atomic.Int64
 }
 
 // note counts cmd if it is a multi command (see eachCmd).
 func (h *multiCalls) note(cmd redis.Cmder) {
-	if a := cmd.Args(); len(a) > 2 && a[0] == "fcall" && a[1] == h.def.Function+"_m" {
+	if a := cmd.Args(); len(a) > 2 && a[0] == "fcall" && a[1] == h.multi {
 		h.groups.Add(1)
 		h.inside.Add(int64(a[2].(int)))
 	}
@@ -81,7 +83,7 @@ func TestBatchGroups(t *testing.T) {
 	t.Parallel()
 	a := algo.TokenBucket{Rate: 1e-9, Burst: 7}
 	c := redistest.Start(t).Client(t)
-	h := &multiCalls{def: a.Script()}
+	h := &multiCalls{multi: multiFunction(a)}
 	c.AddHook(eachCmd(h.note))
 	s := newStore(t, c)
 	keys := []string{"a", "b", "c", "d", "e"}
@@ -96,15 +98,53 @@ func TestBatchGroups(t *testing.T) {
 // calls grouped with it are decided.
 func TestBatchGroupErrorStaysItsOwn(t *testing.T) {
 	t.Parallel()
-	a := algo.TokenBucket{Rate: 1e-9, Burst: 1000}
 	c := redistest.Start(t).Client(t)
-	ctx := ctxTimeout(t, 30*time.Second)
-	if err := c.RPush(ctx, "bench:{bad}:tb", "x").Err(); err != nil {
+	if err := c.RPush(ctxTimeout(t, 30*time.Second), "bench:{bad}:tb", "x").Err(); err != nil {
 		t.Fatal(err)
 	}
-	h := &multiCalls{def: a.Script()}
+	groupWithBadKey(t, c, "bench:", func(err error) {
+		if !strings.Contains(err.Error(), "WRONGTYPE") {
+			t.Fatalf("error %v, want WRONGTYPE", err)
+		}
+	})
+}
+
+// TestBatchGroupScriptErrorIsTheKeys (issue 35, seam 4): a corrupt state on one key (a
+// hash of the previous format whose fields are not numbers) makes its script raise a Lua
+// error. Grouped with healthy calls, that call must fail as it fails alone: an error
+// wrapping store.ErrKeyUnavailable (Redis answered; the breaker does not count it), with
+// the script's text, never an outage. The calls grouped with it are decided.
+func TestBatchGroupScriptErrorIsTheKeys(t *testing.T) {
+	t.Parallel()
+	c := redistest.Start(t).Client(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	if err := c.HSet(ctx, "corrupt:{bad}:tb", "tokens", "x", "last", "y").Err(); err != nil {
+		t.Fatal(err)
+	}
+	alone := newStore(t, c, distributed.WithPrefix("corrupt:"), distributed.WithBatching(distributed.Batching{Off: true}))
+	_, aloneErr := alone.Apply(ctx, "bad", algo.TokenBucket{Rate: 1e-9, Burst: 1000}, algo.Request{N: 1})
+	if !errors.Is(aloneErr, store.ErrKeyUnavailable) {
+		t.Fatalf("alone: error %v, want one wrapping store.ErrKeyUnavailable", aloneErr)
+	}
+	groupWithBadKey(t, c, "corrupt:", func(err error) {
+		if !errors.Is(err, store.ErrKeyUnavailable) {
+			t.Fatalf("batched: error %v, want one wrapping store.ErrKeyUnavailable, as alone (%v)", err, aloneErr)
+		}
+		if !strings.Contains(err.Error(), "script") {
+			t.Fatalf("batched: error %v does not carry the script's text, as alone (%v)", err, aloneErr)
+		}
+	})
+}
+
+// groupWithBadKey runs bursts of token-bucket calls under prefix on the key "bad" (which
+// the caller has spoiled) and three good keys until a group was sent: the good keys grant
+// every call, and each call on the bad key fails with an error that check accepts.
+func groupWithBadKey(t *testing.T, c redis.UniversalClient, prefix string, check func(error)) {
+	t.Helper()
+	a := algo.TokenBucket{Rate: 1e-9, Burst: 1000}
+	h := &multiCalls{multi: multiFunction(a)}
 	c.AddHook(eachCmd(h.note))
-	s := newStore(t, c, distributed.WithPrefix("bench:"))
+	s := newStore(t, c, distributed.WithPrefix(prefix))
 	for round := 0; round < 20 && h.groups.Load() == 0; round++ {
 		granted, errs := burstOf(t, s, a, []string{"bad", "g1", "g2", "g3"}, 16, 4)
 		if got := granted["g1"] + granted["g2"] + granted["g3"]; got != 48 {
@@ -114,9 +154,7 @@ func TestBatchGroupErrorStaysItsOwn(t *testing.T) {
 			t.Fatalf("%d errors, want the 16 calls on the bad key: %v", len(errs), errs)
 		}
 		for _, err := range errs {
-			if !strings.Contains(err.Error(), "WRONGTYPE") {
-				t.Fatalf("error %v, want WRONGTYPE", err)
-			}
+			check(err)
 		}
 	}
 	if h.groups.Load() == 0 {
@@ -124,41 +162,8 @@ func TestBatchGroupErrorStaysItsOwn(t *testing.T) {
 	}
 }
 
-// TestBatchGroupsRefusedGoOneByOne: a Cluster-enabled server reached through a plain
-// client refuses a group whose keys hash to different slots (CROSSSLOT); the calls go one
-// by one instead, and the store sends no group again.
-func TestBatchGroupsRefusedGoOneByOne(t *testing.T) {
-	t.Parallel()
-	srv := redistest.StartWithFlags(t, "--cluster-enabled", "yes")
-	c := srv.Client(t)
-	ctx := ctxTimeout(t, 30*time.Second)
-	if err := c.Do(ctx, "cluster", "addslotsrange", 0, 16383).Err(); err != nil {
-		t.Skipf("CLUSTER ADDSLOTSRANGE: %v", err)
-	}
-	for i := 0; ; i++ { // the node serves its slots once the cluster state is ok
-		info, err := c.ClusterInfo(ctx).Result()
-		if err == nil && strings.Contains(info, "cluster_state:ok") {
-			break
-		}
-		if i == 1000 { // 10 s
-			t.Fatalf("cluster state: %q, %v", info, err)
-		}
-		time.Sleep(10 * time.Millisecond) // polling the server's state, not synchronising goroutines
-	}
-	a := algo.TokenBucket{Rate: 1e-9, Burst: 7}
-	h := &multiCalls{def: a.Script()}
-	c.AddHook(eachCmd(h.note))
-	s := newStore(t, c)
-	keys := []string{"a", "b", "c", "d", "e"}
-	grantsEach(t, s, a, keys, 7)
-	n := h.groups.Load()
-	if n == 0 {
-		t.Fatal("no group was sent")
-	}
-	if _, errs := burstOf(t, s, a, keys, 32, 5); len(errs) > 0 {
-		t.Fatalf("%d errors, the first %v", len(errs), errs[0])
-	}
-	if m := h.groups.Load(); m != n {
-		t.Errorf("%d more groups sent after one was refused", m-n)
-	}
+// multiFunction is the name of the multi function the store sends for a's script.
+func multiFunction(a algo.Scripted) string {
+	_, _, multi := distributed.FunctionNames(a.Script())
+	return multi
 }

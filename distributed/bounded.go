@@ -43,7 +43,8 @@ func honoursContext(client redis.UniversalClient) bool {
 }
 
 // guard makes a call to Redis return by its context's deadline even when the client
-// ignores that deadline. For a client that honours it, the call runs inline at no cost.
+// ignores that deadline. It sets no deadline: the call's one deadline is Store.bound's
+// (deadline.go). For a client that honours it, the call runs inline at no cost.
 // Otherwise the call runs on a goroutine of its own and the caller waits for it or for
 // the deadline, whichever comes first; a call given up on runs on until the client's own
 // timeouts end it.

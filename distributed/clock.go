@@ -116,8 +116,8 @@ func (cc *clientClock) check(r, now int64) error {
 
 // now is the instant of a script call and its ARGV[2]: the server's TIME (luawire.ServerTime,
 // "") unless WithClientClock gave the store a clock, whose lag is checked (see above).
-// The client time is sent with the TTL padding to scripts that read it (pads: their
-// algo.Script's PadsTTL), alone to others, whose TTLs are then their own affair.
+// The client time is sent with the TTL padding to scripts that read it (pads: the
+// module's own, luawire.Composed), alone to others, whose TTLs are then their own affair.
 func (s *Store) now(pads bool) (now int64, arg any, err error) {
 	if s.cc == nil {
 		return luawire.ServerTime, luawire.Now(luawire.ServerTime), nil

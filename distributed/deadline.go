@@ -6,6 +6,25 @@ import (
 	"time"
 )
 
+// The deadline of a call to Redis is set in one place, Store.bound, once per call, when
+// the call enters the transport (exec): the caller's context, bounded by the store's
+// timeout (WithTimeout) unless its own deadline comes first. Everything after it honours
+// that deadline and adds none of its own: a call sent alone runs under it; a batched
+// call's caller waits under it, and the pipeline that carries the call runs until the
+// latest deadline of its calls (see batcher.flush); the guard (bounded.go) makes a client
+// that ignores deadlines return by it. A Limiter's own timeout (the root package's
+// WithTimeout) reaches the store as the context's deadline, which bound keeps when it is
+// the earlier.
+
+// bound returns ctx bounded by the store's timeout from now (see above), and the function
+// to call once the call is done (nil when there is nothing to release).
+func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.bounds == nil {
+		return ctx, nil
+	}
+	return s.bounds.bound(ctx, time.Now())
+}
+
 // deadlines bounds each call by the store's timeout without what a context.WithTimeout
 // per call costs (five allocations, about 380 bytes: the context, its timer, two closures
 // and the Done channel), which was the largest part of a decision's garbage on the

@@ -1,6 +1,10 @@
 package distributed
 
-import "time"
+import (
+	"time"
+
+	"github.com/ratekit/limiter/algo"
+)
 
 // Test hooks for the external tests of package distributed_test.
 
@@ -95,4 +99,15 @@ func IdleFlushers(s *Store) int {
 	s.batch.mu.Lock()
 	defer s.batch.mu.Unlock()
 	return s.batch.idle
+}
+
+// FunctionNames returns the functions of def's library as the store sends them: the
+// function of the calling convention, the quick one and the multi one; "" for each the
+// store does not send.
+func FunctionNames(def *algo.Script) (fn, quick, multi string) {
+	e := newEntry(def, formRate)
+	s, _ := e.quick.(string)
+	m, _ := e.multi.(string)
+	f, _ := e.fn.(string)
+	return f, s, m
 }

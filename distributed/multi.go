@@ -59,7 +59,7 @@ func (s *Store) ApplyAll(ctx context.Context, key string, rules []algo.Algorithm
 			return nil, false, fmt.Errorf("rule %d: %w", i+1, err)
 		}
 		defs[i] = e.def
-		pads = pads && e.def.PadsTTL
+		pads = pads && e.pads
 		keys = appendStateKeys(keys, s.prefix, key, slot, e.def.Keys)
 		at := len(args)
 		args = sa.AppendArgs(append(args, 0))
@@ -152,18 +152,17 @@ func multiScriptFor(defs []*algo.Script) *scriptEntry {
 			return m.e
 		}
 		// Another algorithm with the same names but other sources: build, don't cache.
-		return newEntry(&algo.Script{Name: "composite", Source: multiSource(defs)})
+		return newEntry(&algo.Script{Name: "composite", Source: multiSource(defs)}, formEval)
 	}
 	if multiScriptCount.Load() >= maxMultiScripts {
-		return newEntry(&algo.Script{Name: "composite", Source: multiSource(defs)})
+		return newEntry(&algo.Script{Name: "composite", Source: multiSource(defs)}, formEval)
 	}
 	src := multiSource(defs)
-	fn, lib := luawire.Library(src)
-	m := &multiScript{defs: defs, e: newEntry(&algo.Script{Name: "composite", Source: src, Function: fn, Library: lib})}
+	m := &multiScript{defs: defs, e: newEntry(&algo.Script{Name: "composite", Source: src}, formLibrary)}
 	if v, loaded := multiScripts.LoadOrStore(id, m); loaded {
 		m = v.(*multiScript)
 		if !sameScripts(m.defs, defs) {
-			return newEntry(&algo.Script{Name: "composite", Source: src})
+			return newEntry(&algo.Script{Name: "composite", Source: src}, formEval)
 		}
 		return m.e
 	}

@@ -1,9 +1,9 @@
 -- Composite of several rules on one key, all or nothing: the driver of the script that
--- multi_script.go builds. Above this text it defines one local function per distinct
--- algorithm script (the script's whole source wrapped as `function(KEYS, ARGV, ...) ...
--- end`, so each rule runs its own Lua twin unchanged on its own keys and arguments), RULES
--- (the function of each rule, in order) and NKEYS (how many keys each rule has), then the
--- base every script starts with (internal/luawire/base.lua). In a function library all of
+-- multi_script.go builds. Above this text come the base every script starts with
+-- (internal/luawire/base.lua), one local function per distinct algorithm script (the
+-- script's whole source wrapped as `function(KEYS, ARGV, ...) ... end`, so each rule runs
+-- its own Lua twin unchanged on its own keys and arguments), RULES (the function of each
+-- rule, in order) and NKEYS (how many keys each rule has). In a function library all of
 -- that runs once, when the library loads.
 --
 -- KEYS       every rule's keys, rule after rule; all carry one hash tag, so one slot
@@ -21,8 +21,8 @@
 -- DEL for a key that did not exist) after. Nothing here depends on what a rule's script
 -- writes or on its writing nothing when it denies.
 
--- ---- per call: everything from here on runs on every call ----
-redis = api()
+-- call answers one call (serve of the base sets KEYS, ARGV and redis first).
+local function call()
 -- One instant for every rule: the server's TIME read once (read_now, of the base that
 -- comes before this file), or the client's time as sent ("now" or "now pad"), handed to
 -- each rule unchanged.
@@ -79,3 +79,6 @@ end
 if all == 0 then rollback() end
 reply[#reply + 1] = all
 return reply
+end
+
+return serve(call)

@@ -13,8 +13,9 @@ import (
 var multiDriverLua string
 
 // multiSource builds the composite script of defs, one per rule in order (see multi.lua):
-// one local function per distinct script, wrapping its whole source, then RULES and NKEYS,
-// then the base (luawire.BaseLua) and the driver.
+// the base (luawire.BaseLua), one local function per distinct script, wrapping its whole
+// source, then RULES and NKEYS, then the driver, which ends with `return serve(call)`: the
+// module's composition rule (luawire.Composed), so it loads as a function library too.
 //
 // Wrapping is sound because a script, as algo.Script requires, is a plain Lua chunk that
 // reads its keys and arguments only through KEYS and ARGV (now parameters of the function,
@@ -25,6 +26,7 @@ var multiDriverLua string
 // only the first line of a whole script may carry.
 func multiSource(defs []*algo.Script) string {
 	var b strings.Builder
+	b.WriteString(luawire.BaseLua)
 	b.WriteString("-- limiter composite: ")
 	fn := make(map[*algo.Script]int, len(defs))
 	src := make(map[string]int, len(defs))
@@ -70,7 +72,6 @@ func multiSource(defs []*algo.Script) string {
 		b.WriteString(strconv.Itoa(len(d.Keys)))
 	}
 	b.WriteString("}\n")
-	b.WriteString(luawire.BaseLua)
 	b.WriteString(multiDriverLua)
 	return b.String()
 }

@@ -49,11 +49,12 @@ func (h *sentScripts) note(cmd redis.Cmder) {
 	if len(args) < 2 {
 		return
 	}
+	fn, quick, _ := distributed.FunctionNames(h.def)
 	var what string
 	switch args[1] {
-	case h.def.Quick:
+	case quick:
 		what = "quick"
-	case h.def.Function:
+	case fn:
 		what = "full"
 	case h.def.Source:
 		what = "src"

@@ -20,7 +20,7 @@ const semSlot = "sem"
 
 // semEntry runs algo.Semaphore's Lua twin through the transport; one script serves every
 // operation.
-var semEntry = newEntry(algo.Semaphore{}.Script())
+var semEntry = newEntry(algo.Semaphore{}.Script(), formLibrary)
 
 // Acquire tries once to grant token a permit of the semaphore name, atomically in Redis at
 // the server's time (or WithClientClock's). See store.SemaphoreStore for the rules; the

@@ -176,7 +176,7 @@ func (s *Store) decide(ctx context.Context, op, what, key string, a algo.Algorit
 	if err != nil {
 		return algo.Decision{}, err
 	}
-	now, nowArg, err := s.now(e.def.PadsTTL)
+	now, nowArg, err := s.now(e.pads)
 	if err != nil {
 		return algo.Decision{}, err
 	}
@@ -213,7 +213,7 @@ func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int6
 	if err != nil {
 		return err
 	}
-	now, nowArg, err := s.now(e.def.PadsTTL)
+	now, nowArg, err := s.now(e.pads)
 	if err != nil {
 		return err
 	}
@@ -286,7 +286,7 @@ func (s *Store) script(a algo.Algorithm) (algo.Scripted, *scriptEntry, string, e
 		return nil, nil, "", fmt.Errorf("%w: two algorithms named %q have different scripts (%T)",
 			algo.ErrInvalidConfig, name, a)
 	}
-	v, _ := s.scripts.LoadOrStore(name, newEntry(def))
+	v, _ := s.scripts.LoadOrStore(name, newEntry(def, formRate))
 	e := v.(*scriptEntry)
 	if e.def != def && e.def.Source != def.Source {
 		return nil, nil, "", fmt.Errorf("%w: two algorithms named %q have different scripts (%T)",

@@ -22,8 +22,9 @@ import (
 // composite of ApplyAll, Reset's DEL, the semaphore's operations) goes to Redis through
 // exec, the one place that chooses how it is sent and recovers a script the server lost.
 //
-//   - How it is named: FCALL when the script comes as a Redis 7 function library
-//     (algo.Script's Library) and the server has functions; EVALSHA otherwise. No probe
+//   - How it is named: FCALL of the function library newEntry builds from the script's
+//     source when the script follows the module's composition rule (luawire.Composed)
+//     and the server has functions; EVALSHA otherwise. No probe
 //     is sent ahead of the calls: the first FCALL is the probe.
 //   - How it travels: alone, within the store's timeout and guard (bounded.go); in the
 //     next pipeline with WithBatching (batch.go); or, under WithReplicaAck, in a pipeline
@@ -38,26 +39,58 @@ import (
 //     Neither error means the script ran, so sending it again cannot apply it twice.
 
 // scriptEntry is one script as the transport sends it: its source, SHA-1 and, when it
-// has a library, its function.
+// goes as a function library, the library and its functions.
 type scriptEntry struct {
 	def *algo.Script
 	sha string // SHA-1 of def.Source, for EVALSHA
-	// fn, shaArg and src are def.Function, sha and def.Source as command arguments, boxed
-	// once: a string stored in an interface is an allocation per call otherwise. quick is
-	// def.Quick so boxed, and multi the library's multi function (batch_multi.go); nil when
-	// the script has no quick function.
+	// lib is the FUNCTION LOAD code of def.Source ("" for a script sent with EVALSHA only).
+	lib string
+	// pads: the script reads ARGV[2] as "now pad" too (luawire.Composed), so a client clock
+	// sends it its tolerance (clock.go).
+	pads bool
+	// fn, shaArg and src are the library's function, sha and def.Source as command
+	// arguments, boxed once: a string stored in an interface is an allocation per call
+	// otherwise. quick and multi are the library's quick and multi functions so boxed
+	// (luawire.RateLibrary; batch_multi.go); nil when it has none.
 	fn, shaArg, src, quick, multi any
 	// cfg caches the config arguments (AppendArgs) of the last algorithm of package algo
 	// run with this script, so that a limiter's calls format and box them once.
 	cfg atomic.Pointer[configArgs]
 }
 
-func newEntry(def *algo.Script) *scriptEntry {
+// form is how the transport may send a script: what it knows of the script beyond its
+// source, since algo.Script says nothing about how it is sent.
+type form uint8
+
+const (
+	// formEval: with EVALSHA (and EVAL) only.
+	formEval form = iota
+	// formLibrary: as a function library (FCALL) when the script is luawire.Composed and
+	// the server has functions, else as formEval.
+	formLibrary
+	// formRate: formLibrary, for a rate algorithm's script (it answers algo.Script's
+	// calling convention), whose library also has the quick and multi functions
+	// (luawire.RateLibrary).
+	formRate
+)
+
+// newEntry decides how def is sent, once per script: see form. A script that does not
+// follow the module's composition rule (luawire.Composed: a custom algorithm's) is sent
+// with EVALSHA whatever f says, and with a plain now.
+func newEntry(def *algo.Script, f form) *scriptEntry {
 	sum := sha1.Sum([]byte(def.Source))
 	sha := hex.EncodeToString(sum[:])
-	e := &scriptEntry{def: def, sha: sha, fn: def.Function, shaArg: sha, src: def.Source}
-	if def.Quick != "" && def.Library != "" {
-		e.quick, e.multi = def.Quick, def.Function+luawire.MultiSuffix
+	e := &scriptEntry{def: def, sha: sha, shaArg: sha, src: def.Source, pads: luawire.Composed(def.Source)}
+	if !e.pads {
+		return e
+	}
+	switch f {
+	case formLibrary:
+		fn, lib := luawire.Library(def.Source)
+		e.fn, e.lib = fn, lib
+	case formRate:
+		fn, quick, multi, lib := luawire.RateLibrary(def.Source, len(def.Keys))
+		e.fn, e.quick, e.multi, e.lib = fn, quick, multi, lib
 	}
 	return e
 }
@@ -94,16 +127,16 @@ type call struct {
 	e    *scriptEntry
 	step step
 	cmd  *redis.Cmd
-	// quick: args is FCALL of the script's quick function (algo.Script's Quick), whose
+	// quick: args is FCALL of the script's quick function (luawire.RateLibrary), whose
 	// ARGV is the config alone; expand turns it back into the full convention.
 	quick bool
 
 	// Batching (batch.go).
-	start time.Time // when it was queued; zero without a timeout
-	reply any
-	err   error
-	state atomic.Int32
-	ready chan struct{} // capacity 1: the flusher's one signal that reply and err are set
+	deadline time.Time // the call's deadline (Store.bound); zero for none
+	reply    any
+	err      error
+	state    atomic.Int32
+	ready    chan struct{} // capacity 1: the flusher's one signal that reply and err are set
 }
 
 var callPool = sync.Pool{New: func() any {
@@ -121,7 +154,7 @@ func (s *Store) newCall(e *scriptEntry, keys []string, argv []any) *call {
 	for _, k := range keys {
 		c.args = append(c.args, k)
 	}
-	functions := e.def.Library != "" && !s.evalOnly.Load()
+	functions := e.lib != "" && !s.evalOnly.Load()
 	if functions && e.quick != nil && quickArgs(argv) {
 		c.quick = true
 		c.args = append(c.args, argv[len(quickHead):]...)
@@ -168,7 +201,7 @@ func (c *call) expand() {
 func putCall(c *call) {
 	clear(c.args)
 	c.args = c.args[:0]
-	c.e, c.start, c.cmd, c.reply, c.err, c.quick = nil, time.Time{}, nil, nil, nil, false
+	c.e, c.deadline, c.cmd, c.reply, c.err, c.quick = nil, time.Time{}, nil, nil, nil, false
 	c.state.Store(callWaiting)
 	callPool.Put(c)
 }
@@ -201,11 +234,16 @@ func (c *call) command(ctx context.Context) *redis.Cmd {
 // firstKey is the call's first key, which names the server that owns all of them.
 func (c *call) firstKey() string { return c.args[3].(string) }
 
-// exec runs e's script on keys with argv and returns its reply: on its own within the
-// store's timeout (or ctx's earlier deadline) whatever the client's options (see guard),
-// or, while other calls are in flight and batching is on, in the next pipeline. keys and
+// exec runs e's script on keys with argv and returns its reply by the call's deadline,
+// which it sets first (Store.bound: the store's timeout, or ctx's earlier deadline),
+// whatever the client's options (see guard): on its own, or, while other calls are in
+// flight and batching is on, in the next pipeline. keys and
 // argv are copied: the caller may reuse them when exec returns.
 func (s *Store) exec(ctx context.Context, e *scriptEntry, keys []string, argv []any) (any, error) {
+	ctx, cancel := s.bound(ctx) // the call's one deadline (deadline.go)
+	if cancel != nil {
+		defer cancel()
+	}
 	c := s.newCall(e, keys, argv)
 	if s.batch != nil {
 		if !s.batch.alone() {
@@ -214,12 +252,6 @@ func (s *Store) exec(ctx context.Context, e *scriptEntry, keys []string, argv []
 		// Nothing in flight: no one to share a round trip with, so the call goes on its
 		// own, exactly as without batching, holding the batcher's slot meanwhile.
 		defer s.batch.done()
-	}
-	if s.bounds != nil {
-		var cancel context.CancelFunc
-		if ctx, cancel = s.bounds.bound(ctx, time.Now()); cancel != nil {
-			defer cancel()
-		}
 	}
 	if s.guard.inline {
 		reply, err := s.send(ctx, c)
@@ -400,7 +432,7 @@ func (s *Store) sendTo(ctx context.Context, node redis.Cmdable, c *call, asking 
 	pipe := node.Pipeline()
 	var load *redis.StringCmd
 	if c.step == stepLoad {
-		load = pipe.FunctionLoadReplace(ctx, c.e.def.Library)
+		load = pipe.FunctionLoadReplace(ctx, c.e.lib)
 	}
 	if asking {
 		_ = pipe.Process(ctx, redis.NewStatusCmd(ctx, "asking"))

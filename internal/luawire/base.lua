@@ -1,16 +1,19 @@
 -- Base: the helpers every script of the module starts with (the algorithms' prelude, the
--- semaphore, the composite of ApplyAll, the penalty), so that reading the time, the
--- padding of a client clock, the expiry floor and the compact state's
--- GET and SET are written once.
+-- semaphore, the composite of ApplyAll, the penalty, Reset), so that reading the time, the
+-- padding of a client clock, the expiry floor and the compact state's GET and SET are
+-- written once.
 --
--- In a Redis 7 function library (luawire.Library) everything before the script's
--- "per call" line runs once, when the library loads: it only defines constants and
--- functions. The per-call part starts with `redis = api()` (see api).
+-- A script of the module is this file followed by its own (see luawire.Composed, the one
+-- statement of the rule): its top level only defines local constants and functions, and
+-- its last statement is `return serve(call)`, call() answering one call. Run as a script
+-- (EVAL, EVALSHA), serve answers the call at once; loaded as a Redis 7 function library
+-- (luawire.Library), the script runs once, when the library loads, and serve hands call
+-- to the library, which registers it: the helpers are made once rather than on every call.
 --
--- in_library: this code runs in a Redis 7 function library (luawire.Library), whose
--- helpers and upvalues outlive a call, rather than in a plain script (EVAL/EVALSHA), which
--- runs all of it again on every call. A plain script's KEYS is a table on every call;
--- a library's is nil while it loads, set by its function on each call (Library).
+-- in_library: this code runs in a Redis 7 function library, whose helpers and upvalues
+-- outlive a call, rather than in a plain script, which runs all of it again on every
+-- call. A plain script's KEYS is a table on every call; a library's is nil while it
+-- loads (luawire.Library declares it), set by serve on each call.
 local in_library = KEYS == nil
 
 -- api returns the server's redis table at call time: a library captures, while it loads,
@@ -19,7 +22,7 @@ local in_library = KEYS == nil
 -- struct.unpack), which a library cannot reach while it loads: each global name costs a
 -- lookup through the globals table's metatable, an upvalue next to nothing. A library
 -- keeps both from its first call (server_redis: Redis gives a function the same redis
--- table on every call), so its calls start with `redis = server_redis or api()`.
+-- table on every call), so serve starts each call with `redis = server_redis or api()`.
 -- has_keepttl: SET has KEEPTTL (Redis ≥ 6; REDIS_VERSION_NUM exists from 7.0), see
 -- put_state_kept.
 local sformat, spack, sunpack, server_redis, has_keepttl
@@ -30,17 +33,10 @@ local function api()
   return redis
 end
 
--- KEYS and ARGV of the current call: the globals of a script; a library's function sets
--- them from its arguments before anything else runs.
+-- KEYS and ARGV of the current call: the globals of a script; serve sets them from the
+-- arguments of a library's function before anything else runs.
 local KEYS, ARGV = KEYS, ARGV
--- quick: the call came through the quick function of an algorithm's library
--- (luawire.QuickLibrary): an "apply" of N = 1 with MaxWait 0 at the server's TIME, whose
--- ARGV is the config alone. Set by the library's two functions; false in a plain script.
-local quick = false
--- multi_now: the server's TIME of a multi call (luawire.QuickLibrary), read once for all of
--- its decisions; nil otherwise.
-local multi_now = nil
--- redis is the table the scripts and the helpers call: set per call.
+-- redis is the table the scripts and the helpers call: set per call, by serve.
 local redis = redis
 
 local MAX_MICROS = 1e15 -- algo.MaxMicros: bounds every wait; 1e15 µs = never
@@ -97,6 +93,10 @@ local server_time = false
 -- a library's upvalues outlive a call, so most calls of the same second parse only the µs).
 local time_s, time_n = nil, 0
 
+-- shared_now: the server's TIME (µs) that the calls of one multi function of a library
+-- (luawire.RateLibrary) share, read once for all of them (see serve); nil otherwise.
+local shared_now = nil
+
 -- read_now decodes ARGV[2] of a call into now, in µs since the Unix epoch: "" reads the
 -- server's TIME; "now" is a client's time; "now pad" is a client's time and the TTL
 -- padding, which it keeps in pad.
@@ -104,6 +104,7 @@ local function read_now(arg)
   pad = 0
   server_time = arg == ''
   if arg == '' then
+    if shared_now then return shared_now end
     -- Redis 3.2–4 replicate scripts verbatim unless told otherwise, and refuse writes
     -- after TIME; Redis 5+ replicate effects already (the call is a no-op there).
     -- A library runs on Redis 7 only, and Redis 7 has REDIS_VERSION_NUM: no call there.
@@ -213,4 +214,30 @@ local function get_mark(k)
     if tag == 82 then return at, untl end
   end
   return nil
+end
+
+-- serve ends every script of the module: `return serve(call)`. It makes the function that
+-- answers one call, entry(keys, args) -> reply: it sets KEYS, ARGV and redis, then
+-- replies call(). Run as a script, serve answers the script's own call at once; loaded
+-- as a library (in_library), it returns entry for the library to register, and
+-- entry_shared(keys, args, first), which answers a call as entry does, at the server's
+-- TIME shared with the calls before it since the last one with first true, which reads
+-- it: the multi function of luawire.RateLibrary reads TIME once for all of its calls.
+local function serve(call)
+  local function entry(keys, args)
+    KEYS, ARGV, shared_now = keys, args, nil
+    redis = server_redis or api()
+    return call()
+  end
+  if not in_library then return entry(KEYS, ARGV) end
+  local function entry_shared(keys, args, first)
+    KEYS, ARGV = keys, args
+    redis = server_redis or api()
+    if first then
+      shared_now = nil
+      shared_now = read_now('')
+    end
+    return call()
+  end
+  return entry, entry_shared
 end

@@ -9,24 +9,29 @@ import (
 	"github.com/ratekit/limiter/internal/luawire"
 )
 
-// TestLibrary: the part before the last per-call line loads once, the rest is the
-// function's body; a script without the line has no library.
-func TestLibrary(t *testing.T) {
-	if fn, lib := luawire.Library("return 1"); fn != "" || lib != "" {
-		t.Errorf("Library of a script without a per-call line = %q, %q; want none", fn, lib)
+// TestComposed: a script follows the composition rule when it starts with the base, whole.
+func TestComposed(t *testing.T) {
+	if !luawire.Composed(luawire.BaseLua + "local function call() return 1 end\nreturn serve(call)\n") {
+		t.Error("the base and a body: not composed")
 	}
-	// A composite: each rule's source carries the line inside its function; the driver's
-	// line, the last, splits the library.
-	rule := "local x = 1\n" + luawire.PerCall + " rule\nreturn x\n"
-	src := "local rule = function(KEYS, ARGV)\n" + rule + "end\nlocal y = 2\n" + luawire.PerCall + " driver\nreturn rule()\n"
+	for _, src := range []string{"return 1", "-- custom\n" + luawire.BaseLua + "return serve(function() return 1 end)\n", luawire.BaseLua[:len(luawire.BaseLua)/2]} {
+		if luawire.Composed(src) {
+			t.Errorf("Composed(%.40q...) = true", src)
+		}
+	}
+}
+
+// TestLibrary: the library runs the whole script once, in a function whose return (the
+// script's serve) is the function registered under a name that carries the SHA-1 of the
+// script; nothing of the script is cut or moved.
+func TestLibrary(t *testing.T) {
+	src := luawire.BaseLua + "local x = 1\nlocal function call() return x end\nreturn serve(call)\n"
 	fn, lib := luawire.Library(src)
 	if !strings.HasPrefix(fn, "ratekit_") || !strings.HasPrefix(lib, "#!lua name="+fn+"\n") {
 		t.Fatalf("Library = %q, %.40q", fn, lib)
 	}
-	load, call, ok := strings.Cut(lib, "local function call(keys, args)\n")
-	if !ok || !strings.Contains(load, "local y = 2") || !strings.Contains(load, "-- ---- per call: rule") ||
-		!strings.HasPrefix(call, "KEYS, ARGV = keys, args\n-- ---- per call: driver\nreturn rule()") {
-		t.Errorf("library split at the wrong line:\n%s", lib)
+	if !strings.Contains(lib, "local call, call_shared = (function()\n"+src+"\nend)()\n") {
+		t.Errorf("the library does not hold the script whole:\n%s", lib)
 	}
 	if !strings.HasSuffix(lib, "redis.register_function('"+fn+"', call)\n") {
 		t.Errorf("library does not register %s:\n%s", fn, lib)
@@ -36,22 +41,22 @@ func TestLibrary(t *testing.T) {
 	}
 }
 
-// TestQuickLibrary: the same library and function name as Library's, plus the quick
-// function, registered after it; none for a script without a per-call line.
-func TestQuickLibrary(t *testing.T) {
-	if fn, quick, lib := luawire.QuickLibrary("return 1", 1); fn != "" || quick != "" || lib != "" {
-		t.Errorf("QuickLibrary of a script without a per-call line = %q, %q, %q; want none", fn, quick, lib)
+// TestRateLibrary: the same library and function name as Library's, then the quick and
+// multi functions, registered after it.
+func TestRateLibrary(t *testing.T) {
+	src := luawire.BaseLua + "local function call() return {1, 2, 3, 4, 5, 6, 7} end\nreturn serve(call)\n"
+	fn, quick, multi, lib := luawire.RateLibrary(src, 1)
+	plain, plainLib := luawire.Library(src)
+	if fn != plain || quick != fn+luawire.QuickSuffix || multi != fn+luawire.MultiSuffix {
+		t.Fatalf("RateLibrary names %q, %q, %q; want %q and it with %q, %q", fn, quick, multi, plain, luawire.QuickSuffix, luawire.MultiSuffix)
 	}
-	src := "local x = 1\n" + luawire.PerCall + " call\nreturn {x}\n"
-	fn, quick, lib := luawire.QuickLibrary(src, 1)
-	if plain, _ := luawire.Library(src); fn != plain || quick != fn+luawire.QuickSuffix {
-		t.Fatalf("QuickLibrary names %q, %q; want %q and it with %q", fn, quick, plain, luawire.QuickSuffix)
+	if !strings.HasPrefix(lib, plainLib) {
+		t.Errorf("the library does not start as Library's:\n%s", lib)
 	}
-	full := strings.Index(lib, "redis.register_function('"+fn+"',")
 	q := strings.Index(lib, "redis.register_function('"+quick+"',")
-	m := strings.Index(lib, "redis.register_function('"+fn+luawire.MultiSuffix+"',")
-	if full < 0 || q < full || m < q || !strings.Contains(lib[q:m], "quick, multi_now = true, nil") {
-		t.Errorf("library does not register %s, %s, then %s%s:\n%s", fn, quick, fn, luawire.MultiSuffix, lib)
+	m := strings.Index(lib, "redis.register_function('"+multi+"',")
+	if q < len(plainLib) || m < q {
+		t.Errorf("library does not register %s, %s, then %s:\n%s", fn, quick, multi, lib)
 	}
 }
 

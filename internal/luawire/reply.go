@@ -46,7 +46,7 @@ func (e *ReplyError) Unwrap() error { return ErrBadReply }
 // never (math.MaxInt64). Anything else is a *[ReplyError] that says what arrived; it
 // never panics.
 //
-// The quick function of a [QuickLibrary] replies the same seven values packed in one
+// The quick function of a [RateLibrary] replies the same seven values packed in one
 // string: the byte 'D', then each value as a little-endian double (57 bytes); each must
 // be a whole number.
 func ParseDecision(reply any) (Decision, error) {
@@ -97,17 +97,17 @@ func ParseDecision(reply any) (Decision, error) {
 }
 
 // The packed form of a decision (see [ParseDecision]): a tag byte and seven doubles. In
-// the reply of a multi function (see [QuickLibrary]) an error is its tag, the length of its
+// the reply of a multi function (see [RateLibrary]) an error is its tag, the length of its
 // message (int32, little-endian) and the message.
 const (
 	packedTag    = 'D'
-	packedTagLua = "68" // packedTag, as the Lua of QuickLibrary writes it
+	packedTagLua = "68" // packedTag, as the Lua of RateLibrary writes it
 	packedLen    = 1 + 7*8
 	errorTag     = 'E'
 	errorTagLua  = "69"
 )
 
-// SplitMulti splits the reply of a multi function (see [QuickLibrary]) into n calls'
+// SplitMulti splits the reply of a multi function (see [RateLibrary]) into n calls'
 // replies: a packed decision (for [ParseDecision]), or the message of the error that call
 // raised or replied. It fails when the reply does not hold exactly n of them.
 func SplitMulti(reply string, n int, each func(i int, packed, errMsg string)) error {

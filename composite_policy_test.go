@@ -16,6 +16,7 @@ import (
 	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/store"
+	"github.com/stretchr/testify/require"
 )
 
 // flakyMulti is a flakyStore over a local store that also applies several rules at once,
@@ -215,4 +216,33 @@ func TestAllMiddleware(t *testing.T) {
 			t.Errorf("response %d: RateLimit-Policy and RateLimit %q, want %q", i+1, policies[i], want[i])
 		}
 	}
+}
+
+// listErr is a store failure whose type == cannot compare (it holds a slice).
+type listErr struct{ causes []string }
+
+func (e listErr) Error() string { return "store down: " + strings.Join(e.causes, ", ") }
+func (e listErr) Unwrap() error { return store.ErrUnavailable }
+
+// TestAllFailOpenIncomparableErrors: two rules whose stores both fail with an error type
+// == cannot compare, each answered by FailOpen: the composite grants and returns both
+// failures joined, where joining them compared the two and panicked.
+func TestAllFailOpenIncomparableErrors(t *testing.T) {
+	t.Parallel()
+	clk := clockx.NewFake(start)
+	var rules []*limiter.Limiter
+	for i := 0; i < 2; i++ {
+		st := &flakyStore{Store: newLocal(t, clk)}
+		var e error = listErr{causes: []string{"refused"}}
+		st.other.Store(&e)
+		rules = append(rules, mustNew(t, st, algo.FixedWindow{Limit: 5, Window: time.Minute},
+			limiter.WithClock(clk), limiter.WithFailurePolicy(limiter.FailOpen)))
+	}
+	c, err := limiter.All(rules...)
+	require.NoError(t, err)
+	d, err := c.Allow(context.Background(), "k")
+	require.True(t, d.Allowed, "FailOpen grants")
+	require.ErrorIs(t, err, store.ErrUnavailable)
+	var le listErr
+	require.ErrorAs(t, err, &le)
 }

@@ -3,6 +3,7 @@ package limiter
 import (
 	"context"
 	"errors"
+	"reflect"
 	"sync/atomic"
 	"time"
 
@@ -75,7 +76,7 @@ type result struct {
 // addSoft joins err to the request's soft errors.
 func (res *result) addSoft(err error) {
 	switch {
-	case err == nil || err == res.soft:
+	case err == nil || sameError(err, res.soft):
 	case res.soft == nil:
 		res.soft = err
 	default:
@@ -97,6 +98,15 @@ func (res *result) fail(ctx context.Context, err error) (Decision, error) {
 	giveBack(ctx, res.held, true)
 	res.held = nil
 	return Decision{}, err
+}
+
+// sameError reports whether a and b are one error value (the rules of an atomic group
+// share their call's failure), without panicking on an error type == cannot compare.
+func sameError(a, b error) bool {
+	if a == nil || b == nil || reflect.TypeOf(a) != reflect.TypeOf(b) || !reflect.TypeOf(a).Comparable() {
+		return false
+	}
+	return a == b
 }
 
 // answer is one rule's answer to a request.

@@ -41,7 +41,7 @@ func All(rules ...*Limiter) (*Limiter, error) {
 	for i, r := range flat {
 		c.storeID[i] = i
 		for j := 0; j < i; j++ {
-			if sameStore(flat[j].store, r.store) {
+			if same(flat[j].store, r.store) {
 				c.storeID[i] = c.storeID[j]
 				break
 			}
@@ -50,11 +50,12 @@ func All(rules ...*Limiter) (*Limiter, error) {
 	return c, nil
 }
 
-// sameStore reports whether a and b are one store, without panicking on a store type that
-// is not comparable (such a store is never shared).
-func sameStore(a, b store.Store) bool {
+// same reports whether a and b are one value, without panicking on a type == cannot
+// compare: values of such a type are never the same (a store of such a type is never
+// shared; an error of such a type is never joined once for two rules).
+func same(a, b any) bool {
 	ta := reflect.TypeOf(a)
-	if ta != reflect.TypeOf(b) || !ta.Comparable() {
+	if ta == nil || ta != reflect.TypeOf(b) || !ta.Comparable() {
 		return false
 	}
 	return a == b

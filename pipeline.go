@@ -3,7 +3,6 @@ package limiter
 import (
 	"context"
 	"errors"
-	"reflect"
 	"sync/atomic"
 	"time"
 
@@ -76,7 +75,7 @@ type result struct {
 // addSoft joins err to the request's soft errors.
 func (res *result) addSoft(err error) {
 	switch {
-	case err == nil || sameError(err, res.soft):
+	case err == nil || same(err, res.soft): // the rules of an atomic group share their call's failure
 	case res.soft == nil:
 		res.soft = err
 	default:
@@ -93,20 +92,16 @@ func (res *result) answerer(l *Limiter) *Limiter {
 	return l
 }
 
-// fail gives back what a set's request holds, and fails it with err.
-func (res *result) fail(ctx context.Context, err error) (Decision, error) {
+// release gives back what a set's request holds: the request failed, or a rule denied.
+func (res *result) release(ctx context.Context) {
 	giveBack(ctx, res.held, true)
 	res.held = nil
-	return Decision{}, err
 }
 
-// sameError reports whether a and b are one error value (the rules of an atomic group
-// share their call's failure), without panicking on an error type == cannot compare.
-func sameError(a, b error) bool {
-	if a == nil || b == nil || reflect.TypeOf(a) != reflect.TypeOf(b) || !reflect.TypeOf(a).Comparable() {
-		return false
-	}
-	return a == b
+// fail gives back what a set's request holds, and fails it with err.
+func (res *result) fail(ctx context.Context, err error) (Decision, error) {
+	res.release(ctx)
+	return Decision{}, err
 }
 
 // answer is one rule's answer to a request.
@@ -192,8 +187,7 @@ func (l *Limiter) runAll(ctx context.Context, key string, q algo.Request, res *r
 		}
 	}
 	if !allowed {
-		giveBack(ctx, res.held, true)
-		res.held = nil
+		res.release(ctx)
 	} else if err := ctx.Err(); err != nil {
 		return res.fail(ctx, err)
 	}

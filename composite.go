@@ -286,10 +286,8 @@ func (l *Limiter) reset(ctx context.Context, key string) error {
 // traceKey is the context key of TraceRules.
 type traceKey struct{}
 
-// TraceRules returns ctx carrying f, to which a composite made by All reports, before it
-// returns, each rule's own Decision (its own carries the binding rule's figures only), in
-// order, for each rule whose store answered: not rules unreached, answered by their
-// failure policy or in shadow mode. A nil f returns ctx unchanged.
+// TraceRules returns ctx carrying f, told by a composite (All), before it returns, each
+// rule's own Decision, in order, for every rule whose store answered. A nil f returns ctx.
 func TraceRules(ctx context.Context, f func(rule *Limiter, d Decision)) context.Context {
 	if f == nil {
 		return ctx

@@ -10,13 +10,9 @@ import (
 	"github.com/ratekit/limiter/store"
 )
 
-// The errors of the Limiter's own, below, live here; the others it returns live, once,
-// in the package that defines them, because the stores and algorithms cannot import this
-// one: algo.ErrInvalidConfig and algo.ErrInvalidRequest (bad configuration, bad request,
-// from every constructor and option of the module), and store.ErrUnavailable,
-// store.ErrKeyUnavailable, store.ErrClosed, store.ErrInvalidKey and store.ErrUnsupported
-// (the store). Test for each with errors.Is: every error is wrapped with the detail
-// (field, key, n, limit) that caused it.
+// The Limiter's own errors. It also returns algo.ErrInvalidConfig, algo.ErrInvalidRequest
+// and the store's (store.ErrUnavailable, ErrKeyUnavailable, ErrClosed, ErrInvalidKey,
+// ErrUnsupported), each wrapped with its detail: test with errors.Is.
 var (
 	// ErrExceedsLimit reports a request for more permits than the algorithm can ever grant at
 	// once (for example n > Burst), or whose wait would reach algo.MaxMicros (about 31

@@ -137,8 +137,25 @@ func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
 // and when the store is unavailable the failure policy's Decision with the store error
 // (under FailOpen an allowed Decision with a non-nil error).
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Decision, error) {
+	return l.ask(ctx, key, algo.Request{N: n})
+}
+
+// Charge records n permits of key as used whatever is left: usage known only after the
+// work (an LLM response's tokens, a download's bytes). It is never refused for lack of
+// permits: the excess is debt that later requests wait out (per algorithm:
+// docs/usage-based-limits.md). Its Decision is the key after the charge: Allowed, Remaining
+// 0 while in debt, RetryAfter until one permit is back. A composite charges every rule.
+// Errors as AllowN's, and algo.ErrInvalidRequest for an algorithm that does not state
+// algo.Chargeable; FailClosed and FailOpen record nothing, Fallback charges its limiter.
+func (l *Limiter) Charge(ctx context.Context, key string, n int64) (Decision, error) {
+	return l.ask(ctx, key, algo.Request{N: n, Charge: true})
+}
+
+// ask is AllowN and Charge: q through the pipeline, holding nothing, its soft error
+// returned beside an answer that stands.
+func (l *Limiter) ask(ctx context.Context, key string, q algo.Request) (Decision, error) {
 	var res result
-	d, err := l.run(ctx, key, algo.Request{N: n}, &res)
+	d, err := l.run(ctx, key, q, &res)
 	if err == nil && res.soft != nil {
 		err = res.soft // the request stands: FailOpen or Fallback answered a store failure
 	}
@@ -302,12 +319,8 @@ func (l *Limiter) Peek(ctx context.Context, key string) (Decision, error) {
 // returns the failures joined. A concurrent request is decided before or after it, never
 // on a mix. Errors as Peek's.
 //
-// A Cancel of a reservation (or any refund) of a grant acting before the Reset gives the
-// new state nothing: the stores mark the Reset (store.Admin). A reservation still queued
-// at the Reset acts after it, on permits the new state never counted; its Cancel gives
-// the new state at most those permits instead, so the key admits no more than without
-// the Cancel. Cancel such reservations before resetting the key to have the new state
-// start alone.
+// A Cancel after the Reset never gives the new state more than the key would admit
+// without it (docs/admin.md, "Reset and reservations").
 func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if l.unmade() {
 		return errUnmade

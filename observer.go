@@ -3,6 +3,8 @@ package limiter
 import (
 	"context"
 	"time"
+
+	"github.com/ratekit/limiter/algo"
 )
 
 // Observer is told of every decision of a Limiter and every change of its circuit breaker
@@ -35,6 +37,7 @@ type Event struct {
 	Latency   time.Duration
 	Shadow    bool // the Limiter is in shadow mode: the caller was let through
 	Composite bool // one rule's part of a composite's request (docs/observability.md)
+	Charge    bool // a Limiter.Charge: its store's answer is OutcomeCharged
 }
 
 // Outcome classifies an Event.
@@ -47,12 +50,15 @@ const (
 	OutcomeFailClosed                // store unavailable: FailClosed refused
 	OutcomeFailOpen                  // store unavailable: FailOpen allowed
 	OutcomeFallback                  // store unavailable: the Fallback answered (see Decision)
+	OutcomeCharged                   // the store recorded a Charge (see Event.Charge)
 )
 
-// String returns "allowed", "denied", "error", "fail_closed", "fail_open" or "fallback":
-// the outcome attribute of package otellimit's metrics.
+// String returns "allowed", "denied", "error", "fail_closed", "fail_open", "fallback" or
+// "charged": the outcome attribute of package otellimit's metrics.
 func (o Outcome) String() string {
 	switch o {
+	case OutcomeCharged:
+		return "charged"
 	case OutcomeAllowed:
 		return "allowed"
 	case OutcomeDenied:
@@ -96,16 +102,19 @@ func WithObserver(o Observer) Option {
 	return optionFunc(func(opts *options) { opts.observer = o })
 }
 
-// event is the one place an Event is built: rule r's decision for key of n permits, after a
+// event is the one place an Event is built: rule r's decision for key of request q, after a
 // store call of latency lat that answered d (callErr nil) or ended with callErr. When
 // callErr is a store failure (*unavailable), (d, err) is the failure policy's answer;
 // composite marks a rule's part of a composite's request.
-func (r *rule) event(key string, n int64, lat time.Duration, composite bool, d Decision, callErr, err error) Event {
-	e := Event{Key: key, N: n, Latency: lat, Shadow: r.shadow, Composite: composite}
+func (r *rule) event(key string, q algo.Request, lat time.Duration, composite bool, d Decision, callErr, err error) Event {
+	e := Event{Key: key, N: q.N, Latency: lat, Shadow: r.shadow, Composite: composite, Charge: q.Charge}
 	switch u, failed := callErr.(*unavailable); {
 	case callErr == nil:
 		e.Decision, e.Outcome = d, OutcomeAllowed
-		if !d.Allowed {
+		switch {
+		case q.Charge && d.Allowed:
+			e.Outcome = OutcomeCharged
+		case !d.Allowed:
 			e.Outcome = OutcomeDenied
 		}
 	case failed:

@@ -128,6 +128,15 @@ func (l *Limiter) run(ctx context.Context, key string, q algo.Request, res *resu
 		return Decision{}, invalidN(q.N)
 	case l.unmade():
 		return Decision{}, errUnmade
+	case q.Charge && len(l.rules) > 1:
+		// Every rule must take the charge before any is charged: a composite's rule
+		// refusing it after another took it would have it given back.
+		for _, r := range l.rules {
+			if err := storecheck.Request(r.alg.Load().a, q); err != nil {
+				return Decision{}, err
+			}
+		}
+		return l.runAll(ctx, key, q, res)
 	case len(l.rules) == 1:
 		return l.rules[0].runOne(ctx, key, q, res)
 	default:
@@ -360,7 +369,7 @@ func (r *rule) settle(ctx context.Context, key string, a algo.Algorithm, q algo.
 		ok = false
 	}
 	if r.obs != nil {
-		r.obs.Decided(ctx, r.event(key, q.N, lat, res.set, ans.d, err, ferr))
+		r.obs.Decided(ctx, r.event(key, q, lat, res.set, ans.d, err, ferr))
 	}
 	if r.shadow {
 		switch {
@@ -448,6 +457,7 @@ func combine(as []answer, allowed bool) Decision {
 			if first || d.Wait > out.Wait {
 				out.Wait, out.At = d.Wait, d.At
 			}
+			out.RetryAfter = max(out.RetryAfter, d.RetryAfter) // a charge's: until one permit
 			first = false
 			continue
 		}

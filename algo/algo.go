@@ -34,15 +34,27 @@ var (
 // Request asks for N permits. MaxWait 0 grants only what is available now; MaxWait > 0
 // grants (and commits) a reservation that becomes usable within MaxWait, returning the wait
 // in Decision.Wait; [Forever] puts no bound on the wait. A negative MaxWait is treated as 0.
+//
+// A Charge records N permits as used, whatever is left: it is never denied for lack of
+// permits, and what it takes beyond what the key holds is debt that later requests wait
+// out (docs/usage-based-limits.md). Its MaxWait is ignored. Its Decision is Allowed with Wait 0 and At
+// the instant of the charge; Remaining is what a request arriving right after it could
+// take (0 while in debt) and RetryAfter how long until one permit is available again (0
+// when one is). Only an algorithm that states [Chargeable] may be sent one.
 type Request struct {
 	N       int64
 	MaxWait time.Duration
+	Charge  bool
 }
 
-// Validate reports whether r can be answered.
+// Validate reports whether r can be answered: N > 0, and for a Charge N ≤ 2^53 (a count
+// a double, and so a Lua twin, holds exactly).
 func (r Request) Validate() error {
 	if r.N <= 0 {
 		return fmt.Errorf("%w: N must be > 0, got %d", ErrInvalidRequest, r.N)
+	}
+	if r.Charge && r.N > maxExact {
+		return fmt.Errorf("%w: a charge must be at most 2^53, got %d", ErrInvalidRequest, r.N)
 	}
 	return nil
 }

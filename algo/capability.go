@@ -50,6 +50,12 @@ const (
 	// any size at once and make the next one pay, and a full SmoothBursty is not a fresh
 	// one), nor is Penalty (it denies while blocked, whatever the request's MaxWait).
 	Exact
+
+	// Chargeable: the algorithm answers a [Request] with Charge set, recording its N as
+	// used whatever is left (debt that later requests wait out), and never denies it for
+	// lack of permits; its Lua twin does the same for the operation "charge". What debt
+	// means for each of this package's algorithms is in docs/usage-based-limits.md.
+	Chargeable
 )
 
 // Capable is implemented by a custom algorithm that states its capabilities. (This
@@ -94,9 +100,9 @@ func unwrapAlgorithm(a Algorithm) Algorithm {
 // The capabilities of this package's algorithms, beside one another so that they read as
 // a table. Penalty's is in penalty.go.
 
-// capabilities: leasable, denials cacheable, overflow-safe, exact.
+// capabilities: leasable, denials cacheable, overflow-safe, exact, chargeable.
 func (TokenBucket) capabilities() Capability {
-	return Leasable | DenialCacheable | OverflowSafe | Exact
+	return Leasable | DenialCacheable | OverflowSafe | Exact | Chargeable
 }
 
 // capabilities: leasable, denials cacheable, overflow-safe, exact.

@@ -9,7 +9,7 @@ package algo
 //
 //	KEYS[i]   the state key of the decision followed by Keys[i] (Keys[0] is "", the key itself);
 //	          every key carries the same Redis Cluster hash tag.
-//	ARGV[1]   "apply", "peek" or "refund"
+//	ARGV[1]   "apply", "charge", "peek" or "refund"
 //	ARGV[2]   now in µs since the Unix epoch, or "" to read the server's TIME; the scripts
 //	          of this package also read "now pad": now followed by a padding in µs added
 //	          to every TTL the call sets (a client clock's tolerance, see
@@ -26,7 +26,10 @@ package algo
 // MaxMicros for Never. A "peek" takes the arguments of an "apply" and replies what that
 // apply would reply at the same instant, with what is available now as remaining (see
 // [Peek]), but writes nothing: no state, no TTL, no key created or deleted (the prelude
-// skips every write; a script of this package needs no code for it). A "refund" replies 0;
+// skips every write; a script of this package needs no code for it). A "charge" (a
+// [Request] with Charge set, sent only to the script of an algorithm that states
+// [Chargeable]) takes the arguments of an "apply", MaxWait 0, records N as used whatever
+// is left and replies as an "apply" (allowed). A "refund" replies 0;
 // before it reaches the twin, the prelude drops it (replying 0) when the key
 // KEYS[1]..'!reset', the mark the Redis store's Reset leaves, says the grant acts before a
 // Reset (see store.Admin.Reset): a custom script that does not start with the prelude reads

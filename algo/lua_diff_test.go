@@ -127,7 +127,16 @@ var rateShape = &seqShape{
 
 // diffStats counts what the differential tests exercised.
 type diffStats struct {
-	steps, granted, reserved, denied, never, retryNever, refunds, writes, deletes, otherConfig, configChanges, storedChecks, peeks int
+	steps, granted, reserved, denied, never, retryNever, refunds, writes, deletes, otherConfig, configChanges, storedChecks, peeks, charges int
+}
+
+// chargeRequest turns one request in five for a Chargeable algorithm into a Charge of up
+// to three times its limit (drawn from cr, so the other draws of a sequence stay as they were).
+func chargeRequest(cr *rand.Rand, a Algorithm, limit int64, req *Request) {
+	if CapabilitiesOf(a)&Chargeable == 0 || cr.Intn(5) != 0 {
+		return
+	}
+	*req = Request{N: 1 + cr.Int63n(min(3*limit, maxExact-1)), Charge: true}
 }
 
 // runDifferential runs the sequence of seed, its configs drawn by tw.family, adding to st.
@@ -165,8 +174,9 @@ func runTwinSeq(t *testing.T, rdb *redis.Client, tw luaTwin, r *rand.Rand, fam [
 	}
 	now := sh.start(r, scale0)
 	// pr draws the peeks (see peekTwin) from a source of its own, so the sequence of r is
-	// the one it was before peeks existed.
+	// the one it was before peeks existed; cr draws the charges (chargeRequest) alike.
 	pr := rand.New(rand.NewSource(seed ^ 0x9eec))
+	cr := rand.New(rand.NewSource(seed ^ 0xc4a6))
 	var history []string
 	fail := func(step int, format string, args ...any) {
 		t.Helper()
@@ -207,9 +217,15 @@ func runTwinSeq(t *testing.T, rdb *redis.Client, tw luaTwin, r *rand.Rand, fam [
 		apply := !sh.refund(r, len(grants[k]) > 0)
 		if apply {
 			req := sh.request(r, tw.limit(a), scale)
+			chargeRequest(cr, a, tw.limit(a), &req)
 			want = a.Apply(s, now, req)
 			granted = want.Allowed
 			switch d := want; {
+			case req.Charge:
+				st.charges++
+				if !d.Allowed {
+					fail(step, "charge %+v denied: %+v", req, d)
+				}
 			case d.Allowed && d.Wait > 0:
 				st.reserved++
 			case d.Allowed:
@@ -221,7 +237,7 @@ func runTwinSeq(t *testing.T, rdb *redis.Client, tw luaTwin, r *rand.Rand, fam [
 			default:
 				st.denied++
 			}
-			if sh.grants && granted {
+			if sh.grants && granted && !req.Charge {
 				grants[k] = append(grants[k], grant{req.N, want.At})
 				if len(grants[k]) > 16 {
 					grants[k] = grants[k][1:]

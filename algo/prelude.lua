@@ -152,10 +152,12 @@ local function peeked(d, probe)
 end
 
 -- The values of one call, decoded by twin for decide (see below): op is ARGV[1] ("apply"
--- or "refund"; a peek runs as an apply), now is in µs, n is N, grant_at the refunded
--- grant's At in µs (refund only), max_wait MaxWait in µs (apply only). The config is
--- ARGV[5..].
-local op, now, n, grant_at, max_wait
+-- or "refund"; a peek and a charge run as an apply), now is in µs, n is N, grant_at the
+-- refunded grant's At in µs (refund only), max_wait MaxWait in µs (apply only; 0 for a
+-- charge). charging is true for a "charge" (algo.Request.Charge): an apply that records n
+-- as used whatever is left, which only the twins of algorithms that state
+-- algo.Chargeable read (a store sends a charge to no other). The config is ARGV[5..].
+local op, now, n, grant_at, max_wait, charging
 
 -- twin returns the call (for serve of the base) of the algorithm whose transition is
 -- decide: a function of no arguments that decides the call in op, now, n, grant_at,
@@ -168,6 +170,8 @@ local function twin(decide)
     op = ARGV[1]
     local is_peek = op == 'peek'
     if is_peek then redis, op = peeking(redis), 'apply' end
+    charging = op == 'charge'
+    if charging then op = 'apply' end
 
     -- N is 1 on most calls, MaxWait 0 (see config_num of the base: "1" == ARGV[3]
     -- compares pointers, tonumber runs strtod), so those skip the rest.
@@ -187,7 +191,7 @@ local function twin(decide)
     -- (what earlier versions sent for Forever) is MAX_MICROS - 1, because waits are
     -- clamped to MAX_MICROS, which stands for "that long or more" and is never granted.
     grant_at, max_wait = ARGV[4], 0
-    if grant_at == '0' then grant_at = 0 else
+    if grant_at == '0' or charging then grant_at = 0 else
       grant_at = tonumber(grant_at)
       max_wait = grant_at
       if not (max_wait > 0) then max_wait = 0 elseif max_wait >= MAX_MICROS then max_wait = MAX_MICROS - 1 end

@@ -144,8 +144,35 @@ func (c TokenBucket) advance(s *tokenBucketState, now int64) (float64, int64) {
 }
 
 // Apply takes req.N tokens if they are there now, or (with MaxWait) will be within MaxWait.
+// A Charge takes them whatever is left (see charge).
 func (c TokenBucket) Apply(st State, now int64, req Request) Decision {
+	if req.Charge {
+		return c.charge(st.(*tokenBucketState), now, req.N)
+	}
 	return c.applyFast(st.(*tokenBucketState), now, req)
+}
+
+// charge takes n tokens at now whatever is left ([Request].Charge): the bucket goes below
+// empty, and the debt is earned back at Rate before the next permit. It moves no grant's
+// instant (act), and ends act's roll-back (rb), as a refund that gives back part of the
+// queue does: the spacing a roll-back relies on no longer holds.
+func (c TokenBucket) charge(s *tokenBucketState, now, n int64) Decision {
+	tokens, at := c.advance(s, now)
+	lag := at - now
+	left := tokens - float64(n)
+	act := at
+	if s.valid() && s.act > at {
+		act = s.act
+	}
+	s.tokens, s.last, s.act = left, at, act
+	s.stamp(c.Rate, false)
+	// RetryAfter: the first µs at which one permit is granted with no wait.
+	one, retry := Request{N: 1}, int64(0)
+	if !c.grantsAt(s, now, one) {
+		retry = firstMicro(lag+ceilMicros((1-left)/c.Rate*1e6), 1, func(d int64) bool { return c.grantsAt(s, now+d, one) })
+	}
+	return Decision{Allowed: true, Limit: c.Burst, Remaining: floorCount(left), RetryAfter: toDuration(retry),
+		ResetAfter: toDuration(lag + c.untilFullFrom(s, at, c.Rate)), At: at}
 }
 
 // applyFast is applyTo, its usual case written out: a grant with no wait on a state last

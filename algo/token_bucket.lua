@@ -104,7 +104,23 @@ end
 refill = rate
 if s_rate and s_rate > 0 and s_rate < rate then refill = s_rate end
 
-if op == 'apply' then
+if charging then
+  -- TokenBucket.charge: n taken whatever is left (below empty: debt), act kept, rb ended.
+  local tokens, t = advance(now)
+  local lag = t - now
+  local left = tokens - n
+  local act = t
+  if valid and s_act and s_act > t then act = s_act end
+  local reset = lag + until_full(left, t, rate, t)
+  store(spack('<Bddddd', 84, left, t, act, 0, rate), reset)
+  -- RetryAfter on the state as written: the first µs at which one permit is granted.
+  valid, s_tokens, s_last, refill = true, left, t, rate
+  local retry = 0
+  if not grants_at(now, 1, 0) then
+    retry = first_micro(lag + ceil_micros((1 - left) / rate * 1e6), 1, grants_in, now, 1, 0)
+  end
+  return {1, burst, floor_count(left), dur(retry), dur(reset), 0, t}
+elseif op == 'apply' then
   local tokens, t = advance(now)
   -- lag is how far a backwards clock is behind the state: ResetAfter counts from the
   -- caller's now, so the key never expires before its state is fresh.

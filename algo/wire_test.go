@@ -24,6 +24,9 @@ func RefundArgs(dst []any, now, n, at int64, config []any) []any {
 }
 
 func ApplyArgs(dst []any, now int64, req Request, config []any) []any {
+	if req.Charge {
+		return luawire.Charge(dst, now, req.N, req.MaxWait, config)
+	}
 	return luawire.Apply(dst, now, req.N, req.MaxWait, config)
 }
 

@@ -234,6 +234,32 @@ func (s *Store) applyCached(ctx context.Context, key string, a algo.Algorithm, r
 	}
 }
 
+// chargeCached sends a charge (never answered from the cache: it must reach Redis, and
+// it is never denied) and learns from its answer: a key it left in debt denies a request
+// for one permit with no wait until the charge's RetryAfter, so that denial is kept as if
+// Redis had answered it when the charge was sent. The denials already kept stay: a charge
+// only makes them later.
+func (s *Store) chargeCached(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
+	c := s.denials
+	k := denialKey{key, a.Slot()}
+	sh := c.shard(k)
+	sent := c.now()
+	sh.mu.RLock()
+	epoch := sh.epoch
+	sh.mu.RUnlock()
+	out, err := s.applyScript(ctx, key, a, req)
+	if err != nil || out.RetryAfter <= 0 {
+		return out, err
+	}
+	denied := algo.Decision{Limit: out.Limit, Remaining: out.Remaining, RetryAfter: out.RetryAfter, ResetAfter: out.ResetAfter}
+	sh.mu.Lock()
+	if sh.epoch == epoch {
+		c.keep(sh, k, a, algo.Request{N: 1}, denied, sent)
+	}
+	sh.mu.Unlock()
+	return out, nil
+}
+
 // stale ends the reuse of every denial of the pair, keeping them as markers: the next
 // request for each is a probe (one caller asks Redis, the others wait for its answer).
 // A grant through this store calls it, since a grant makes the denials' deadlines early.

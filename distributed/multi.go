@@ -50,7 +50,11 @@ func (s *Store) ApplyAll(ctx context.Context, key string, rules []algo.Algorithm
 	defs := make([]*algo.Script, len(rules))
 	// An apply's own ARGV without config (see multi.lua), then each rule's config; ARGV[2]
 	// is set once every rule's script is known (the TTL padding needs all of them to read it).
-	args := luawire.Apply(make([]any, 0, 4+4*len(rules)), luawire.ServerTime, req.N, req.MaxWait, nil)
+	encode := luawire.Apply
+	if req.Charge {
+		encode = luawire.Charge
+	}
+	args := encode(make([]any, 0, 4+4*len(rules)), luawire.ServerTime, req.N, req.MaxWait, nil)
 	keys := make([]string, 0, 2*len(rules))
 	pads := true
 	for i, a := range rules {

@@ -7,8 +7,9 @@
 -- that runs once, when the library loads.
 --
 -- KEYS       every rule's keys, rule after rule; all carry one hash tag, so one slot
--- ARGV[1..4] an "apply" without config: "apply", now (or "" for the server's TIME, or
---            "now pad"), N, MaxWait in µs (see algo.Script in algo/lua.go)
+-- ARGV[1..4] an "apply" or a "charge" without config: the operation, now (or "" for the
+--            server's TIME, or "now pad"), N, MaxWait in µs (see algo.Script in
+--            algo/lua.go); every rule runs that operation
 -- ARGV[5..]  per rule: the count c of its config arguments, then those c arguments
 --
 -- Reply: each rule's seven integers {allowed, limit, remaining, retry_after_us,
@@ -57,7 +58,7 @@ for r = 1, #RULES do
     ki = ki + 1
   end
   local c = tonumber(ARGV[ai])
-  local argv = {'apply', now, ARGV[3], ARGV[4]}
+  local argv = {ARGV[1], now, ARGV[3], ARGV[4]}
   for j = 1, c do argv[4 + j] = ARGV[ai + j] end
   ai = ai + c + 1
   -- pcall: a rule that raises must not leave the earlier rules' grants behind (a script

@@ -152,6 +152,9 @@ func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req alg
 		return algo.Decision{}, err
 	}
 	if s.denials != nil && cacheable(a) {
+		if req.Charge {
+			return s.chargeCached(ctx, key, a, req)
+		}
 		return s.applyCached(ctx, key, a, req) // see denial_cache.go
 	}
 	return s.applyScript(ctx, key, a, req)
@@ -165,6 +168,9 @@ func (s *Store) check(ctx context.Context, key string, a algo.Algorithm, req alg
 
 // applyScript is Apply's round trip, once the arguments are checked.
 func (s *Store) applyScript(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
+	if req.Charge {
+		return s.decide(ctx, "charge", "charge", key, a, req, luawire.Charge)
+	}
 	return s.decide(ctx, "apply", "script", key, a, req, luawire.Apply)
 }
 

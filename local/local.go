@@ -127,7 +127,7 @@ func (s *Store) locate(key string) (uint64, *shard) {
 // under the shard's lock too (applyLocked).
 func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
 	// storecheck.Call's checks but a.Validate; a failed one is reported by Call, in its order.
-	if key == "" || a == nil || req.Validate() != nil || s.closed.Load() || storecheck.Context(ctx) != nil {
+	if key == "" || a == nil || req.Validate() != nil || req.Charge || s.closed.Load() || storecheck.Context(ctx) != nil {
 		if err := storecheck.Call(ctx, key, a, req, s.closed.Load()); err != nil {
 			return algo.Decision{}, err
 		}

@@ -65,6 +65,14 @@ func Apply(dst []any, now, n int64, maxWait time.Duration, config []any) []any {
 	return append(dst, config...)
 }
 
+// Charge appends to dst the ARGV of a "charge" of n permits at now (µs since the Unix
+// epoch, or [ServerTime]), followed by config: an "apply" that records n as used whatever
+// is left (algo.Request.Charge), with MaxWait 0. Its reply is an apply's.
+func Charge(dst []any, now, n int64, _ time.Duration, config []any) []any {
+	dst = append(dst, "charge", Now(now), n, 0)
+	return append(dst, config...)
+}
+
 // Peek appends to dst the ARGV of a "peek": those of [Apply] under the mode "peek", whose
 // reply [ParseDecision] decodes.
 func Peek(dst []any, now, n int64, maxWait time.Duration, config []any) []any {

@@ -29,7 +29,7 @@ func Apply(key string, a algo.Algorithm, req algo.Request) error {
 	if err := a.Validate(); err != nil {
 		return err
 	}
-	return req.Validate()
+	return Request(a, req)
 }
 
 // ApplyAll validates the arguments of an ApplyAll call; stores call it first. Beyond what
@@ -134,4 +134,16 @@ func Call(ctx context.Context, key string, a algo.Algorithm, req algo.Request, c
 		return store.ErrClosed
 	}
 	return Context(ctx)
+}
+
+// Request reports whether a may be sent req: req is valid, and a Charge goes only to an
+// algorithm that states algo.Chargeable.
+func Request(a algo.Algorithm, req algo.Request) error {
+	if err := req.Validate(); err != nil {
+		return err
+	}
+	if req.Charge && algo.CapabilitiesOf(a)&algo.Chargeable == 0 {
+		return fmt.Errorf("%w: %s cannot be charged (it does not state algo.Chargeable)", algo.ErrInvalidRequest, a.Name())
+	}
+	return nil
 }

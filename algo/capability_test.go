@@ -48,7 +48,7 @@ func TestCapabilitiesLookThroughWrappers(t *testing.T) {
 	}
 	want := map[string]algo.Capability{
 		"fixed-window":    algo.Leasable | algo.LeaseEndsAtReset | algo.DenialCacheable | algo.OverflowSafe | algo.Exact,
-		"token-bucket":    algo.Leasable | algo.DenialCacheable | algo.OverflowSafe | algo.Exact,
+		"token-bucket":    algo.Leasable | algo.DenialCacheable | algo.OverflowSafe | algo.Exact | algo.Chargeable,
 		"smooth-bursty":   algo.DenialCacheable,
 		"smooth-warmup":   algo.DenialCacheable,
 		"gcra":            algo.Leasable | algo.DenialCacheable | algo.OverflowSafe | algo.Exact,

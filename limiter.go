@@ -3,6 +3,7 @@ package limiter
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -125,8 +126,26 @@ func (l *Limiter) Rules() []*Limiter {
 	return rs
 }
 
-// Allow reports whether one permit for key is available now, and takes it if so. It is
-// AllowN(ctx, key, 1).
+// String describes the Limiter for traces and messages: its algorithm, or all(rule, ...).
+func (l *Limiter) String() string {
+	if l.unmade() {
+		return "limiter(unmade)"
+	}
+	if len(l.rules) == 1 {
+		a := l.rules[0].alg.Load().a
+		if s, ok := a.(fmt.Stringer); ok {
+			return s.String()
+		}
+		return a.Name()
+	}
+	parts := make([]string, len(l.rules))
+	for i, r := range l.rules {
+		parts[i] = r.lim.String()
+	}
+	return "all(" + strings.Join(parts, ", ") + ")"
+}
+
+// Allow takes one permit for key if it is available now: AllowN(ctx, key, 1).
 func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
 	return l.AllowN(ctx, key, 1)
 }
@@ -299,13 +318,10 @@ func (l *Limiter) TryAcquire(ctx context.Context, key string, n int64, timeout t
 	}
 }
 
-// Peek reports what Allow(ctx, key) would answer now, taking nothing, creating no state and
-// moving no expiry; its Remaining is what the key has now, before that Allow. A composite
-// peeks its rules in Allow's order and combines them as Allow does (not at one instant);
-// in shadow mode, as Allow, it answers allowed with the rule's real figures.
-// Peek and Reset are for operators: no failure policy, breaker or error handler; a store
-// failure is returned (wrapping store.ErrUnavailable), and a store without store.Admin gives
-// store.ErrUnsupported. WithTimeout bounds each call.
+// Peek reports what Allow(ctx, key) would answer now, taking nothing and moving no expiry;
+// its Remaining is what the key has before that Allow (a composite: its rules peeked in
+// turn). Peek and Reset are for operators: no failure policy, breaker or error handler; a
+// store without store.Admin gives store.ErrUnsupported. WithTimeout bounds each call.
 func (l *Limiter) Peek(ctx context.Context, key string) (Decision, error) {
 	if l.unmade() {
 		return Decision{}, errUnmade

@@ -2,6 +2,7 @@ package limiter_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -293,4 +294,17 @@ func BenchmarkAllow(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestLimiterString: a Limiter prints as its algorithm, a composite as its rules, so that
+// TraceRules and messages show a rule rather than a pointer.
+func TestLimiterString(t *testing.T) {
+	a, _ := newTest(t, algo.TokenBucket{Rate: 10, Burst: 20})
+	b, _ := newTest(t, algo.FixedWindow{Limit: 100, Window: time.Minute})
+	all, err := limiter.All(a, b)
+	require.NoError(t, err)
+	assert.Equal(t, "token-bucket(rate=10/s, burst=20)", a.String())
+	assert.Equal(t, "all("+a.String()+", "+b.String()+")", all.String())
+	assert.Equal(t, "limiter(unmade)", (*limiter.Limiter)(nil).String())
+	assert.Equal(t, a.String(), fmt.Sprint(a))
 }

@@ -131,10 +131,10 @@ func (SlidingWindowCounter) capabilities() Capability {
 	return Leasable | DenialCacheable | OverflowSafe | Exact
 }
 
-// capabilities: denials cacheable only (its point is the spacing of grants, and a fresh
-// state is its slowest).
-func (SmoothBursty) capabilities() Capability { return DenialCacheable }
+// capabilities: denials cacheable, chargeable (its point is the spacing of grants, and a
+// fresh state is its slowest).
+func (SmoothBursty) capabilities() Capability { return DenialCacheable | Chargeable }
 
-// capabilities: denials cacheable only (its point is the spacing of grants, and a fresh
-// state is its coldest).
-func (SmoothWarmingUp) capabilities() Capability { return DenialCacheable }
+// capabilities: denials cacheable, chargeable (its point is the spacing of grants, and a
+// fresh state is its coldest).
+func (SmoothWarmingUp) capabilities() Capability { return DenialCacheable | Chargeable }

@@ -19,7 +19,8 @@ func (w wrapper) Unwrap() algo.Algorithm { return w.Algorithm }
 type opaque struct{ algo.Algorithm }
 
 // TestCapabilitiesLookThroughWrappers: Named and a custom wrapper with Unwrap keep the
-// capabilities of what they wrap; a Penalty states its own (WritesOnDenial only), also when wrapped; an
+// capabilities of what they wrap; a Penalty states its own (WritesOnDenial, and Chargeable
+// when its Rule is), also when wrapped; an
 // algorithm that states nothing, and one hidden without Unwrap, have none.
 func TestCapabilitiesLookThroughWrappers(t *testing.T) {
 	t.Parallel()
@@ -39,18 +40,23 @@ func TestCapabilitiesLookThroughWrappers(t *testing.T) {
 		}
 	}
 	for _, a := range []algo.Algorithm{pen, algo.Named(pen, "p"), wrapper{pen}} {
-		if got := algo.CapabilitiesOf(a); got != algo.WritesOnDenial {
-			t.Errorf("CapabilitiesOf(%v) = %b, want WritesOnDenial only: a Penalty's denials write", a, got)
+		if got := algo.CapabilitiesOf(a); got != algo.WritesOnDenial|algo.Chargeable {
+			t.Errorf("CapabilitiesOf(%v) = %b, want WritesOnDenial (a Penalty's denials write) and Chargeable (as its Rule)", a, got)
 		}
+	}
+	// A Penalty is Chargeable only when its Rule is (a custom rule here, opaque: none).
+	penOpaque := algo.Penalty{Rule: opaque{algo.TokenBucket{Rate: 1, Burst: 1}}, Block: time.Second}
+	if got := algo.CapabilitiesOf(penOpaque); got != algo.WritesOnDenial {
+		t.Errorf("CapabilitiesOf(%v) = %b, want WritesOnDenial only: its Rule states nothing", penOpaque, got)
 	}
 	if got := algo.CapabilitiesOf(nil); got != 0 {
 		t.Errorf("CapabilitiesOf(nil) = %b, want none", got)
 	}
 	want := map[string]algo.Capability{
 		"fixed-window":    algo.Leasable | algo.LeaseEndsAtReset | algo.DenialCacheable | algo.OverflowSafe | algo.Exact,
-		"token-bucket":    algo.Leasable | algo.DenialCacheable | algo.OverflowSafe | algo.Exact,
-		"smooth-bursty":   algo.DenialCacheable,
-		"smooth-warmup":   algo.DenialCacheable,
+		"token-bucket":    algo.Leasable | algo.DenialCacheable | algo.OverflowSafe | algo.Exact | algo.Chargeable,
+		"smooth-bursty":   algo.DenialCacheable | algo.Chargeable,
+		"smooth-warmup":   algo.DenialCacheable | algo.Chargeable,
 		"gcra":            algo.Leasable | algo.DenialCacheable | algo.OverflowSafe | algo.Exact,
 		"leaky-bucket":    algo.Leasable | algo.DenialCacheable | algo.OverflowSafe | algo.Exact,
 		"sliding-log":     algo.Leasable | algo.DenialCacheable | algo.OverflowSafe | algo.Exact,

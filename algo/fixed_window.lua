@@ -46,7 +46,7 @@ local valid, s_win, s_count = false, 0, 0
 -- get_state(KEYS[1], 17, 70) and the unpack, inlined (see not_state): p_win and p_count
 -- are the fields of a state of this format, else nil.
 local v, tag, p_win, p_count = redis.pcall('GET', KEYS[1])
-if v and #v == 17 then tag, p_win, p_count = sunpack('<Bdd', v) end
+if v and #v == 21 and ssub(v, 18) == STATE_END then tag, p_win, p_count = sunpack('<Bdd', v) end
 if tag == 70 then -- "F"
   valid, s_win, s_count = true, p_win, p_count
 elseif not_state(v) then -- the previous format
@@ -73,7 +73,7 @@ if op == 'apply' and n <= limit and n > 0 then
     -- every write since the first grant in it set that TTL (a refund to 0 sets another).
     -- put_state_kept, inlined.
     if p_win == grant and p_count > 0 and server_time and has_keepttl then
-      redis.call('SET', KEYS[1], s, 'KEEPTTL')
+      redis.call('SET', KEYS[1], s .. STATE_END, 'KEEPTTL')
     else
       put_state(KEYS[1], s, r)
     end

@@ -75,7 +75,7 @@ valid, s_tat, s_iv, s_last, s_burst = false, 0, T, 0, burst
 local s_act, s_rb = nil, false
 -- get_state(KEYS[1], 49, 71) and the unpack, inlined (see not_state)
 local v, tag, f1, f2, f3, f4, f5, f6 = redis.pcall('GET', KEYS[1])
-if v and #v == 49 then tag, f1, f2, f3, f4, f5, f6 = sunpack('<Bdddddd', v) end
+if v and #v == 53 and ssub(v, 50) == STATE_END then tag, f1, f2, f3, f4, f5, f6 = sunpack('<Bdddddd', v) end
 if tag == 71 then -- "G"
   valid, s_tat, s_act, s_iv, s_rb, s_last, s_burst = true, f1, f2, f3, f4 == 1, f5, f6
 elseif not_state(v) then -- the previous format

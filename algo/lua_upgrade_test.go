@@ -218,16 +218,33 @@ func TestLuaUpgradePenaltyFromHash(t *testing.T) {
 }
 
 // TestLuaForeignString: a state key holding a string that is not the algorithm's state (an
-// application's value, or another algorithm's packed state) fails with WRONGTYPE, as a key
-// of another type does, and is left as it was.
+// application's value, another algorithm's packed state, or a string with the state's tag
+// and length that does not end as every state does: issue 35) fails with WRONGTYPE, as a
+// key of another type does, and is left as it was.
 func TestLuaForeignString(t *testing.T) {
 	t.Parallel()
 	rdb := newRedisClient(t, startRedis(t), 3)
 	ctx := context.Background()
 	const now = 1_700_000_000_000_000
-	for _, a := range []Scripted{FixedWindow{Limit: 3, Window: time.Second}, TokenBucket{Rate: 1, Burst: 3},
-		GCRA{Rate: 1, Burst: 3}, SmoothBursty{Rate: 1}} {
-		for _, v := range []string{"x", packState('L', 1, 2, 3, 4), packState('F', 1, 2, 3)} {
+	for _, c := range []struct {
+		a   Scripted
+		own string // the algorithm's own tag and length, without the end of a state
+	}{
+		{FixedWindow{Limit: 3, Window: time.Second}, rawState('F', 1, 2)},
+		{TokenBucket{Rate: 1, Burst: 3}, rawState('T', 1, 2, 3, 0, 1)},
+		{GCRA{Rate: 1, Burst: 3}, rawState('G', 1, 2, 3, 0, 5, 3)},
+		{SmoothBursty{Rate: 1}, rawState('B', 1, 2, 3, 4)},
+		{LeakyBucket{Rate: 1, Capacity: 3}, rawState('L', 1, 2, 3, 4)},
+		{SlidingWindowCounter{Limit: 3, Window: time.Second}, rawState('C', 1, 2, 3)},
+		{SmoothWarmingUp{Rate: 1, Warmup: time.Second}, rawState('W', 1, 2, 3, 4, 5)},
+		{TokenBucket{Rate: 1, Burst: 3}, rawState('T', 1, 2, 3, 0, 1) + "\x00rk\x02"}, // a later version
+	} {
+		a := c.a
+		foreign := []string{"x", packState('F', 1, 2, 3), c.own} // 'F' with a field too many
+		if c.own[0] != 'L' {
+			foreign = append(foreign, packState('L', 1, 2, 3, 4)) // another algorithm's state
+		}
+		for _, v := range foreign {
 			key := "{foreign}:" + a.Name()
 			rdb.Set(ctx, key, v, 0)
 			err := redis.NewScript(a.Script().Source).Run(ctx, rdb, []string{key}, applyArgs(a, now, Request{N: 1})...).Err()

@@ -23,6 +23,13 @@ import (
 // Rule can ever grant) is not one; any other denial is, whatever its MaxWait. Grants and
 // refunds never change the penalty; Refund gives back to Rule as usual.
 //
+// A Charge ([Request].Charge; a Penalty is [Chargeable] when Rule is) goes to Rule whether
+// the key is blocked or not: the usage happened, and a block that dropped it would let the
+// key through at its end as if nothing had been used. It is never an offence and never
+// changes the penalty, however far past the limit it takes Rule; the requests its debt
+// leaves denied are offences, as every denial is. Its Decision is Rule's, with, while the
+// key is blocked, Remaining 0 and RetryAfter the later of the end of the block and Rule's.
+//
 // A blocked decision does not touch Rule's state. It reports Limit as Rule would,
 // Remaining 0, RetryAfter the later of the end of the block and Rule's RetryAfter for the
 // request (Never when the request asks for more than Limit), and ResetAfter the later of Rule's and the end of what the penalty
@@ -152,10 +159,16 @@ func (p Penalty) NewState() State {
 	return &penaltyState{inner: p.Rule.NewState()}
 }
 
-// capabilities returns WritesOnDenial only, whatever Rule's: a denial writes state (it
-// may start a block), so it may not be answered from a cache, and a slice taken by a lease
-// but denied would be an offence that no request committed.
-func (Penalty) capabilities() Capability { return WritesOnDenial }
+// capabilities returns WritesOnDenial, whatever Rule's: a denial writes state (it may
+// start a block), so it may not be answered from a cache, and a slice taken by a lease but
+// denied would be an offence that no request committed. It adds Chargeable when Rule states
+// it: a charge goes to Rule (see Penalty).
+func (p Penalty) capabilities() Capability {
+	if p.Rule != nil && CapabilitiesOf(p.Rule)&Chargeable != 0 {
+		return WritesOnDenial | Chargeable
+	}
+	return WritesOnDenial
+}
 
 // blockMicros, maxMicros and memory are the config in µs; memory is how long after a
 // block ends its offence is remembered (0 with Growth 1).
@@ -205,6 +218,9 @@ func (p Penalty) Apply(st State, now int64, req Request) Decision {
 	if p.Rule == nil {
 		return Decision{RetryAfter: Never}
 	}
+	if req.Charge {
+		return p.charge(s, now, req)
+	}
 	if s.block > 0 && now < s.until {
 		var limit, reset int64
 		retry := s.until - now
@@ -244,6 +260,22 @@ func (p Penalty) Apply(st State, now int64, req Request) Decision {
 		RetryAfter: toDuration(max(durMicros(d.RetryAfter), b)),
 		ResetAfter: toDuration(max(durMicros(d.ResetAfter), p.end(s, now))),
 	}
+}
+
+// charge records req with Rule, blocked or not, and leaves the penalty as it is (see
+// Penalty). While blocked, no request is granted before the block ends, so Remaining is 0
+// and RetryAfter the later of the block's end and Rule's (Rule's RetryAfter of a charge is
+// for one permit, which the block then grants).
+func (p Penalty) charge(s *penaltyState, now int64, req Request) Decision {
+	d := p.Rule.Apply(s.inner, now, req)
+	if s.block > 0 && now < s.until {
+		d.Remaining = 0
+		d.RetryAfter = toDuration(max(s.until-now, durMicros(d.RetryAfter)))
+	}
+	if e := p.end(s, now); e > 0 {
+		d.ResetAfter = toDuration(max(durMicros(d.ResetAfter), e))
+	}
+	return d
 }
 
 // Refund refunds with Rule; the penalty is unchanged.

@@ -34,7 +34,7 @@ for i = 1, #KEYS - 1 do ikeys[i] = KEYS[i] end
 for i = 1, argc - 3 do iargv[i] = ARGV[i] end
 
 local mode = ARGV[1]
-if mode ~= 'apply' and mode ~= 'peek' then return inner(ikeys, iargv) end -- refund, or the rule's error
+if mode ~= 'apply' and mode ~= 'peek' and mode ~= 'charge' then return inner(ikeys, iargv) end -- refund, or the rule's error
 
 local function dur(us)
   if us >= MAX_MICROS then return MAX_MICROS end
@@ -62,6 +62,20 @@ end
 local function p_end()
   if p_block == 0 then return 0 end
   return p_until + mem - now
+end
+
+if mode == 'charge' then
+  -- Penalty.charge: the rule records it, blocked or not; never an offence, the penalty
+  -- unchanged. While blocked: remaining 0, retry not before the block ends.
+  local d = inner(ikeys, iargv)
+  if type(d) ~= 'table' or d.err then return d end
+  if p_block > 0 and now < p_until then
+    d[3] = 0
+    d[4] = dur(math.max(p_until - now, d[4]))
+  end
+  local e = p_end()
+  if e > 0 then d[5] = dur(math.max(d[5], e)) end
+  return d
 end
 
 if p_block > 0 and now < p_until then

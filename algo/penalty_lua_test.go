@@ -33,17 +33,36 @@ func penaltyRule(r *rand.Rand) (Scripted, int64, int64) {
 	}
 }
 
+// penaltySmoothRule is a smooth rule for the penalty differential: small Limits and
+// intervals a luaTimeStep of its scale crosses often.
+func penaltySmoothRule(r *rand.Rand) (Scripted, int64, int64) {
+	rate := luaPick(r, []float64{1, 3.7, 10, 1000})
+	var a Scripted = SmoothBursty{Rate: rate, MaxBurstSeconds: luaPick(r, []float64{0.5, 1, 2.5})}
+	if r.Intn(2) == 0 {
+		a = SmoothWarmingUp{Rate: rate, Warmup: luaPick(r, []time.Duration{0, 250 * time.Millisecond, time.Second}),
+			ColdFactor: luaPick(r, []float64{0, 3, 10})}
+	}
+	return a, a.(interface{ params() smoothParams }).params().limit(), smoothScale(a)
+}
+
 // TestPenaltyLuaDifferential runs random sequences through Penalty's Go transition and its
-// Lua twin on a real Redis, wrapped around each rate algorithm, and requires identical
-// decisions (apply and peek), identical penalty fields, and the penalty key's TTL.
+// Lua twin on a real Redis, wrapped around each rate algorithm (seeds 0-59) and the smooth
+// ones (60-79), and requires identical decisions (apply, charge and peek), identical
+// penalty fields, and the penalty key's TTL. Around a Chargeable rule one request in five
+// is a charge (chargeRequest, from a source of its own, so the other draws of a sequence
+// are the ones they were before charges existed).
 func TestPenaltyLuaDifferential(t *testing.T) {
 	t.Parallel()
 	rdb := newRedisClient(t, startRedis(t), 3)
 	ctx := context.Background()
-	var offences, blocked, granted, peeks int
-	for seed := int64(0); seed < 60; seed++ {
+	var offences, blocked, granted, peeks, charges, blockedCharges int
+	for seed := int64(0); seed < 80; seed++ {
 		r := rand.New(rand.NewSource(seed))
+		cr := rand.New(rand.NewSource(seed ^ 0xc4a6))
 		rule, limit, scale := penaltyRule(r)
+		if seed >= 60 {
+			rule, limit, scale = penaltySmoothRule(r)
+		}
 		p := Penalty{Rule: rule, Block: time.Duration(1+r.Int63n(3*scale)) * time.Microsecond}
 		if r.Intn(2) == 0 {
 			p.Growth = luaPick(r, []float64{1, 1.5, 2, 3.3})
@@ -87,6 +106,7 @@ func TestPenaltyLuaDifferential(t *testing.T) {
 			if req.N <= 0 {
 				req.N = 1 // stores reject it
 			}
+			chargeRequest(cr, p, limit, &req)
 			ps := st.(*penaltyState)
 			wasBlocked := ps.block > 0 && now < ps.until
 			before := *ps
@@ -96,6 +116,14 @@ func TestPenaltyLuaDifferential(t *testing.T) {
 				fail("apply %+v: Lua %+v (%v), Go %+v", req, got, err, want)
 			}
 			switch {
+			case req.Charge:
+				charges++
+				if wasBlocked {
+					blockedCharges++
+				}
+				if !want.Allowed || ps.until != before.until || ps.block != before.block {
+					fail("charge %+v: %+v, penalty %+v -> %+v: want allowed and the penalty unchanged", req, want, before, *ps)
+				}
 			case wasBlocked:
 				blocked++
 			case want.Allowed:
@@ -124,8 +152,8 @@ func TestPenaltyLuaDifferential(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("offences %d, blocked %d, granted %d, peeks %d", offences, blocked, granted, peeks)
-	if offences < 100 || blocked < 100 || granted < 100 || peeks < 100 {
+	t.Logf("offences %d, blocked %d, granted %d, peeks %d, charges %d (%d blocked)", offences, blocked, granted, peeks, charges, blockedCharges)
+	if offences < 100 || blocked < 100 || granted < 100 || peeks < 100 || charges < 100 || blockedCharges < 20 {
 		t.Fatal("too few of some kind of step")
 	}
 }
@@ -164,7 +192,8 @@ func TestPenaltyLuaServerTime(t *testing.T) {
 }
 
 // TestPenaltyLuaEveryRule: the composed script loads and agrees with Go around every
-// algorithm with a Lua twin, the smooth ones included, over a short fixed sequence.
+// algorithm with a Lua twin, the smooth ones included, over a short fixed sequence, with
+// charges around the Chargeable ones.
 func TestPenaltyLuaEveryRule(t *testing.T) {
 	t.Parallel()
 	rdb := newRedisClient(t, startRedis(t), 2)
@@ -183,6 +212,9 @@ func TestPenaltyLuaEveryRule(t *testing.T) {
 		for step := 0; step < 40; step++ {
 			now += int64(step%7) * 37_000
 			req := Request{N: 1 + int64(step%3)}
+			if step%5 == 4 && CapabilitiesOf(p)&Chargeable != 0 {
+				req = Request{N: 1 + int64(step%11)*2, Charge: true} // some during a block
+			}
 			want := p.Apply(st, now, req)
 			got, err := runDecision(ctx, rdb, rs, keys, ApplyArgs(nil, now, req, p.AppendArgs(nil)))
 			if err != nil || got != want {

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // penaltyStep is one request of a table test: at (µs after t0), N, and what to expect.
@@ -184,4 +187,53 @@ func TestPenaltyValidate(t *testing.T) {
 	if err := (Penalty{Rule: tb, Block: time.Second, Growth: 2, MaxBlock: time.Hour}).Validate(); err != nil {
 		t.Error(err)
 	}
+}
+
+// TestPenaltyChargeIsNoOffence: a charge past the limit goes to Rule and starts no block,
+// so the key is granted again as soon as Rule's debt is earned back.
+func TestPenaltyChargeIsNoOffence(t *testing.T) {
+	p := Penalty{Rule: TokenBucket{Rate: 1, Burst: 10}, Block: 30 * time.Second}
+	const t0, s = int64(1_700_000_000_000_000), int64(1_000_000)
+	st := p.NewState()
+	require.True(t, p.Apply(st, t0, Request{N: 5}).Allowed)
+	d := p.Apply(st, t0, Request{N: 20, Charge: true})
+	assert.Equal(t, Decision{Allowed: true, Limit: 10, RetryAfter: 16 * time.Second, ResetAfter: 25 * time.Second, At: t0}, d,
+		"Rule's decision: 15 in debt, earned back in 16 s")
+	assert.Zero(t, st.(*penaltyState).block, "a charge is no offence")
+	assert.True(t, p.Apply(st, t0+16*s, Request{N: 1}).Allowed)
+}
+
+// TestPenaltyChargeDebtDenialsAreOffences: the requests a charge's debt leaves denied are
+// offences; a charge while blocked is still recorded by Rule, keeps the block as it was,
+// and its RetryAfter is the later of the block's end and Rule's.
+func TestPenaltyChargeDebtDenialsAreOffences(t *testing.T) {
+	p := Penalty{Rule: TokenBucket{Rate: 1, Burst: 10}, Block: 30 * time.Second}
+	const t0, s = int64(1_700_000_000_000_000), int64(1_000_000)
+	st := p.NewState()
+	ps := st.(*penaltyState)
+	require.True(t, p.Apply(st, t0, Request{N: 5}).Allowed)
+	require.True(t, p.Apply(st, t0, Request{N: 20, Charge: true}).Allowed) // 15 in debt
+	// 14 in debt: Rule retries in 15 s, the offence blocks for 30 s.
+	d := p.Apply(st, t0+s, Request{N: 1})
+	assert.Equal(t, Decision{Limit: 10, RetryAfter: 30 * time.Second, ResetAfter: 30 * time.Second}, d)
+	require.Equal(t, t0+31*s, ps.until)
+
+	// Blocked: the charge is recorded (13 - 40 = 53 in debt: one permit in 54 s, full in
+	// 63 s), later than the block's end (29 s); the block is unchanged.
+	d = p.Apply(st, t0+2*s, Request{N: 40, Charge: true})
+	assert.Equal(t, Decision{Allowed: true, Limit: 10, RetryAfter: 54 * time.Second, ResetAfter: 63 * time.Second, At: t0 + 2*s}, d)
+	assert.Equal(t, t0+31*s, ps.until)
+	assert.Equal(t, 30*s, ps.block)
+	// Another key, blocked while Rule has no debt: the block's end is the later.
+	c := p.NewState()
+	require.True(t, p.Apply(c, t0, Request{N: 10}).Allowed)
+	require.False(t, p.Apply(c, t0, Request{N: 1}).Allowed) // offence: blocked until t0+30 s
+	d = p.Apply(c, t0+20*s, Request{N: 1, Charge: true})    // 10 tokens back, 9 left
+	assert.Equal(t, Decision{Allowed: true, Limit: 10, RetryAfter: 10 * time.Second, ResetAfter: 10 * time.Second, At: t0 + 20*s}, d,
+		"Remaining 0 and RetryAfter the block's end while blocked, though Rule holds 9")
+
+	// The first key: denied until Rule has earned the debt back, granted then.
+	d = p.Apply(st.(*penaltyState).CloneState(), t0+56*s-1, Request{N: 1})
+	assert.False(t, d.Allowed)
+	assert.True(t, p.Apply(st, t0+56*s, Request{N: 1}).Allowed)
 }

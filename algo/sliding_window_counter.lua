@@ -94,7 +94,7 @@ valid, s_win, s_curr, s_prev = false, 0, 0, 0
 -- get_state(KEYS[1], 25, 67) and the unpack, inlined (see not_state): p_win, p_curr and
 -- p_prev are the fields of a state of this format, else nil.
 local v, tag, p_win, p_curr, p_prev = redis.pcall('GET', KEYS[1])
-if v and #v == 25 then tag, p_win, p_curr, p_prev = sunpack('<Bddd', v) end
+if v and #v == 29 and ssub(v, 26) == STATE_END then tag, p_win, p_curr, p_prev = sunpack('<Bddd', v) end
 if tag == 67 then -- "C"
   valid, s_win, s_curr, s_prev = true, p_win, p_curr, p_prev
 elseif not_state(v) then -- the previous format
@@ -134,7 +134,7 @@ if op == 'apply' and n <= limit and n > 0 then
       -- ends: every write since the first grant in win set that TTL (a refund of all of
       -- them sets another). See put_state_kept, inlined here.
       if p_win == win and p_curr > 0 and server_time and has_keepttl then
-        redis.call('SET', KEYS[1], s, 'KEEPTTL')
+        redis.call('SET', KEYS[1], s .. STATE_END, 'KEEPTTL')
       else
         put_state(KEYS[1], s, r)
       end

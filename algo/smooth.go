@@ -140,7 +140,7 @@ func truncMicros(x float64) int64 {
 
 // applySmooth is the transition shared by both kinds: bring the state up to date with cfg
 // (creating it, or applying a config change as Guava's setRate does), then answer req the
-// way Guava's tryAcquire(n, timeout) does.
+// way Guava's tryAcquire(n, timeout) does, or record a charge (see charge).
 func applySmooth(s *smoothState, cfg smoothConfig, now int64, req Request) Decision {
 	p := cfg.params()
 	if !s.valid {
@@ -162,6 +162,9 @@ func applySmooth(s *smoothState, cfg smoothConfig, now int64, req Request) Decis
 		v.resync(now, p)
 		return never(limit, v.remaining(now, p), v.resetAfter(now, p))
 	}
+	if req.Charge {
+		return s.charge(now, float64(req.N), p, limit)
+	}
 	// canAcquire: nextFreeTicket - timeout <= now. Nothing is written on a denial, as in
 	// Guava (where the resync a reservation would do is a no-op then: now < next).
 	wait := max(s.next-now, 0)
@@ -173,6 +176,19 @@ func applySmooth(s *smoothState, cfg smoothConfig, now int64, req Request) Decis
 	s.reserve(now, float64(req.N), p)
 	return Decision{Allowed: true, Limit: limit, Remaining: s.remaining(now, p),
 		ResetAfter: toDuration(s.resetAfter(now, p)), Wait: toDuration(wait), At: now + wait}
+}
+
+// charge records n permits as used at now ([Request].Charge): Guava's acquire(n) without
+// its sleep. The charge spends stored permits first and pushes nextFreeTicket by the cost
+// of the rest, as a grant does, whatever reservations are pending (the next caller pays);
+// the charging caller waits for none of them, having already done its work. RetryAfter is
+// the wait of a later tryAcquire(1): until nextFreeTicket. At is now: the smooth state
+// keeps no instant of its own but nextFreeTicket.
+func (s *smoothState) charge(now int64, n float64, p smoothParams, limit int64) Decision {
+	s.resync(now, p)
+	s.reserve(now, n, p)
+	return Decision{Allowed: true, Limit: limit, Remaining: s.remaining(now, p), RetryAfter: toDuration(s.next - now),
+		ResetAfter: toDuration(s.resetAfter(now, p)), At: now}
 }
 
 // resync is Guava's resync: if nextFreeTicket is in the past, the idle time since then

@@ -127,6 +127,15 @@ local function answer(p, changed, save)
     return {0, limit, remaining(now, p), MAX_MICROS, dur(reset_after(now, p)), 0, 0}
   end
 
+  if charging then
+    -- smoothState.charge: Guava's acquire(n) without its sleep; the next caller pays.
+    resync(now, p)
+    reserve(now, n, p)
+    local reset = reset_after(now, p)
+    save(reset)
+    return {1, limit, remaining(now, p), dur(s_next - now), dur(reset), 0, now}
+  end
+
   local wait = s_next - now
   if wait < 0 then wait = 0 end
   if wait > max_wait then

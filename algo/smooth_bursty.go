@@ -16,7 +16,9 @@ import (
 // 0 is tryAcquire(N), d > 0 is tryAcquire(N, d), Forever is acquire(N). A request with
 // another config on the same key first applies it as Guava's setRate does. Rate may be +Inf
 // (every permit free). Waits saturate at MaxMicros and are then denied with RetryAfter ==
-// Never; N above 2^53 is never granted; Refund does nothing.
+// Never; N above 2^53 is never granted; Refund does nothing. A Charge ([Request].Charge)
+// is Guava's acquire(N) without the charging caller's wait: it spends the stored permits,
+// and the cost of the rest (N minus them, 1/Rate s each) is the wait of the next request.
 //
 // The state, the formulas, Limit and Remaining, expiry and the differences from Guava are in
 // docs/algorithms.md ("Smooth: Guava's RateLimiter").
@@ -85,7 +87,8 @@ func (c SmoothBursty) quota() Quota {
 	return Quota{Limit: n.params().limit(), Window: spanOf(n.burst)}
 }
 
-// Apply answers req as Guava's tryAcquire(N, MaxWait) (acquire(N) for Forever) at now.
+// Apply answers req as Guava's tryAcquire(N, MaxWait) (acquire(N) for Forever) at now;
+// a Charge is acquire(N) with no wait for the charging caller: the next caller pays.
 func (c SmoothBursty) Apply(st State, now int64, req Request) Decision {
 	return applySmooth(st.(*smoothState), c.config(), now, req)
 }

@@ -174,7 +174,9 @@ func smoothTwin(warm bool) luaTwin {
 	return luaTwin{
 		name:   name,
 		family: func(r *rand.Rand) []Scripted { return smoothFamily(r, warm) },
-		limit:  func(Scripted) int64 { return maxExact }, // larger N are never granted
+		// The Decisions' Limit (ceil(maxPermits)): charges (chargeRequest) cost 1 to 3
+		// times it, so they cover small debts and, at the largest Limits, saturated ones.
+		limit:  func(a Scripted) int64 { return a.(interface{ params() smoothParams }).params().limit() },
 		scale:  smoothScale,
 		snap:   func(st State) any { return snapSmooth(st) },
 		stored: func(h map[string]string, _ []string) (any, error) { return parseSmooth(h, warm) },

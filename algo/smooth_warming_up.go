@@ -16,7 +16,9 @@ import (
 // free: the interval between permits rises from 1/Rate to ColdFactor/Rate as they pile up. A
 // new key starts cold, and a key idle for Warmup is cold again, so a forgotten key behaves
 // exactly like the one it replaces. Waits saturate at MaxMicros (reported as Never); N above
-// 2^53 is never granted; Refund does nothing.
+// 2^53 is never granted; Refund does nothing. A Charge ([Request].Charge) is Guava's
+// acquire(N) without the charging caller's wait: the stored permits it spends (at their
+// warm-up cost) and the fresh ones (1/Rate s each) are the wait of the next request.
 //
 // The formulas, the diagram and the differences from Guava are in docs/algorithms.md
 // ("SmoothWarmingUp").
@@ -91,7 +93,8 @@ func (c SmoothWarmingUp) quota() Quota {
 	return Quota{Limit: c.config().params().limit()}
 }
 
-// Apply answers req as Guava's tryAcquire(N, MaxWait) (acquire(N) for Forever) at now.
+// Apply answers req as Guava's tryAcquire(N, MaxWait) (acquire(N) for Forever) at now;
+// a Charge is acquire(N) with no wait for the charging caller: the next caller pays.
 func (c SmoothWarmingUp) Apply(st State, now int64, req Request) Decision {
 	return applySmooth(st.(*smoothState), c.config(), now, req)
 }

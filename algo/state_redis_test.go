@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -70,7 +71,7 @@ func decodeState(s string) (map[string]string, error) {
 		return nil, fmt.Errorf("empty state string")
 	}
 	names, ok := packedFields[s[0]]
-	if !ok || len(s) != 1+8*len(names) {
+	if !ok || len(s) != 1+8*len(names)+len(stateEnd) || !strings.HasSuffix(s, stateEnd) {
 		return nil, fmt.Errorf("state string %q: unknown layout", s)
 	}
 	h := make(map[string]string, len(names))
@@ -80,8 +81,18 @@ func decodeState(s string) (map[string]string, error) {
 	return h, nil
 }
 
+// stateEnd is base.lua's STATE_END: the four bytes that end every packed state (a NUL,
+// "rk", the format's version 1).
+const stateEnd = "\x00rk\x01"
+
 // packState packs fields as the scripts do, under tag: the inverse of decodeState.
 func packState(tag byte, fields ...float64) string {
+	return rawState(tag, fields...) + stateEnd
+}
+
+// rawState is packState without stateEnd: a string with a state's tag and the length of
+// its fields, which an application could hold by chance.
+func rawState(tag byte, fields ...float64) string {
 	b := []byte{tag}
 	for _, f := range fields {
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(f))

@@ -87,7 +87,7 @@ valid, s_tokens, s_last = false, 0, 0
 local s_act, s_rb, s_rate = nil, false, nil
 -- get_state(KEYS[1], 41, 84) and the unpack, inlined (see not_state)
 local v, tag, f1, f2, f3, f4, f5 = redis.pcall('GET', KEYS[1])
-if v and #v == 41 then tag, f1, f2, f3, f4, f5 = sunpack('<Bddddd', v) end
+if v and #v == 45 and ssub(v, 42) == STATE_END then tag, f1, f2, f3, f4, f5 = sunpack('<Bddddd', v) end
 if tag == 84 then -- "T"
   valid, s_tokens, s_last, s_act, s_rb, s_rate = true, f1, f2, f3, f4 == 1, f5
 elseif not_state(v) then -- the previous format

@@ -146,6 +146,16 @@ func BenchmarkLocalSingleKey(b *testing.B) {
 				}
 			})
 		})
+		// Charge (issue 36): the same pipeline and store call as Allow, a request of
+		// another kind; it must cost no more.
+		b.Run(prefix+"ratekit-charge", func(b *testing.B) {
+			l := newLimiter(b, newLocal(b))
+			parallel(b, g, func(int) {
+				if d, err := l.Charge(ctx, "key", 1); err != nil || !d.Allowed {
+					b.Errorf("Charge = %+v, %v", d, err)
+				}
+			})
+		})
 		b.Run(prefix+"ratekit-store-apply", func(b *testing.B) {
 			s := newLocal(b)
 			req := algo.Request{N: 1}

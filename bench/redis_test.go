@@ -263,6 +263,24 @@ func BenchmarkRedis(b *testing.B) {
 			})
 		})
 	}
+	// Charge (issue 36) on the default store: the token bucket's script with the operation
+	// "charge", one round trip as Allow's; it must cost no more than the Allow row above.
+	b.Run("ratekit-token-bucket-charge", func(b *testing.B) {
+		c := redisClient(b, addr)
+		s, err := distributed.New(c, distributed.WithPrefix("bench:"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = s.Close() })
+		l, err := limiter.New(s, algo.TokenBucket{Rate: redisRate, Burst: redisBurst})
+		if err != nil {
+			b.Fatal(err)
+		}
+		runRedis(b, c, func(ctx context.Context, key string) error {
+			_, err := l.Charge(ctx, key, 1)
+			return err
+		})
+	})
 	// The token bucket, the fixed window and the sliding counter again without batching
 	// (Batching{Off: true}): each call takes a round trip of its own, as every peer's does,
 	// where the default store above lets the concurrent calls of the 64 goroutines share

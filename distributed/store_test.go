@@ -71,10 +71,14 @@ func TestSingleNode(t *testing.T) {
 		t.Parallel()
 		storetest.Differential(t, localFactory, redisFactory(c), storetest.DiffOptions{Steps: 500, Seed: 7})
 	})
-	// The same scripts with EVALSHA instead of FCALL.
+	// The same scripts with EVALSHA instead of FCALL: the transport's contracts (bad input,
+	// keys, independence, concurrency, Close, context, ApplyAll) run whole; its decisions
+	// are checked by DifferentialEval against the local store, step by step, rather than by
+	// the scenario tables, properties and probes a second time (the scripts are the same
+	// text, run by another command; algo's TestLuaDifferential runs them by EVAL too).
 	t.Run("ConformanceEval", func(t *testing.T) {
 		t.Parallel()
-		storetest.Run(t, evalFactory(c))
+		storetest.RunContracts(t, evalFactory(c))
 	})
 	t.Run("DifferentialEval", func(t *testing.T) {
 		t.Parallel()

@@ -25,9 +25,9 @@ local in_library = KEYS == nil
 -- table on every call), so serve starts each call with `redis = server_redis or api()`.
 -- has_keepttl: SET has KEEPTTL (Redis ≥ 6; REDIS_VERSION_NUM exists from 7.0), see
 -- put_state_kept.
-local sformat, spack, sunpack, server_redis, has_keepttl
+local sformat, spack, sunpack, ssub, server_redis, has_keepttl
 local function api()
-  sformat, spack, sunpack = string.format, struct.pack, struct.unpack
+  sformat, spack, sunpack, ssub = string.format, struct.pack, struct.unpack, string.sub
   has_keepttl = redis.REDIS_VERSION_NUM ~= nil
   if in_library then server_redis = redis end
   return redis
@@ -150,6 +150,14 @@ end
 -- call time (a function library cannot reach it while it loads): the hot paths call it as
 -- spack and sunpack (see api).
 --
+-- Every packed state ends with STATE_END, four bytes (a NUL, "rk", and the format's
+-- version, 1) that no twin packs: a state is read only when its length is its layout's
+-- plus these four, its first byte is its tag and it ends with them, so an application's
+-- string that happens to have the length and first byte of a state is other data (a
+-- WRONGTYPE error, store.ErrKeyUnavailable), never a decision that overwrites it.
+-- put_state and put_state_kept append it; a twin that SETs a state itself appends it too.
+local STATE_END = '\0rk\1'
+
 -- get_state reads key: its value when it is size bytes long and starts with tag; nil for
 -- no key; true for a key of the previous format, a hash, whose fields the caller reads
 -- with HMGET (that HMGET raises WRONGTYPE for any other type, as before). A string of
@@ -159,8 +167,9 @@ end
 -- keys already converted.
 --
 -- The twins' hot paths read their state inline, which spares a call: v =
--- redis.pcall('GET', key), and when #v == size (a table, pcall's error reply, has length
--- 0) the fields with sunpack and a check of the tag; otherwise, or with another tag,
+-- redis.pcall('GET', key), and when #v == size + 4 (a table, pcall's error reply, has
+-- length 0) and v ends with STATE_END the fields with sunpack and a check of the tag
+-- (size is the layout's length, without STATE_END); otherwise, or with another tag,
 -- not_state(v) answers as get_state: nil for no key, true for a hash, else an error.
 local function not_state(v)
   if not v then return nil end
@@ -172,7 +181,9 @@ end
 local function get_state(key, size, tag)
   local v = redis.pcall('GET', key)
   if not v then return nil end
-  if type(v) == 'string' and #v == size and string.byte(v) == tag then return v end
+  if type(v) == 'string' and #v == size + 4 and string.byte(v) == tag and ssub(v, size + 1) == STATE_END then
+    return v
+  end
   return not_state(v)
 end
 
@@ -187,7 +198,7 @@ local function put_state(key, v, us)
   local f = ms % 1
   if f > 0 then ms = ms - f + 1 end
   if not (ms >= 2) then ms = 2 end
-  redis.call('SET', key, v, 'PX', sformat('%d', ms))
+  redis.call('SET', key, v .. STATE_END, 'PX', sformat('%d', ms))
 end
 
 -- put_state_kept writes v to key keeping its TTL: SET ... KEEPTTL costs Redis 7.0 about 8k
@@ -199,7 +210,7 @@ end
 -- (has_keepttl). It returns false, writing nothing, when it cannot.
 local function put_state_kept(key, v)
   if not (server_time and has_keepttl) then return false end
-  redis.call('SET', key, v, 'KEEPTTL')
+  redis.call('SET', key, v .. STATE_END, 'KEEPTTL')
   return true
 end
 

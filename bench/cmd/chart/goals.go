@@ -173,6 +173,22 @@ var goals = []goal{
 		Op:   atLeast, Bound: 1.0, Info: true,
 	},
 	{
+		// Charge (issue 36) is a request of another kind through the same pipeline and
+		// the same store call: no more than Allow, within 5% (two runs of one row differ
+		// by about that).
+		Work: "Charge vs Allow, one key, local token bucket",
+		Ours: figure{Row: "LocalSingleKey/g=1/ratekit-charge", Metric: "ns/op"},
+		Peer: peer{"Allow", figure{Row: "LocalSingleKey/g=1/ratekit-allow", Metric: "ns/op"}},
+		Op:   atMost, Bound: 1.05,
+	},
+	{
+		Work: "Charge vs Allow, Redis token bucket, 64 goroutines",
+		Ours: figure{Row: "Redis/ratekit-token-bucket-charge", Metric: "decisions/s"},
+		Peer: peer{"Allow", figure{Row: "Redis/ratekit-token-bucket", Metric: "decisions/s"}},
+		Op:   atLeast, Bound: 0.95,
+		Also: []peer{{"Allow srv-cpu", figure{Row: "Redis/ratekit-token-bucket", Metric: "srv-cpu-µs/op"}}},
+	},
+	{
 		Work: "Redis client bytes per call, token bucket",
 		Ours: figure{Row: "Redis/ratekit-token-bucket", Metric: "B/op"},
 		Peer: peer{"redis_rate", figure{Row: "Redis/redis_rate-gcra", Metric: "B/op"}},

@@ -105,12 +105,14 @@ func (TokenBucket) capabilities() Capability {
 	return Leasable | DenialCacheable | OverflowSafe | Exact | Chargeable
 }
 
-// capabilities: leasable, denials cacheable, overflow-safe, exact.
-func (GCRA) capabilities() Capability { return Leasable | DenialCacheable | OverflowSafe | Exact }
+// capabilities: leasable, denials cacheable, overflow-safe, exact, chargeable.
+func (GCRA) capabilities() Capability {
+	return Leasable | DenialCacheable | OverflowSafe | Exact | Chargeable
+}
 
-// capabilities: leasable, denials cacheable, overflow-safe, exact.
+// capabilities: leasable, denials cacheable, overflow-safe, exact, chargeable.
 func (LeakyBucket) capabilities() Capability {
-	return Leasable | DenialCacheable | OverflowSafe | Exact
+	return Leasable | DenialCacheable | OverflowSafe | Exact | Chargeable
 }
 
 // capabilities: leasable within the window of the grant, denials cacheable, overflow-safe,

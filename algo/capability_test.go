@@ -57,8 +57,8 @@ func TestCapabilitiesLookThroughWrappers(t *testing.T) {
 		"token-bucket":    algo.Leasable | algo.DenialCacheable | algo.OverflowSafe | algo.Exact | algo.Chargeable,
 		"smooth-bursty":   algo.DenialCacheable | algo.Chargeable,
 		"smooth-warmup":   algo.DenialCacheable | algo.Chargeable,
-		"gcra":            algo.Leasable | algo.DenialCacheable | algo.OverflowSafe | algo.Exact,
-		"leaky-bucket":    algo.Leasable | algo.DenialCacheable | algo.OverflowSafe | algo.Exact,
+		"gcra":            algo.Leasable | algo.DenialCacheable | algo.OverflowSafe | algo.Exact | algo.Chargeable,
+		"leaky-bucket":    algo.Leasable | algo.DenialCacheable | algo.OverflowSafe | algo.Exact | algo.Chargeable,
 		"sliding-log":     algo.Leasable | algo.DenialCacheable | algo.OverflowSafe | algo.Exact,
 		"sliding-counter": algo.Leasable | algo.DenialCacheable | algo.OverflowSafe | algo.Exact,
 	}

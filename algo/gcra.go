@@ -143,7 +143,7 @@ func (c GCRA) tat(s *gcraState, now int64) float64 {
 }
 
 // Apply admits req.N if the TAT pushed forward by N·T stays within Burst·T of now (or, with
-// MaxWait, will within MaxWait).
+// MaxWait, will within MaxWait). A Charge pushes it forward whatever is left (see charge).
 func (c GCRA) Apply(st State, now int64, req Request) Decision {
 	s := st.(*gcraState)
 	t := c.interval()
@@ -156,6 +156,9 @@ func (c GCRA) Apply(st State, now int64, req Request) Decision {
 		lag, now = s.last-now, s.last
 	}
 	tat := c.tat(s, now)
+	if req.Charge {
+		return c.charge(s, now, lag, tat, req.N)
+	}
 	ahead := tat - float64(now) // ≥ 0, and exact: how far the TAT is ahead of now
 	if req.N > c.Burst || req.N <= 0 {
 		return never(c.Burst, c.remaining(ahead), lag+c.untilFresh(s, now, ahead))
@@ -180,6 +183,33 @@ func (c GCRA) Apply(st State, now int64, req Request) Decision {
 	ahead = s.tat - float64(now)
 	return Decision{Allowed: true, Limit: c.Burst, Remaining: c.remaining(ahead),
 		ResetAfter: toDuration(lag + ceilMicros(ahead)), Wait: toDuration(delay), At: now + wait}
+}
+
+// charge moves the TAT n intervals past max(TAT, now) whatever is left ([Request].Charge),
+// at the instant Apply decides at (now, lag as Apply computes them; tat = c.tat(s, now)):
+// the TAT more than Burst·T ahead is debt, earned back at one interval per permit before
+// the next permit. The TAT is capped at now + MaxMicros + Burst·T, as tat caps a rescaled
+// one: a TAT that far ahead is a wait of MaxMicros or more for any request, never
+// granted, and below the cap every sum stays a whole number of µs under 2^53. Like
+// TokenBucket.charge it moves no grant's instant (act) and ends act's roll-back (rb).
+func (c GCRA) charge(s *gcraState, now, lag int64, tat float64, n int64) Decision {
+	t := c.interval()
+	tat += float64(n) * t
+	if top := float64(now) + float64(MaxMicros) + float64(c.Burst)*t; tat > top {
+		tat = top
+	}
+	act := now
+	if s.valid && s.act > now {
+		act = s.act
+	}
+	s.valid, s.tat, s.act, s.iv, s.rb, s.last, s.burst = true, tat, act, t, false, now, c.Burst
+	// The state as written decides the next request at the caller's instant with no lag
+	// (its interval and Burst are the current ones), so the TAT is counted from there:
+	// Remaining and RetryAfter are what Apply answers then (exact, whole µs).
+	ahead := tat - float64(now-lag)
+	return Decision{Allowed: true, Limit: c.Burst, Remaining: c.remaining(ahead),
+		RetryAfter: retryAfter(ceilMicros(ahead-float64(c.Burst-1)*t), 0),
+		ResetAfter: toDuration(ceilMicros(ahead)), At: now}
 }
 
 // untilFresh is the ResetAfter of a decision that writes nothing: how long s takes to be

@@ -92,12 +92,26 @@ end
 if op == 'apply' then
   -- Behind a clock that stepped back before the last write, under another interval or
   -- burst, the decision is made at the write's instant, lag ahead (as algo.GCRA.Apply).
-  local lag = 0
+  local lag, from = 0, now
   if valid and now < s_last and (s_iv ~= T or s_burst ~= burst) then
     lag = s_last - now
     now = s_last
   end
   local tat = tat_at(now)
+  if charging then
+    -- GCRA.charge: the TAT moves n·T past max(TAT, now) whatever is left (debt), capped
+    -- at now + MAX_MICROS + burst·T (never granted, and exact); act kept, rb ended.
+    tat = tat + n * T
+    local top = now + MAX_MICROS + burst * T
+    if tat > top then tat = top end
+    local act = now
+    if valid and s_act and s_act > now then act = s_act end
+    -- counted from the caller's now (from), which the state as written decides with no lag
+    local ahead = tat - from
+    local reset = ceil_micros(ahead)
+    store(spack('<Bdddddd', 71, tat, act, T, 0, now, burst), reset)
+    return {1, burst, remaining(ahead), retry_after(ceil_micros(ahead - (burst - 1) * T), 0), dur(reset), 0, now}
+  end
   local ahead = tat - now -- ≥ 0, and exact
   if n > burst or n <= 0 then
     return {0, burst, remaining(ahead), MAX_MICROS, dur(lag + until_fresh(ahead, now)), 0, 0}

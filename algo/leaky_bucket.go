@@ -112,9 +112,12 @@ func (c LeakyBucket) drain(s *leakyBucketState, now int64) (float64, int64) {
 }
 
 // Apply pours req.N units in if they fit (meter) or if the queue ahead leaks out within
-// MaxWait (shaping queue).
+// MaxWait (shaping queue). A Charge pours them in whatever the room (see charge).
 func (c LeakyBucket) Apply(st State, now int64, req Request) Decision {
 	s := st.(*leakyBucketState)
+	if req.Charge {
+		return c.charge(s, now, req.N)
+	}
 	level, at := c.drain(s, now)
 	// lag is how far a backwards clock is behind the state: ResetAfter counts from the
 	// caller's now, so a store never expires the key before its state is fresh.
@@ -163,6 +166,32 @@ func (c LeakyBucket) Apply(st State, now int64, req Request) Decision {
 		ResetAfter: toDuration(lag + c.untilEmptyFrom(s, at, c.Rate)), Wait: toDuration(delay), At: at + wait}
 }
 
+// charge pours n units in whatever the room ([Request].Charge): the level rises past
+// Capacity by what did not fit, and that debt leaks out at Rate before anything fits again.
+// As a meter, a request for N fits once the level is down to Capacity - N; as a shaping
+// queue, the queue is full until then (a denial whatever the MaxWait), and a request
+// granted after it waits behind what is left. Like TokenBucket.charge it moves no grant's
+// instant (act): a charge is not queued, it is what was used.
+func (c LeakyBucket) charge(s *leakyBucketState, now, n int64) Decision {
+	level, at := c.drain(s, now)
+	lag := at - now
+	level += float64(n)
+	act := at
+	if s.valid && s.act > at {
+		act = s.act
+	}
+	s.valid, s.level, s.last, s.act, s.rate = true, level, at, act, c.Rate
+	// RetryAfter: the first µs at which one unit fits with no wait, by Apply's admission
+	// test on the state as written; estimated as Apply's denial estimates it.
+	one, retry := Request{N: 1}, int64(0)
+	if !c.grantsAt(s, now, one) {
+		retry = firstMicro(max(ceilMicros((level-(float64(c.Capacity)-1))/c.Rate*1e6)+lag, 1), 1,
+			func(d int64) bool { return c.grantsAt(s, now+d, one) })
+	}
+	return Decision{Allowed: true, Limit: c.Capacity, Remaining: c.remaining(level), RetryAfter: toDuration(retry),
+		ResetAfter: toDuration(lag + c.untilEmptyFrom(s, at, c.Rate)), At: at}
+}
+
 // Refund takes back out of the bucket what x/time/rate's Reservation.CancelAt would give
 // back for a grant of n acting at at: n minus the units queued behind it, Rate·(act - at)
 // where act is when the latest grant acts, never below zero. So cancelling a place in the
@@ -193,6 +222,9 @@ func (c LeakyBucket) Refund(st State, now int64, n int64, at int64) {
 // Capacity - ceil(level) so that no float64 rounding of the difference (near 2^53) can
 // report more room than a request would find.
 func (c LeakyBucket) remaining(level float64) int64 {
+	if level >= float64(c.Capacity) { // also past 2^63, where a charge may take it
+		return 0
+	}
 	return max(0, c.Capacity-ceilCount(level))
 }
 

@@ -61,30 +61,49 @@ local function until_empty(b, last, r, t)
     function(d) return b - seconds(t + d - last) * r <= 0 end)
 end
 
--- grants_at is LeakyBucket.grantsAt: whether apply would grant n with max_wait at u on
+-- grants_at is LeakyBucket.grantsAt: whether apply would grant k with max wait mw at u on
 -- the stored state.
-local function grants_at(u)
+local function grants_at(u, k, mw)
   local level, t = drain(u)
-  local bound = capacity - n
+  local bound = capacity - k
   local delay = 0
-  if max_wait > 0 then
-    local q = max_wait / 1e6 * rate
+  if mw > 0 then
+    local q = mw / 1e6 * rate
     if q < bound then bound = q end
     local wait = ceil_micros(level / rate * 1e6)
     if wait > 0 then delay = wait + t - u end
   end
-  return level <= bound and delay <= max_wait
+  return level <= bound and delay <= mw
 end
 
 -- remaining is what fits in the bucket now: capacity − ceil(level), never below 0, so that
 -- no rounding of the difference (near 2^53) reports more room than a request would find.
 local function remaining(level)
+  if level >= capacity then return 0 end -- also past 2^63, where a charge may take it
   local r = capacity - ceil_count(level)
   if r < 0 then r = 0 end
   return r
 end
 
-if op == 'apply' then
+if charging then
+  -- LeakyBucket.charge: n poured in whatever the room (past capacity: debt), act kept.
+  local level, t = drain(now)
+  local lag = t - now
+  level = level + n
+  local act = t
+  if valid and s_act and s_act > t then act = s_act end
+  local reset = lag + until_empty(level, t, rate, t)
+  store(struct.pack('<Bdddd', 76, level, t, act, rate), reset)
+  -- RetryAfter on the state as written: the first µs at which one unit fits now.
+  valid, s_level, s_last, leak = true, level, t, rate
+  local retry = 0
+  if not grants_at(now, 1, 0) then
+    retry = ceil_micros((level - (capacity - 1)) / rate * 1e6) + lag
+    if retry < 1 then retry = 1 end
+    retry = first_micro(retry, 1, function(d) return grants_at(now + d, 1, 0) end)
+  end
+  return {1, capacity, remaining(level), dur(retry), dur(reset), 0, t}
+elseif op == 'apply' then
   local level, t = drain(now)
   -- lag is how far a backwards clock is behind the state: ResetAfter counts from the
   -- caller's now, so the key never expires before its state is fresh.
@@ -109,7 +128,7 @@ if op == 'apply' then
     -- request is granted.
     local retry = ceil_micros((level - bound) / leak * 1e6) + lag
     if retry < 1 then retry = 1 end
-    retry = first_micro(retry, 1, function(d) return grants_at(now + d) end)
+    retry = first_micro(retry, 1, function(d) return grants_at(now + d, n, max_wait) end)
     return {0, capacity, remaining(level), dur(retry), dur(lag + until_empty(valid and s_level or nil, s_last, leak, t)), 0, 0}
   end
   level = level + n

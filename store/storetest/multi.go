@@ -27,6 +27,7 @@ func runMulti(t *testing.T, f Factory) {
 		t.Run("Model/"+name, func(t *testing.T) { t.Parallel(); checkMultiModel(t, f, rules, seed, scaled(1500)) })
 		t.Run("DenialKeepsState/"+name, func(t *testing.T) { t.Parallel(); checkMultiDenial(t, f, rules, seed, scaled(600)) })
 	}
+	runMultiCharge(t, f)
 	t.Run("Concurrent", func(t *testing.T) { t.Parallel(); checkMultiConcurrent(t, f) })
 	t.Run("BadInput", func(t *testing.T) { t.Parallel(); checkMultiBadInput(t, f) })
 }

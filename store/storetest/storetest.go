@@ -38,6 +38,7 @@ func Run(t *testing.T, newStore Factory) {
 	t.Run("Properties", func(t *testing.T) { t.Parallel(); runProperties(t, newStore) })
 	t.Run("Probes", func(t *testing.T) { t.Parallel(); runProbes(t, newStore) })
 	t.Run("Admin", func(t *testing.T) { t.Parallel(); runAdmin(t, newStore) })
+	t.Run("ChargeExact", func(t *testing.T) { t.Parallel(); runChargeExact(t, newStore) })
 	runContracts(t, newStore)
 }
 
@@ -66,6 +67,7 @@ func runContracts(t *testing.T, newStore Factory) {
 	t.Run("Close", func(t *testing.T) { t.Parallel(); runClose(t, newStore) })
 	t.Run("Context", func(t *testing.T) { t.Parallel(); runContext(t, newStore) })
 	t.Run("Multi", func(t *testing.T) { t.Parallel(); runMulti(t, newStore) })
+	t.Run("Charge", func(t *testing.T) { t.Parallel(); runChargeContracts(t, newStore) })
 }
 
 // scaled returns n, or n/4 (at least 1) when testing.Short().

@@ -2,10 +2,12 @@ package storetest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
@@ -91,9 +93,7 @@ func newHarness(t *testing.T, f Factory, start time.Time) *harness {
 	t.Helper()
 	clk := clockx.NewFake(start)
 	s := f(t, clk)
-	if s == nil {
-		t.Fatal("storetest: the Factory returned a nil store")
-	}
+	require.NotNil(t, s, "storetest: the Factory returned a nil store")
 	t.Cleanup(func() { _ = s.Close() })
 	return &harness{t: t, s: s, clk: clk, ctx: context.Background()}
 }
@@ -105,18 +105,14 @@ func (h *harness) now() int64 { return h.clk.Now().UnixMicro() }
 func (h *harness) apply(key string, a algo.Algorithm, req algo.Request) algo.Decision {
 	h.t.Helper()
 	d, err := h.s.Apply(h.ctx, key, a, req)
-	if err != nil {
-		h.t.Fatalf("Apply(%q, %v, %+v) at %s: unexpected error: %v", key, a, req, h.clk.Now().Format(time.RFC3339Nano), err)
-	}
+	require.NoError(h.t, err, "Apply(%q, %v, %+v) at %s", key, a, req, h.clk.Now().Format(time.RFC3339Nano))
 	return d
 }
 
 // refund calls Refund and fails the test on an error.
 func (h *harness) refund(key string, a algo.Algorithm, n, at int64) {
 	h.t.Helper()
-	if err := h.s.Refund(h.ctx, key, a, n, at); err != nil {
-		h.t.Fatalf("Refund(%q, %v, %d, %d): unexpected error: %v", key, a, n, at, err)
-	}
+	require.NoError(h.t, h.s.Refund(h.ctx, key, a, n, at), "Refund(%q, %v, %d, %d)", key, a, n, at)
 }
 
 // limitOf returns the most the algorithm grants at once (Decision.Limit): its Quota's
@@ -158,7 +154,5 @@ func reqString(r algo.Request) string {
 // errorIs fails t unless err wraps want.
 func errorIs(t testing.TB, what string, err, want error) {
 	t.Helper()
-	if !errors.Is(err, want) {
-		t.Errorf("%s: error = %v, want one wrapping %v", what, err, want)
-	}
+	assert.ErrorIs(t, err, want, what)
 }

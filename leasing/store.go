@@ -115,7 +115,8 @@ func leased(a algo.Algorithm) bool {
 // calling the inner store. Requests that are not leased (see the package documentation) go
 // to the inner store. A local grant reports At as the slice's (Refund gives the permits back
 // to the lease while it lasts), Remaining as the lease's leftover plus what the inner store
-// had left when the slice was taken, and ResetAfter counted down from the slice's. Errors
+// had left when the slice was taken, and ResetAfter counted down from the slice's. A
+// Charge takes what the lease holds and the rest from the inner store (see charge). Errors
 // are the inner store's.
 func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
 	if err := storecheck.Call(ctx, key, a, req, s.closed.Load()); err != nil {

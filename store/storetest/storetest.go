@@ -30,8 +30,9 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // Run runs the whole conformance suite against stores made by newStore: exact scenario
 // tables per algorithm, randomised properties with fixed seeds, probes of what each
 // decision promises, store.Admin's Peek and Reset when the store implements it (a random
-// model of Apply, Refund, Peek and Reset against a twin key; skipped otherwise), and the
-// contracts of RunContracts. Subtests run in parallel; the suite never sleeps (time moves
+// model of Apply, Refund, Peek and Reset against a twin key; skipped otherwise), charges
+// decided as the algorithm decides them (every algo.Chargeable sample), and the contracts
+// of RunContracts. Subtests run in parallel; the suite never sleeps (time moves
 // only on the fake clocks it hands to newStore). With -short the randomised parts take a
 // quarter of their steps.
 func Run(t *testing.T, newStore Factory) {
@@ -48,8 +49,8 @@ func Run(t *testing.T, newStore Factory) {
 // trades the exactness of its decisions for cost (package leasing grants from local
 // slices, so its decisions' fields and instants are not the algorithm's on one key): bad
 // input, unusual keys that never share state, key and slot independence, the bound under
-// concurrency, Close, calls on a done context, store.Admin's bad input, and
-// store.MultiApplier (a model of ApplyAll, refunds, concurrency and bad input) when the
+// concurrency, Close, calls on a done context, store.Admin's bad input, charges (never
+// denied; refused ones write nothing), and store.MultiApplier (a model of ApplyAll, refunds, concurrency and bad input) when the
 // store implements it. Run runs it too.
 func RunContracts(t *testing.T, newStore Factory) {
 	t.Helper()

@@ -201,3 +201,44 @@ func TestChargeNotAnsweredFromDenial(t *testing.T) {
 	assert.Equal(t, 2*time.Second, d.RetryAfter, "one token of debt: two seconds to one permit")
 	assert.Equal(t, int64(5), inner.total(), "the charge reached the inner store")
 }
+
+// TestChargeConcurrent: goroutines granting and charging one hot key while the clock
+// moves: nothing charged is lost and nothing counted twice (run with -race).
+func TestChargeConcurrent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, inner, clk := newLedgered(t, 5)
+	a := algo.TokenBucket{Rate: 1000, Burst: 20}
+	var mu sync.Mutex
+	var through int64
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewSource(int64(g)))
+			for range 300 {
+				req := algo.Request{N: 1 + r.Int63n(3)}
+				if g%2 == 0 && r.Intn(3) == 0 {
+					req = algo.Request{N: 1 + r.Int63n(12), Charge: true}
+				}
+				d, err := s.Apply(ctx, "hot", a, req)
+				if !assert.NoError(t, err) {
+					return
+				}
+				assert.True(t, d.Allowed || !req.Charge, "a charge was denied")
+				if d.Allowed {
+					mu.Lock()
+					through += req.N
+					mu.Unlock()
+				}
+				if g == 0 {
+					clk.Add(time.Millisecond)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	require.NoError(t, s.Close())
+	assert.Equal(t, through, inner.total(), "recorded = granted + charged once the leases are given back")
+}

@@ -10,10 +10,15 @@ import (
 
 // modelGrant is one grant a store made for a tracked key: n permits that act at at (µs, the
 // store's Decision.At). A grant refunded (a Cancel that reached the store) is not used.
+// A charge (Limiter.Charge) is one too, with charge set: its n count against the bound
+// of the grants after it, and at is the instant it was written, or the latest act time
+// of the grants before it when one is later (a charge is queued behind the reservations
+// already made, which it does not move).
 type modelGrant struct {
 	step      int
 	n, at     int64
 	cancelled bool
+	charge    bool
 }
 
 // modelHistory is every grant of one tracked key, in the order the store made them.
@@ -27,11 +32,21 @@ type modelHistory struct {
 // than it may (more than x/time/rate's CancelAt) lets later requests use too many.
 func (h *modelHistory) cancel(n, at int64) {
 	for i := len(h.grants) - 1; i >= 0; i-- {
-		if g := &h.grants[i]; !g.cancelled && g.n == n && g.at == at {
+		if g := &h.grants[i]; !g.cancelled && !g.charge && g.n == n && g.at == at {
 			g.cancelled = true
 			return
 		}
 	}
+}
+
+// charged records a charge of n written at at (µs): see modelGrant.
+func (h *modelHistory) charged(step int, n, at int64) {
+	for _, g := range h.grants {
+		if !g.cancelled {
+			at = max(at, g.at)
+		}
+	}
+	h.grants = append(h.grants, modelGrant{step: step, n: n, at: at, charge: true})
 }
 
 // used returns the grants not cancelled, sorted by act time.
@@ -146,6 +161,10 @@ func (c *modelCeiling) add(a algo.Algorithm) {
 //     Burst + Rate·(t2−t1) (Capacity for the leaky bucket, as a meter or a queue).
 //   - smooth-*: Guava lets one request of any size through and makes the next ones pay, so
 //     there is no simple bound: only the cross-store comparison applies.
+//
+// Charges count as grants do, but a bound is checked only where a grant ends the span
+// (a charge itself may pass any limit): the permits granted in a span are at most
+// limit + earned − charged, charged being the charges in the span before its last grant.
 func (c *modelCeiling) check(key string, h *modelHistory) string {
 	used := h.used()
 	if len(used) == 0 {
@@ -163,12 +182,14 @@ func (c *modelCeiling) check(key string, h *modelHistory) string {
 }
 
 func (c *modelCeiling) checkAligned(used []modelGrant) string {
+	// In the order the store made them (a charge counts for the grants after it only).
+	used = slices.Clone(used)
+	slices.SortStableFunc(used, func(a, b modelGrant) int { return a.step - b.step })
 	sums := map[int64]int64{}
 	for _, g := range used {
-		sums[floorDivModel(g.at, c.window)] += g.n
-	}
-	for w, s := range sums {
-		if s > c.limit {
+		w := floorDivModel(g.at, c.window)
+		sums[w] += g.n
+		if s := sums[w]; s > c.limit && !g.charge {
 			return fmt.Sprintf("%s bound: aligned window #%d [%d, %d) µs holds %d permits > Limit %d; grants in it: %s",
 				c.name, w, w*c.window, (w+1)*c.window, s, c.limit, grantsIn(used, w*c.window, (w+1)*c.window))
 		}
@@ -186,7 +207,7 @@ func (c *modelCeiling) checkSliding(used []modelGrant) string {
 			i++
 		}
 		// Grants at the same instant as j after it belong to the same window: take the last.
-		if j+1 < len(used) && used[j+1].at == g.at {
+		if j+1 < len(used) && used[j+1].at == g.at && !used[j+1].charge || g.charge {
 			continue
 		}
 		if sum > c.limit {
@@ -217,7 +238,7 @@ func (c *modelCeiling) checkBucket(used []modelGrant, queued float64) string {
 			minStart, minIdx = s, k
 		}
 		prefix += float64(g.n)
-		if e := prefix - r*t - minStart; e > worst {
+		if e := prefix - r*t - minStart; e > worst && !g.charge {
 			worst, wi, wj = e, minIdx, k
 		}
 	}
@@ -244,7 +265,11 @@ func grantsIn(used []modelGrant, from, to int64) string {
 			if k++; k > 12 {
 				return s + " …"
 			}
-			s += fmt.Sprintf(" %d@%d(step %d)", g.n, g.at, g.step)
+			kind := ""
+			if g.charge {
+				kind = "charge "
+			}
+			s += fmt.Sprintf(" %s%d@%d(step %d)", kind, g.n, g.at, g.step)
 		}
 	}
 	return s

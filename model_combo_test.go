@@ -8,7 +8,7 @@ package limiter_test
 // strings) on a stack of stores (local or Redis, leasing, the denial cache, three stores on
 // one Redis or on a three-master Redis Cluster as three processes, batching, injected
 // faults, observed limiters off the fast paths). Each variant of a combo is a subtest,
-// TestModel/<combo>/<variant>, that runs seeded plans of requests, reservations,
+// TestModel/<combo>/<variant>, that runs seeded plans of requests, charges, reservations,
 // blocking acquires (TryAcquire and WaitN, sleeping on the fake clock; some given up while
 // they wait), cancels, refunds, resets, peeks, config changes (SetAlgorithm on every
 // process at once) and clock steps on the variant's world beside a reference world (the
@@ -60,9 +60,10 @@ const (
 	cSet                      // SetAlgorithm on every process: other configs of the plan's rules
 	cPeek                     // Peek through the step's process: it takes nothing, so what follows is unchanged
 	cWait                     // TryAcquire with a timeout (the step's MaxWait), sleeping on the fake clock
+	cCharge                   // Charge: a cAllow turned into one when every rule is chargeable
 )
 
-var comboKindNames = [...]string{"allow", "reserve", "cancel", "refund", "reset", "forward", "idle", "lag", "fault", "set", "peek", "wait"}
+var comboKindNames = [...]string{"allow", "reserve", "cancel", "refund", "reset", "forward", "idle", "lag", "fault", "set", "peek", "wait", "charge"}
 
 // comboKinds weights the kinds of most combos: a byte picks one entry. cLag and cFault
 // are no-ops (a forward step) where the variant has no server clock or fault, and cSet
@@ -106,6 +107,9 @@ type comboPlan struct {
 	first  byte
 	v      byte
 	resets bool // some step is a cReset
+	// charge: a quarter of the cAllow are Charges (by their unused byte b), when every rule
+	// states algo.Chargeable: a combo is walked with charges once its algorithm states it.
+	charge bool
 	ops    []comboOp
 }
 
@@ -123,11 +127,16 @@ func decodeCombo(c *combo, data []byte, fam int) comboPlan {
 	if kinds == nil {
 		kinds = comboKinds
 	}
+	rules := c.rules(&p)
+	p.charge = chargeable(rules.a) && (rules.b == nil || chargeable(rules.b))
 	scale := p.fam.scale
 	for rest := data[min(3, len(data)):]; len(rest) >= 4; rest = rest[4:] {
 		k, a, b, x := rest[0], rest[1], rest[2], rest[3]
 		o := comboOp{kind: kinds[int(k)%len(kinds)], key: int(a) % len(c.keys), b: b}
 		o.n = []int64{1, 1, 1, 1, 2, 3, 5}[int(x>>2)%7]
+		if o.kind == cAllow && p.charge && b%4 == 3 {
+			o.kind, o.n = cCharge, o.n*4 // past what is left, often
+		}
 		o.proc = int(x) % c.procs()
 		switch o.kind {
 		case cReserve, cWait:
@@ -145,6 +154,9 @@ func decodeCombo(c *combo, data []byte, fam int) comboPlan {
 	}
 	return p
 }
+
+// chargeable reports whether a states algo.Chargeable.
+func chargeable(a algo.Algorithm) bool { return algo.CapabilitiesOf(a)&algo.Chargeable != 0 }
 
 // combo is one meeting of features: the rule, the keys and steps its plans use, and the
 // store stacks (variants) it runs on, each a subtest.

@@ -320,6 +320,31 @@ func (w *comboWorld) do(step int, o comboOp) (comboObs, error) {
 			}
 		}
 		obs = comboObs{fmtDecision(d) + errText(err), fmt.Sprintf("ok=%v%s", d.Allowed, errText(err))}
+	case cCharge:
+		seen := w.observedSince()
+		d, err := lim.Charge(ctx, key, o.n)
+		if err != nil && !w.errOK(err) {
+			return obs, fmt.Errorf("Charge: %w", err)
+		}
+		if !seen() {
+			return obs, fmt.Errorf("Charge answered %s, and the observer was told of nothing", fmtDecision(d))
+		}
+		if err == nil {
+			if !d.Allowed {
+				return obs, fmt.Errorf("Charge(%d) denied: %s", o.n, fmtDecision(d))
+			}
+			// Charged now (a lease's At is its slice's), behind the grants already queued.
+			at := max(d.At, w.clk.Now().UnixMicro())
+			for _, hk := range w.histKeys(key) {
+				h := w.hist[hk]
+				if h == nil {
+					h = &modelHistory{}
+					w.hist[hk] = h
+				}
+				h.charged(step, o.n, at)
+			}
+		}
+		obs = comboObs{fmtDecision(d) + errText(err), fmt.Sprintf("charged%s", errText(err))}
 	case cReserve:
 		var rules []algo.Decision
 		tctx := limiter.TraceRules(ctx, func(_ *limiter.Limiter, d limiter.Decision) { rules = append(rules, d) })

@@ -76,10 +76,11 @@ const (
 	kIdle                     // a long idle gap: every key's state is back to fresh
 	kFlood                    // Allow on many new keys: the local store must evict
 	kSweep                    // the local store forgets the keys whose state is fresh
+	kCharge                   // Charge: an AllowN turned into one by a plan that charges
 )
 
 var modelKindNames = [...]string{"allow", "reserve", "cancel", "wait", "wait-cut", "try-cut",
-	"try", "set", "forward", "back", "idle", "flood", "sweep"}
+	"try", "set", "forward", "back", "idle", "flood", "sweep", "charge"}
 
 // modelKinds weights the kinds: a byte picks one entry.
 var modelKinds = []modelKind{
@@ -129,7 +130,10 @@ type modelPlan struct {
 	evict bool
 	fixed bool // no SetAlgorithm: a failure is then none of a config change's doing
 	all   bool // some requests go through a composite (never with evict: one tracked key)
-	ops   []modelOp
+	// charge: a quarter of the AllowN are Charges (by their unused byte b), for a family
+	// that states algo.Chargeable: an algorithm is walked with charges once it states it.
+	charge bool
+	ops    []modelOp
 }
 
 // decodePlan turns bytes into a plan: the fuzz target's input, and the seeded runs' (from
@@ -145,6 +149,7 @@ func decodePlan(data []byte, fam int) modelPlan {
 	p := modelPlan{fam: modelFamilies[fam], first: hdr[1], fixed: hdr[0]&0x20 != 0,
 		evict: hdr[0]&0xc0 == 0xc0 && !modelFamilies[fam].keep}
 	p.all = hdr[0]&0x10 != 0 && !p.evict
+	p.charge = algo.CapabilitiesOf(p.fam.config(p.first))&algo.Chargeable != 0
 	scale := p.fam.scale
 	for rest := data[min(2, len(data)):]; len(rest) >= 4; rest = rest[4:] {
 		k, a, b, c := rest[0], rest[1], rest[2], rest[3]
@@ -156,8 +161,11 @@ func decodePlan(data []byte, fam int) modelPlan {
 		if p.evict {
 			o.key = 0 // one tracked key: evicting one of two equally near fresh is random
 		}
+		if o.kind == kAllow && p.charge && b%4 == 3 {
+			o.kind = kCharge
+		}
 		switch o.kind {
-		case kAllow, kReserve, kWait, kWaitCut, kTry, kTryCut:
+		case kAllow, kReserve, kWait, kWaitCut, kTry, kTryCut, kCharge:
 			o.all = p.all && c&0x80 != 0
 		}
 		switch o.kind {

@@ -1,7 +1,7 @@
 package limiter_test
 
 // The model-based test: random sequences of every public way to take and give back permits
-// (Allow, Reserve, Cancel in any order, Wait and TryAcquire cancelled mid-sleep, each also
+// (Allow, Charge, Reserve, Cancel in any order, Wait and TryAcquire cancelled mid-sleep, each also
 // through a composite with a second rule on a global key), config changes (SetAlgorithm),
 // clock jumps both ways, expiry, idle gaps and floods of keys (eviction), run on the
 // local and the Redis store side by side. After every step each store's grants must

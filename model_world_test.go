@@ -97,8 +97,14 @@ func (r *modelRecorder) Apply(ctx context.Context, key string, a algo.Algorithm,
 		r.expiring(key, a, &d)
 	}
 	if h := r.tracked[key]; h != nil {
-		r.trace = append(r.trace, fmt.Sprintf("Apply(%s n=%d maxWait=%v)=%s%s", key, req.N, req.MaxWait, fmtDecision(d), errSuffix(err)))
-		if err == nil && d.Allowed {
+		r.trace = append(r.trace, fmt.Sprintf("Apply(%s n=%d maxWait=%v charge=%t)=%s%s", key, req.N, req.MaxWait, req.Charge, fmtDecision(d), errSuffix(err)))
+		switch {
+		case err == nil && req.Charge:
+			if !d.Allowed {
+				return d, fmt.Errorf("model: the store denied a charge: %s", fmtDecision(d))
+			}
+			h.charged(r.step, req.N, d.At)
+		case err == nil && d.Allowed:
 			h.grants = append(h.grants, modelGrant{step: r.step, n: req.N, at: d.At})
 		}
 	}
@@ -237,6 +243,15 @@ func (w *modelWorld) do(step int, o modelOp) (string, error) {
 		d, err := lim.AllowN(ctx, key, o.n)
 		if err != nil {
 			return "", fmt.Errorf("AllowN: %w", err)
+		}
+		res = fmtDecision(d)
+	case kCharge:
+		d, err := lim.Charge(ctx, key, o.n)
+		if err != nil {
+			return "", fmt.Errorf("Charge: %w", err)
+		}
+		if !d.Allowed {
+			return "", fmt.Errorf("Charge(%d) denied: %s", o.n, fmtDecision(d))
 		}
 		res = fmtDecision(d)
 	case kReserve:

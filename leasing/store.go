@@ -115,11 +115,15 @@ func leased(a algo.Algorithm) bool {
 // calling the inner store. Requests that are not leased (see the package documentation) go
 // to the inner store. A local grant reports At as the slice's (Refund gives the permits back
 // to the lease while it lasts), Remaining as the lease's leftover plus what the inner store
-// had left when the slice was taken, and ResetAfter counted down from the slice's. Errors
+// had left when the slice was taken, and ResetAfter counted down from the slice's. A
+// Charge takes what the lease holds and the rest from the inner store (see charge). Errors
 // are the inner store's.
 func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
 	if err := storecheck.Call(ctx, key, a, req, s.closed.Load()); err != nil {
 		return algo.Decision{}, err
+	}
+	if req.Charge {
+		return s.charge(ctx, key, a, req)
 	}
 	if req.MaxWait > 0 || req.N > s.slice || !leased(a) {
 		return s.inner.Apply(ctx, key, a, req)
@@ -209,6 +213,46 @@ lookup:
 			return s.refill(ctx, a, req, l, old, now)
 		}
 	}
+}
+
+// charge records req (a Charge) of key under a: it takes what it can from key's live lease
+// under a and the rest from the inner store as a Charge, so that every permit charged is
+// counted once, on the slice the inner store already counted or on the inner store. It
+// never waits for a slice in flight (the lease then holds none), never takes a slice, and
+// is never answered from a remembered denial: a charge is never denied. A charge the lease
+// covers is answered as a grant from the lease (RetryAfter 0: the next request asks the
+// inner store when the lease runs out); one that reaches the inner store is answered by
+// it. When that call fails, the permits taken from the lease go back to it, if it still
+// holds that slice.
+func (s *Store) charge(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
+	if !leased(a) {
+		return s.inner.Apply(ctx, key, a, req)
+	}
+	l := s.lookup(ctx, leaseKey{key, a.Slot()}, false)
+	if l == nil {
+		return s.inner.Apply(ctx, key, a, req)
+	}
+	took, at, start := min(l.left, req.N), l.at, l.start
+	d, ok := algo.Decision{}, false
+	if took > 0 { // under another config, ended, or busy (a slice in flight): none
+		d, ok = l.grant(a, algo.Request{N: took}, s.tick(), true)
+	}
+	l.mu.Unlock()
+	if !ok {
+		return s.inner.Apply(ctx, key, a, req)
+	}
+	if took == req.N {
+		return d, nil
+	}
+	out, err := s.inner.Apply(ctx, key, a, algo.Request{N: req.N - took, Charge: true})
+	if err != nil {
+		l.mu.Lock()
+		if !l.dead && l.at == at && l.start == start && !l.busy {
+			l.left += took // the charge is not recorded: the slice keeps its permits
+		}
+		l.mu.Unlock()
+	}
+	return out, err
 }
 
 // grant answers req from l when it holds enough under a at t (Store.tick), taking the

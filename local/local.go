@@ -125,6 +125,14 @@ func (s *Store) locate(key string) (uint64, *shard) {
 // and scale with the cores as separate limiters do. Every other call (a new key, a key
 // last written under another config, an entry that went dead) validates a and is decided
 // under the shard's lock too (applyLocked).
+//
+// A Charge (algo.Request.Charge) is decided as any request, new keys included: when a new
+// key finds its shard full of keys still limiting (WithMaxKeys), an algo.OverflowSafe
+// algorithm records the charge on the shard's overflow state (the new keys that share it
+// pay the debt); any other algorithm has no state to record it on, since a shared one could
+// later admit its keys sooner than their own would, so the charge is denied and records
+// nothing, with the RetryAfter of the full shard. That is the one case a charge is denied:
+// Allowed false says the usage was not recorded.
 func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
 	// storecheck.Call's checks but a.Validate; a failed one is reported by Call, in its order.
 	if key == "" || a == nil || req.Validate() != nil || req.Charge || s.closed.Load() || storecheck.Context(ctx) != nil {

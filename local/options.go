@@ -61,7 +61,8 @@ func WithClock(c clockx.Clock) Option {
 // of its algorithm when the algorithm is algo.OverflowSafe (FixedWindow, SlidingWindowLog,
 // SlidingWindowCounter, TokenBucket, LeakyBucket, GCRA, and custom ones that state it), or
 // else denied with a RetryAfter (the smooth limiters, Penalty, and custom algorithms that
-// do not). Store.Overflows counts such requests. Semaphores are never evicted.
+// do not; so is a Charge, which then records nothing: see Store.Apply). Store.Overflows
+// counts such requests. Semaphores are never evicted.
 // docs/local.md explains the rules.
 func WithMaxKeys(n int) Option {
 	return optionFunc(func(o *options) {

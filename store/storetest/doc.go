@@ -37,7 +37,14 @@
 //     composite (all or nothing at one instant, each rule's own state, refunds of a
 //     composite's grants rule by rule, rules under limiter.All's ":<i>:<slot>"
 //     namespace), denials that change no state, the tighter rule's bound under
-//     concurrency, bad input (no rules, two rules of one slot, ...) and Close.
+//     concurrency, bad input (no rules, two rules of one slot, ...) and Close;
+//   - charges (algo.Request.Charge), for every sample that states algo.Chargeable: never
+//     denied, Wait 0, a charge past the limit leaving Remaining 0 and RetryAfter > 0,
+//     decisions equal to the algorithm's own (a model on two keys), a request of 1 denied
+//     until exactly a charge's RetryAfter and granted then (algo.Exact), ApplyAll charging
+//     every rule of an all-chargeable set as the model does; a charge of an algorithm that
+//     does not state algo.Chargeable (alone or in a composite), or of N outside [1, 2^53],
+//     is an error wrapping algo.ErrInvalidRequest and writes nothing.
 //
 // [RunContracts] runs the part of it that holds for a store that trades the exactness of
 // its decisions for cost (package leasing): bad input, keys, independence, concurrency,

@@ -2,11 +2,13 @@ package storetest
 
 import (
 	"math/rand"
-	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/internal/multirules"
@@ -27,6 +29,7 @@ func runMulti(t *testing.T, f Factory) {
 		t.Run("Model/"+name, func(t *testing.T) { t.Parallel(); checkMultiModel(t, f, rules, seed, scaled(1500)) })
 		t.Run("DenialKeepsState/"+name, func(t *testing.T) { t.Parallel(); checkMultiDenial(t, f, rules, seed, scaled(600)) })
 	}
+	runMultiCharge(t, f)
 	t.Run("Concurrent", func(t *testing.T) { t.Parallel(); checkMultiConcurrent(t, f) })
 	t.Run("BadInput", func(t *testing.T) { t.Parallel(); checkMultiBadInput(t, f) })
 }
@@ -35,9 +38,7 @@ func runMulti(t *testing.T, f Factory) {
 func (h *harness) applyAll(key string, rules []algo.Algorithm, req algo.Request) ([]algo.Decision, bool) {
 	h.t.Helper()
 	ds, ok, err := h.s.(store.MultiApplier).ApplyAll(h.ctx, key, rules, req)
-	if err != nil {
-		h.t.Fatalf("ApplyAll(%q, %v, %s): unexpected error: %v", key, rules, reqString(req), err)
-	}
+	require.NoError(h.t, err, "ApplyAll(%q, %v, %s)", key, rules, reqString(req))
 	return ds, ok
 }
 
@@ -104,9 +105,8 @@ func checkMultiModel(t *testing.T, f Factory, rules []algo.Algorithm, seed int64
 		}
 		got, gotOK := h.applyAll(key, rules, req)
 		want, wantOK := m.applyAll(key, rules, now, req)
-		if gotOK != wantOK || !reflect.DeepEqual(got, want) {
-			t.Fatalf("seed %d step %d: ApplyAll(%q, %s) = %t %v, want %t %v", seed, i, key, reqString(req), gotOK, got, wantOK, want)
-		}
+		require.Equal(t, wantOK, gotOK, "seed %d step %d: ApplyAll(%q, %s) = %v, want %v", seed, i, key, reqString(req), got, want)
+		require.Equal(t, want, got, "seed %d step %d: ApplyAll(%q, %s)", seed, i, key, reqString(req))
 		if gotOK {
 			granted++
 			g := grantOf{key: key, n: req.N}
@@ -117,9 +117,8 @@ func checkMultiModel(t *testing.T, f Factory, rules []algo.Algorithm, seed int64
 		}
 	}
 	// A timeline where everything or nothing passes tests little.
-	if granted < steps/15 || granted > steps*14/15 {
-		t.Errorf("seed %d: %d of %d calls granted; the timeline does not exercise both outcomes", seed, granted, steps)
-	}
+	assert.True(t, granted >= steps/15 && granted <= steps*14/15,
+		"seed %d: %d of %d calls granted; the timeline does not exercise both outcomes", seed, granted, steps)
 }
 
 // checkMultiDenial gives two keys the same granted history, and one of them also every
@@ -135,21 +134,17 @@ func checkMultiDenial(t *testing.T, f Factory, rules []algo.Algorithm, seed int6
 			denials++
 			continue
 		}
-		if ds, ok := h.applyAll("control", rules, req); !ok {
-			t.Fatalf("seed %d step %d: the control key denied %s what the probed key granted: %v", seed, i, reqString(req), ds)
-		}
+		ds, ok := h.applyAll("control", rules, req)
+		require.True(t, ok, "seed %d step %d: the control key denied %s what the probed key granted: %v", seed, i, reqString(req), ds)
 	}
-	if denials < steps/20 {
-		t.Errorf("seed %d: only %d denials in %d calls", seed, denials, steps)
-	}
+	assert.GreaterOrEqual(t, denials, steps/20, "seed %d: too few denials in %d calls", seed, steps)
 	for i := 0; i < 100; i++ {
 		h.clk.Add(time.Duration(r.Intn(500)) * time.Microsecond)
 		for _, a := range rules {
 			req := algo.Request{N: 1, MaxWait: time.Duration(r.Intn(2000)) * time.Microsecond}
-			if got, want := h.apply("probed", a, req), h.apply("control", a, req); got != want {
-				t.Fatalf("seed %d future step %d, %v: the key that saw denied composites decides %s, its control %s",
-					seed, i, a, describe(got), describe(want))
-			}
+			got, want := h.apply("probed", a, req), h.apply("control", a, req)
+			require.Equal(t, want, got, "seed %d future step %d, %v: the key that saw denied composites decides unlike its control",
+				seed, i, a)
 		}
 	}
 }
@@ -172,8 +167,7 @@ func checkMultiConcurrent(t *testing.T, f Factory) {
 			defer wg.Done()
 			for i := 0; i < 10; i++ {
 				_, ok, err := m.ApplyAll(h.ctx, "hot", rules, algo.Request{N: 1})
-				if err != nil {
-					t.Error(err)
+				if !assert.NoError(t, err) { // not require: a goroutine of the test's
 					return
 				}
 				if ok {
@@ -183,15 +177,11 @@ func checkMultiConcurrent(t *testing.T, f Factory) {
 		}()
 	}
 	wg.Wait()
-	if got, want := granted.Load(), int64(37); got != want {
-		t.Fatalf("%d of 160 concurrent calls granted, want exactly %d", got, want)
-	}
-	if d := h.apply("hot", rules[0], algo.Request{N: 63}); !d.Allowed || d.Remaining != 0 {
-		t.Errorf("FixedWindow 100 after the run: %s, want 63 left exactly", describe(d))
-	}
-	if d := h.apply("hot", rules[2], algo.Request{N: 23}); !d.Allowed || d.Remaining != 0 {
-		t.Errorf("TokenBucket 60 after the run: %s, want 23 left exactly", describe(d))
-	}
+	require.Equal(t, int64(37), granted.Load(), "of 160 concurrent calls granted")
+	d := h.apply("hot", rules[0], algo.Request{N: 63})
+	assert.True(t, d.Allowed && d.Remaining == 0, "FixedWindow 100 after the run: %s, want 63 left exactly", describe(d))
+	d = h.apply("hot", rules[2], algo.Request{N: 23})
+	assert.True(t, d.Allowed && d.Remaining == 0, "TokenBucket 60 after the run: %s, want 23 left exactly", describe(d))
 }
 
 // checkMultiBadInput: errors wrapping the sentinels of Store.Apply, and ErrInvalidConfig
@@ -219,18 +209,14 @@ func checkMultiBadInput(t *testing.T, f Factory) {
 		{"bad name", "k", []algo.Algorithm{tb, algo.Named(tb, "a:b")}, algo.Request{N: 1}, algo.ErrInvalidConfig},
 	} {
 		ds, ok, err := m.ApplyAll(h.ctx, tc.key, tc.rules, tc.req)
-		errorIs(t, "ApplyAll, "+tc.name, err, tc.want)
-		if ds != nil || ok {
-			t.Errorf("ApplyAll, %s = %v, %t, want nil, false", tc.name, ds, ok)
-		}
+		assert.ErrorIs(t, err, tc.want, "ApplyAll, %s", tc.name)
+		assert.Nil(t, ds, "ApplyAll, %s", tc.name)
+		assert.False(t, ok, "ApplyAll, %s", tc.name)
 	}
 	// Nothing was taken by the bad calls.
-	if ds, ok := h.applyAll("k", []algo.Algorithm{tb, fw}, algo.Request{N: 5}); !ok {
-		t.Errorf("ApplyAll of both limits after the bad calls = %v, want a grant", ds)
-	}
-	if err := h.s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	ds, ok := h.applyAll("k", []algo.Algorithm{tb, fw}, algo.Request{N: 5})
+	assert.True(t, ok, "ApplyAll of both limits after the bad calls = %v, want a grant", ds)
+	require.NoError(t, h.s.Close())
 	_, _, err := m.ApplyAll(h.ctx, "k", []algo.Algorithm{tb}, algo.Request{N: 1})
-	errorIs(t, "ApplyAll after Close", err, store.ErrClosed)
+	assert.ErrorIs(t, err, store.ErrClosed, "ApplyAll after Close")
 }

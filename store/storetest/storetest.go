@@ -2,10 +2,12 @@ package storetest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
@@ -28,8 +30,9 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // Run runs the whole conformance suite against stores made by newStore: exact scenario
 // tables per algorithm, randomised properties with fixed seeds, probes of what each
 // decision promises, store.Admin's Peek and Reset when the store implements it (a random
-// model of Apply, Refund, Peek and Reset against a twin key; skipped otherwise), and the
-// contracts of RunContracts. Subtests run in parallel; the suite never sleeps (time moves
+// model of Apply, Refund, Peek and Reset against a twin key; skipped otherwise), charges
+// decided as the algorithm decides them (every algo.Chargeable sample), and the contracts
+// of RunContracts. Subtests run in parallel; the suite never sleeps (time moves
 // only on the fake clocks it hands to newStore). With -short the randomised parts take a
 // quarter of their steps.
 func Run(t *testing.T, newStore Factory) {
@@ -38,6 +41,7 @@ func Run(t *testing.T, newStore Factory) {
 	t.Run("Properties", func(t *testing.T) { t.Parallel(); runProperties(t, newStore) })
 	t.Run("Probes", func(t *testing.T) { t.Parallel(); runProbes(t, newStore) })
 	t.Run("Admin", func(t *testing.T) { t.Parallel(); runAdmin(t, newStore) })
+	t.Run("ChargeExact", func(t *testing.T) { t.Parallel(); runChargeExact(t, newStore) })
 	runContracts(t, newStore)
 }
 
@@ -45,8 +49,8 @@ func Run(t *testing.T, newStore Factory) {
 // trades the exactness of its decisions for cost (package leasing grants from local
 // slices, so its decisions' fields and instants are not the algorithm's on one key): bad
 // input, unusual keys that never share state, key and slot independence, the bound under
-// concurrency, Close, calls on a done context, store.Admin's bad input, and
-// store.MultiApplier (a model of ApplyAll, refunds, concurrency and bad input) when the
+// concurrency, Close, calls on a done context, store.Admin's bad input, charges (never
+// denied; refused ones write nothing), and store.MultiApplier (a model of ApplyAll, refunds, concurrency and bad input) when the
 // store implements it. Run runs it too.
 func RunContracts(t *testing.T, newStore Factory) {
 	t.Helper()
@@ -66,6 +70,7 @@ func runContracts(t *testing.T, newStore Factory) {
 	t.Run("Close", func(t *testing.T) { t.Parallel(); runClose(t, newStore) })
 	t.Run("Context", func(t *testing.T) { t.Parallel(); runContext(t, newStore) })
 	t.Run("Multi", func(t *testing.T) { t.Parallel(); runMulti(t, newStore) })
+	t.Run("Charge", func(t *testing.T) { t.Parallel(); runChargeContracts(t, newStore) })
 }
 
 // scaled returns n, or n/4 (at least 1) when testing.Short().
@@ -89,9 +94,7 @@ func newHarness(t *testing.T, f Factory, start time.Time) *harness {
 	t.Helper()
 	clk := clockx.NewFake(start)
 	s := f(t, clk)
-	if s == nil {
-		t.Fatal("storetest: the Factory returned a nil store")
-	}
+	require.NotNil(t, s, "storetest: the Factory returned a nil store")
 	t.Cleanup(func() { _ = s.Close() })
 	return &harness{t: t, s: s, clk: clk, ctx: context.Background()}
 }
@@ -103,18 +106,14 @@ func (h *harness) now() int64 { return h.clk.Now().UnixMicro() }
 func (h *harness) apply(key string, a algo.Algorithm, req algo.Request) algo.Decision {
 	h.t.Helper()
 	d, err := h.s.Apply(h.ctx, key, a, req)
-	if err != nil {
-		h.t.Fatalf("Apply(%q, %v, %+v) at %s: unexpected error: %v", key, a, req, h.clk.Now().Format(time.RFC3339Nano), err)
-	}
+	require.NoError(h.t, err, "Apply(%q, %v, %+v) at %s", key, a, req, h.clk.Now().Format(time.RFC3339Nano))
 	return d
 }
 
 // refund calls Refund and fails the test on an error.
 func (h *harness) refund(key string, a algo.Algorithm, n, at int64) {
 	h.t.Helper()
-	if err := h.s.Refund(h.ctx, key, a, n, at); err != nil {
-		h.t.Fatalf("Refund(%q, %v, %d, %d): unexpected error: %v", key, a, n, at, err)
-	}
+	require.NoError(h.t, h.s.Refund(h.ctx, key, a, n, at), "Refund(%q, %v, %d, %d)", key, a, n, at)
 }
 
 // limitOf returns the most the algorithm grants at once (Decision.Limit): its Quota's
@@ -156,7 +155,5 @@ func reqString(r algo.Request) string {
 // errorIs fails t unless err wraps want.
 func errorIs(t testing.TB, what string, err, want error) {
 	t.Helper()
-	if !errors.Is(err, want) {
-		t.Errorf("%s: error = %v, want one wrapping %v", what, err, want)
-	}
+	assert.ErrorIs(t, err, want, what)
 }

@@ -84,6 +84,12 @@ type Rule struct {
 	// of the request is over its limit and no other rule is; their own status stays
 	// OVER_LIMIT.
 	Quota bool
+	// Charge (ours, rate_limit.charge) makes every hit of the rule count, whatever is
+	// left: hits that do not fit are charged (limiter.Charge: the key goes into debt) and
+	// answered OVER_LIMIT, even with DenialsSpendNothing, and a look (hits_addend 0) is
+	// OVER_LIMIT while nothing is left. It is for usage reported after the fact, such as
+	// the tokens Envoy sends with apply_on_stream_done.
+	Charge bool
 	// Detailed makes the metrics name the request's values for value-less entries.
 	Detailed bool
 	// Metadata is the descriptor's `metadata:`, sent back in the response's

@@ -10,16 +10,16 @@ import (
 )
 
 // rule reads a rate_limit block: envoyproxy/ratelimit's unit, requests_per_unit,
-// unit_multiplier, unlimited, name and replaces, and our extensions rate, algorithm and
-// burst.
+// unit_multiplier, unlimited, name and replaces, and our extensions rate, algorithm,
+// burst and charge.
 func (p *parser) rule(n *yaml.Node, path, defAlgo string) (*Rule, error) {
 	r := &Rule{file: p.file, line: n.Line}
 	var (
-		unitNode, rpuNode, rateNode, multNode, burstNode *yaml.Node
-		algoName                                         = defAlgo
-		burst                                            uint64
+		unitNode, rpuNode, rateNode, multNode, burstNode, chargeNode *yaml.Node
+		algoName                                                     = defAlgo
+		burst                                                        uint64
 	)
-	err := p.fields(n, path, []string{"unit", "requests_per_unit", "unit_multiplier", "unlimited", "name", "replaces", "rate", "algorithm", "burst"}, func(k string, v *yaml.Node) (err error) {
+	err := p.fields(n, path, []string{"unit", "requests_per_unit", "unit_multiplier", "unlimited", "name", "replaces", "rate", "algorithm", "burst", "charge"}, func(k string, v *yaml.Node) (err error) {
 		f := joinPath(path, k)
 		switch k {
 		case "unit":
@@ -69,6 +69,10 @@ func (p *parser) rule(n *yaml.Node, path, defAlgo string) (*Rule, error) {
 			if burst, err = p.count(v, f, maxCount); err == nil && burst == 0 {
 				err = p.errf(v, f, "must be at least 1")
 			}
+		case "charge":
+			if r.Charge, err = p.boolean(v, f); r.Charge {
+				chargeNode = v
+			}
 		}
 		return err
 	})
@@ -87,7 +91,7 @@ func (p *parser) rule(n *yaml.Node, path, defAlgo string) (*Rule, error) {
 		for _, x := range []struct {
 			n    *yaml.Node
 			name string
-		}{{unitNode, "unit"}, {rateNode, "rate"}, {multNode, "unit_multiplier"}, {burstNode, "burst"}} {
+		}{{unitNode, "unit"}, {rateNode, "rate"}, {multNode, "unit_multiplier"}, {burstNode, "burst"}, {chargeNode, "charge"}} {
 			if x.n != nil {
 				return nil, p.errf(x.n, joinPath(path, x.name), "not allowed with unlimited: true")
 			}
@@ -121,10 +125,16 @@ func (p *parser) rule(n *yaml.Node, path, defAlgo string) (*Rule, error) {
 		return nil, p.errf(burstNode, joinPath(path, "burst"), "only %s have a burst (the algorithm is %s)", burstAlgorithms(), algoName)
 	}
 	if r.rate.count == 0 {
+		if r.Charge {
+			return nil, p.errf(chargeNode, joinPath(path, "charge"), "not allowed with requests_per_unit: 0 (it denies every request: nothing to charge)")
+		}
 		return r, nil // denies every request: no algorithm needed
 	}
 	if r.Algorithm, err = buildAlgorithm(algoName, r.rate, int64(burst)); err != nil {
 		return nil, p.errf(n, path, "%v", err)
+	}
+	if r.Charge && !chargeable(r.Algorithm) {
+		return nil, p.errf(chargeNode, joinPath(path, "charge"), "the algorithm %s cannot charge (it does not state algo.Chargeable)", algoName)
 	}
 	return r, nil
 }
@@ -164,4 +174,10 @@ func (p *parser) algorithm(n *yaml.Node, field string) (string, error) {
 		return "", p.errf(n, field, "unknown algorithm %q (want one of %s)", s, algorithmList())
 	}
 	return name, nil
+}
+
+// chargeable reports whether a records a charge (algo.Chargeable): a hit past what is left
+// goes into debt rather than being refused.
+func chargeable(a algo.Algorithm) bool {
+	return algo.CapabilitiesOf(a)&algo.Chargeable != 0
 }

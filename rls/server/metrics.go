@@ -24,9 +24,9 @@ import (
 type Metrics struct {
 	requests      atomic.Int64
 	overLimit     atomic.Int64
-	globalShadow  atomic.Int64 // requests OVER_LIMIT answered OK by global shadow mode
-	rules         sync.Map     // stat → *ruleCounters
-	outcomes      [6]atomic.Int64
+	globalShadow  atomic.Int64    // requests OVER_LIMIT answered OK by global shadow mode
+	rules         sync.Map        // stat → *ruleCounters
+	outcomes      [7]atomic.Int64 // one per limiter.Outcome
 	breaker       [3]atomic.Int64 // transitions into each BreakerState
 	breakersNow   [3]atomic.Int64 // breakers now in each BreakerState but closed
 	outageAnswers [2]atomic.Int64 // descriptors the failure policy answered OK, OVER_LIMIT

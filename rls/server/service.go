@@ -211,15 +211,24 @@ func (s *Service) decide(ctx context.Context, domain string, c *check) {
 		default:
 			s.storeAnswered(ctx)
 			left = c.d.Remaining
-			if !c.d.Allowed && c.hits > 0 && !s.opts.DenialsSpendNothing {
+			switch {
+			case c.d.Allowed || c.hits == 0:
+			case r.Charge:
+				c.d = chargeHits(ctx, l, key, c.hits, c.d)
+			case !s.opts.DenialsSpendNothing:
 				c.d = spendRest(ctx, l, key, c.d)
 			}
 		}
 		c.decided = true
 	}
-	// A look that spends nothing (hits 0) is never over the limit: envoyproxy/ratelimit's
-	// INCRBY 0 answers OK unless its count passed the limit.
+	// A look that spends nothing (hits 0) is over the limit only on a charge rule, while
+	// nothing is left (the key in debt, or empty): a usage-based limit checks with a look
+	// before the request and charges the usage after it. Elsewhere a look is never over:
+	// envoyproxy/ratelimit's INCRBY 0 answers OK unless its count passed the limit.
 	over := !c.d.Allowed && c.hits > 0
+	if c.hits == 0 && r.Charge {
+		over = !c.d.Allowed && (!c.outage || s.opts.FailurePolicy == PolicyClosed)
+	}
 	shadow := over && r.Shadow
 	code := rlsv3.RateLimitResponse_OK
 	if over && !shadow {
@@ -252,11 +261,13 @@ func (s *Service) decide(ctx context.Context, domain string, c *check) {
 // key grants nothing more until its window ends (or its bucket refills), as the
 // reference's count past the limit grants nothing more until its window ends. For the
 // fixed window, the reference's algorithm, the answers that follow are the reference's;
-// the hits beyond what was left are not recorded (that needs a charge the library does
-// not offer yet), which only a look (hits_addend 0) could tell: the reference answers it
-// OVER_LIMIT after a denial, ratekitd OK with 0 remaining. A grant taken in between by
-// another call leaves less to spend: spendRest tries twice, then keeps d. The denial's
-// RetryAfter is d's.
+// the hits beyond what was left are not recorded, which only a look (hits_addend 0)
+// could tell: the reference answers it OVER_LIMIT after a denial, ratekitd OK with 0
+// remaining. Recording them (chargeHits) is a charge rule's choice, not the default: a
+// window forgets its excess when it ends, but a bucket or a sliding window carries it
+// over, so a client that kept calling while denied would stay denied for as long as it
+// kept calling. A grant taken in between by another call leaves less to spend: spendRest
+// tries twice, then keeps d. The denial's RetryAfter is d's.
 func spendRest(ctx context.Context, l *limiter.Limiter, key string, d algo.Decision) algo.Decision {
 	for range 2 {
 		if d.Remaining <= 0 {
@@ -271,6 +282,23 @@ func spendRest(ctx context.Context, l *limiter.Limiter, key string, d algo.Decis
 			break
 		}
 	}
+	return d
+}
+
+// chargeHits records the hits of a charge rule's denied request (d) in full, through
+// limiter.Charge: what the key held is spent and the rest is debt, which later requests
+// wait out (a window's count passes its limit, as envoyproxy/ratelimit's INCRBY passes
+// it). A usage report (Envoy's apply_on_stream_done) is such a request: the tokens a
+// response used, known once it is done, whatever was left. The answer stays the denial,
+// with the figures of the key after the charge: Remaining 0 while in debt, RetryAfter
+// until the next permit, ResetAfter until the key is fresh. If the charge fails (the
+// store went away in between), d stands and the hits are lost, as a failed call's are.
+func chargeHits(ctx context.Context, l *limiter.Limiter, key string, hits int64, d algo.Decision) algo.Decision {
+	ch, err := l.Charge(ctx, key, hits)
+	if err != nil {
+		return d
+	}
+	d.Remaining, d.RetryAfter, d.ResetAfter = ch.Remaining, ch.RetryAfter, ch.ResetAfter
 	return d
 }
 

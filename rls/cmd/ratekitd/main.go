@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -64,6 +65,10 @@ type flags struct {
 
 func parseFlags(args []string, out io.Writer) (*flags, error) {
 	var f flags
+	envBools, err := envBools("REDIS_TLS", "REDIS_TLS_SKIP_HOSTNAME_VERIFICATION")
+	if err != nil {
+		return nil, err
+	}
 	fs := flag.NewFlagSet("ratekitd", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&f.config, "config", "", "a YAML file, or a directory of *.yaml files, in envoyproxy/ratelimit's format (required)")
@@ -91,7 +96,15 @@ func parseFlags(args []string, out io.Writer) (*flags, error) {
 	fs.DurationVar(&f.drainTimeout, "drain-timeout", 10*time.Second, "on SIGTERM, how long calls in flight may take to finish")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
-	fs.StringVar(&f.store.redis, "redis", "", "Redis URL: redis://[user:password@]host:port[/db] (rediss:// for TLS), or redis+cluster://host:port[,host:port...]; empty: in memory")
+	fs.StringVar(&f.store.redis, "redis", os.Getenv("REDIS_URL"), "Redis URL: redis://[user:password@]host:port[/db] (rediss:// for TLS), redis+cluster://host:port[,host:port...], redis+sentinel://sentinel:port[,sentinel:port...]/master[/db], or REDIS_URL's form (see --redis-type); empty: in memory (default $REDIS_URL)")
+	fs.StringVar(&f.store.redisType, "redis-type", os.Getenv("REDIS_TYPE"), "how to read a --redis that is not a URL, as envoyproxy/ratelimit reads REDIS_URL: single (host:port), cluster (host:port,host:port...) or sentinel (master,sentinel:port[,...]) (default $REDIS_TYPE)")
+	fs.StringVar(&f.store.auth, "redis-auth", os.Getenv("REDIS_AUTH"), "password or user:password of the Redis nodes, if not in the URL (default $REDIS_AUTH)")
+	fs.StringVar(&f.store.sentinelAuth, "redis-sentinel-auth", os.Getenv("REDIS_SENTINEL_AUTH"), "password or user:password of the sentinels (default $REDIS_SENTINEL_AUTH)")
+	fs.BoolVar(&f.store.tls.on, "redis-tls", envBools["REDIS_TLS"], "TLS to Redis (and the sentinels) whatever the URL's scheme (default $REDIS_TLS)")
+	fs.StringVar(&f.store.tls.cert, "redis-tls-cert", os.Getenv("REDIS_TLS_CLIENT_CERT"), "PEM file of the client certificate Redis asks for (mTLS), with --redis-tls-key (default $REDIS_TLS_CLIENT_CERT)")
+	fs.StringVar(&f.store.tls.key, "redis-tls-key", os.Getenv("REDIS_TLS_CLIENT_KEY"), "PEM file of the client certificate's key (default $REDIS_TLS_CLIENT_KEY)")
+	fs.StringVar(&f.store.tls.ca, "redis-tls-ca", os.Getenv("REDIS_TLS_CACERT"), "PEM file of CAs to trust for Redis's certificate, beside the system's (default $REDIS_TLS_CACERT)")
+	fs.BoolVar(&f.store.tls.skipHostname, "redis-tls-skip-hostname-verification", envBools["REDIS_TLS_SKIP_HOSTNAME_VERIFICATION"], "check Redis's certificate chain but not its name (default $REDIS_TLS_SKIP_HOSTNAME_VERIFICATION)")
 	fs.StringVar(&f.store.prefix, "redis-prefix", "ratekitd:", "prefix of every Redis key")
 	fs.DurationVar(&f.store.timeout, "redis-timeout", 200*time.Millisecond, "bound on each Redis call")
 	fs.BoolVar(&f.store.batching, "redis-batching", true, "share pipelines between concurrent calls (distributed.WithBatching; false: a round trip per call)")
@@ -111,6 +124,25 @@ func parseFlags(args []string, out io.Writer) (*flags, error) {
 		return nil, errors.New("--config PATH is required (a YAML file or a directory of them)")
 	}
 	return &f, nil
+}
+
+// envBools reads envoyproxy/ratelimit's boolean environment variables, the defaults of
+// the flags that replace them: unset or empty is false, and a value strconv.ParseBool
+// does not read is an error rather than false.
+func envBools(names ...string) (map[string]bool, error) {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		v := os.Getenv(n)
+		if v == "" {
+			continue
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, fmt.Errorf("$%s=%q: want true or false", n, v)
+		}
+		m[n] = b
+	}
+	return m, nil
 }
 
 func newLogger(f *flags, out io.Writer) (*slog.Logger, error) {

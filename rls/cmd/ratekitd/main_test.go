@@ -183,15 +183,15 @@ func TestRedisURLs(t *testing.T) {
 		"redis+cluster://u:p@n1:7000,n2:7001":      "redis+cluster://n1:7000,n2:7001",
 		"rediss+cluster://n1:7000?dial_timeout=1s": "rediss+cluster://n1:7000",
 	} {
-		c, desc, err := redisClient(spec)
+		c, desc, err := redisClient(storeFlags{redis: spec})
 		if err != nil || desc != want {
 			t.Errorf("%s: %q, %v; want %q", spec, desc, err, want)
 			continue
 		}
 		c.Close()
 	}
-	for _, spec := range []string{"localhost:6379", "redis+cluster://", "redis+cluster://n1:7000/1", "http://x"} {
-		if _, _, err := redisClient(spec); err == nil {
+	for _, spec := range []string{"localhost", "redis+cluster://", "redis+cluster://n1:7000/1", "http://x"} {
+		if _, _, err := redisClient(storeFlags{redis: spec}); err == nil {
 			t.Errorf("%s accepted", spec)
 		}
 	}

@@ -127,7 +127,9 @@ func WithCost(f func(*http.Request) int64) Option {
 // been written by then) and must not keep h.
 //
 // The charge is made on the request's context without its cancellation (the work was
-// done even if the client has gone), and nothing of the response changes. A charge the
+// done even if the client has gone), and nothing of the response changes: its RateLimit
+// headers, sent before the handler ran, describe the key after the check, not after the
+// charge. A charge the
 // limiter cannot record (the store is down under FailClosed, or closed; a cost above
 // 2^53) goes to the error handler with a ResponseWriter that drops what it writes, since
 // the response is already on its way; store failures that the failure policy answers

@@ -5,6 +5,7 @@ go 1.25.0
 require (
 	github.com/labstack/echo/v4 v4.16.0
 	github.com/ratekit/limiter v0.0.0
+	github.com/stretchr/testify v1.12.1
 )
 
 require (

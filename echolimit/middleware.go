@@ -1,6 +1,7 @@
 package echolimit
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -48,5 +49,20 @@ type ctxWriter struct {
 
 // Unwrap returns Echo's writer (http.ResponseController).
 func (w *ctxWriter) Unwrap() http.ResponseWriter { return w.Response }
+
+// WrittenResponse returns the status and header Echo's chain wrote (adapter.Responder):
+// httplimit.WithChargeAfter reads them. When the chain returned an error that Echo has not
+// answered yet, the status is the one Echo's default error handler sends for it: an
+// echo.HTTPError's code, else 500.
+func (w *ctxWriter) WrittenResponse() (int, http.Header) {
+	status := w.Response.Status
+	if w.err != nil && !w.Response.Committed {
+		status = http.StatusInternalServerError
+		if he := (*echo.HTTPError)(nil); errors.As(w.err, &he) {
+			status = he.Code
+		}
+	}
+	return status, w.Response.Header()
+}
 
 var writers adapter.Pool[ctxWriter]

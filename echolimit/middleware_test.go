@@ -1,12 +1,15 @@
 package echolimit_test
 
 import (
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
@@ -26,7 +29,14 @@ func newEcho(l *limiter.Limiter, key httplimit.KeyFunc, opts []httplimit.Option,
 	e.Use(mw, func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error { n.After.Add(1); return next(c) }
 	})
-	ok := func(c echo.Context) error { n.Handler.Add(1); return c.String(http.StatusOK, "ok") }
+	ok := func(c echo.Context) error {
+		n.Handler.Add(1)
+		status, usage := adaptertest.Answer(c.Request().Header.Get)
+		if usage != "" {
+			c.Response().Header().Set("X-Usage-Tokens", usage)
+		}
+		return c.String(status, "ok")
+	}
 	e.GET("/", ok)
 	e.POST("/", ok)
 	return e, nil
@@ -71,4 +81,37 @@ func BenchmarkMiddleware(b *testing.B) {
 			return newEcho(l, key, opts, n)
 		},
 	})
+}
+
+// TestChargeAfterError: for a handler that returned an error, which Echo answers after the
+// middleware, WithChargeAfter gets the status Echo's error handler sends for it and the
+// header the handler set.
+func TestChargeAfterError(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		err    error
+		status int
+	}{
+		{echo.NewHTTPError(http.StatusBadGateway, "upstream"), http.StatusBadGateway},
+		{errors.New("plain"), http.StatusInternalServerError},
+	} {
+		l, _ := adaptertest.NewLimiter(t, algo.TokenBucket{Rate: 1, Burst: 10})
+		key := func(*http.Request) (string, error) { return "k", nil }
+		var status int
+		var usage string
+		e, err := newEcho(l, key, []httplimit.Option{httplimit.WithChargeAfter(func(_ *http.Request, s int, h http.Header) int64 {
+			status, usage = s, h.Get("X-Usage-Tokens")
+			return 0
+		})}, new(adaptertest.Counts))
+		require.NoError(t, err)
+		e.GET("/fail", func(c echo.Context) error {
+			c.Response().Header().Set("X-Usage-Tokens", "7")
+			return tc.err
+		})
+		rec := httptest.NewRecorder()
+		e.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/fail", nil))
+		assert.Equal(t, tc.status, rec.Code, "%v: Echo's answer", tc.err)
+		assert.Equal(t, tc.status, status, "%v: the status the charge saw", tc.err)
+		assert.Equal(t, "7", usage, "%v", tc.err)
+	}
 }

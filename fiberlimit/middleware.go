@@ -2,6 +2,7 @@ package fiberlimit
 
 import (
 	"bytes"
+	"errors"
 	"net/http"
 	"net/url"
 
@@ -133,6 +134,23 @@ func (w *writer) Write(b []byte) (int, error) {
 		w.WriteHeader(http.StatusOK)
 	}
 	return w.c.Write(b)
+}
+
+// WrittenResponse returns the status and header Fiber's chain wrote (adapter.Responder),
+// copied from fasthttp's response: httplimit.WithChargeAfter reads them. When the chain
+// returned an error, which Fiber answers after the middleware, the status is the one
+// Fiber's default error handler sends for it: a fiber.Error's code, else 500.
+func (w *writer) WrittenResponse() (int, http.Header) {
+	status := w.c.Response().StatusCode()
+	if w.next != nil {
+		status = fiber.StatusInternalServerError
+		if fe := (*fiber.Error)(nil); errors.As(w.next, &fe) {
+			status = fe.Code
+		}
+	}
+	h := make(http.Header)
+	w.c.Response().Header.VisitAll(func(k, v []byte) { h.Add(string(k), string(v)) })
+	return status, h
 }
 
 // copyHeader adds the headers set so far to Fiber's response, every line of each.

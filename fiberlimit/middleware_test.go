@@ -1,13 +1,18 @@
 package fiberlimit_test
 
 import (
+	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/ratekit/limiter"
+	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/fiberlimit"
 	"github.com/ratekit/limiter/httplimit"
 	"github.com/ratekit/limiter/internal/adaptertest"
@@ -22,7 +27,14 @@ func mount(tb testing.TB, l *limiter.Limiter, key httplimit.KeyFunc, opts []http
 	}
 	app := fiber.New()
 	app.Use(mw, func(c *fiber.Ctx) error { n.After.Add(1); return c.Next() })
-	ok := func(c *fiber.Ctx) error { n.Handler.Add(1); return c.SendString("ok") }
+	ok := func(c *fiber.Ctx) error {
+		n.Handler.Add(1)
+		status, usage := adaptertest.Answer(func(name string) string { return c.Get(name) })
+		if usage != "" {
+			c.Set("X-Usage-Tokens", usage)
+		}
+		return c.Status(status).SendString("ok")
+	}
 	app.Get("/", ok)
 	app.Post("/", ok)
 	return serve(tb, app), nil
@@ -60,4 +72,40 @@ func TestMiddleware(t *testing.T) {
 // BenchmarkMiddleware: what a request through the middleware costs (adaptertest.Benchmark).
 func BenchmarkMiddleware(b *testing.B) {
 	adaptertest.Benchmark(b, adaptertest.Adapter{Mount: mount})
+}
+
+// TestChargeAfterError: for a handler that returned an error, which Fiber answers after
+// the middleware, WithChargeAfter gets the status Fiber's error handler sends for it and
+// the header the handler set.
+func TestChargeAfterError(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		err    error
+		status int
+	}{
+		{fiber.NewError(fiber.StatusBadGateway, "upstream"), fiber.StatusBadGateway},
+		{errors.New("plain"), fiber.StatusInternalServerError},
+	} {
+		l, _ := adaptertest.NewLimiter(t, algo.TokenBucket{Rate: 1, Burst: 10})
+		key := func(*http.Request) (string, error) { return "k", nil }
+		var status int
+		var usage string
+		mw, err := fiberlimit.Middleware(l, key, httplimit.WithChargeAfter(func(_ *http.Request, s int, h http.Header) int64 {
+			status, usage = s, h.Get("X-Usage-Tokens")
+			return 0
+		}))
+		require.NoError(t, err)
+		app := fiber.New()
+		app.Use(mw)
+		app.Get("/fail", func(c *fiber.Ctx) error {
+			c.Set("X-Usage-Tokens", "7")
+			return tc.err
+		})
+		resp, err := app.Test(httptest.NewRequest(http.MethodGet, "/fail", nil), -1)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		assert.Equal(t, tc.status, resp.StatusCode, "%v: Fiber's answer", tc.err)
+		assert.Equal(t, tc.status, status, "%v: the status the charge saw", tc.err)
+		assert.Equal(t, "7", usage, "%v", tc.err)
+	}
 }

@@ -48,4 +48,10 @@ type ctxWriter struct {
 // Unwrap returns gin's writer (http.ResponseController).
 func (w *ctxWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// WrittenResponse returns the status and header gin's chain wrote (adapter.Responder):
+// httplimit.WithChargeAfter reads them.
+func (w *ctxWriter) WrittenResponse() (int, http.Header) {
+	return w.ResponseWriter.Status(), w.ResponseWriter.Header()
+}
+
 var writers adapter.Pool[ctxWriter]

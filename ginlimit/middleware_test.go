@@ -23,7 +23,14 @@ func mount(_ testing.TB, l *limiter.Limiter, key httplimit.KeyFunc, opts []httpl
 	}
 	e := gin.New()
 	e.Use(mw, func(c *gin.Context) { n.After.Add(1); c.Next() })
-	ok := func(c *gin.Context) { n.Handler.Add(1); c.String(http.StatusOK, "ok") }
+	ok := func(c *gin.Context) {
+		n.Handler.Add(1)
+		status, usage := adaptertest.Answer(c.GetHeader)
+		if usage != "" {
+			c.Header("X-Usage-Tokens", usage)
+		}
+		c.String(status, "ok")
+	}
 	e.GET("/", ok)
 	e.POST("/", ok)
 	return e, nil

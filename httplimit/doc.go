@@ -28,7 +28,10 @@
 // WithWait delay are 503; other errors are 500. Error responses never carry the error's
 // text. [WithDeniedHandler] and [WithErrorHandler]
 // replace these responses, [WithoutHeaders] drops the headers, and [WithWait] delays a
-// request instead of denying it when its permits come within a bound.
+// request instead of denying it when its permits come within a bound. [WithChargeAfter]
+// charges, after the handler, what the response reports the request used (an LLM's
+// tokens, say): usage beyond the limit is debt that denies the key's next requests until
+// it is earned back (docs/usage-based-limits.md).
 //
 // A composite limiter (limiter.All) is described rule by rule: one RateLimit-Policy and
 // one RateLimit item per rule, each with that rule's own figures, named by algo.Named or

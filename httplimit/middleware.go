@@ -52,6 +52,9 @@ func Middleware(l *limiter.Limiter, key KeyFunc, opts ...Option) (func(http.Hand
 	if o.err == nil && o.concurrencyOpt != "" {
 		o.invalid("%s applies to Concurrency, not to Middleware", o.concurrencyOpt)
 	}
+	if o.err == nil && o.charge != nil {
+		o.chargeable(l)
+	}
 	if o.err != nil {
 		return nil, o.err
 	}
@@ -121,7 +124,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case err == nil && d.Allowed:
 		h.setHeaders(w, k, a, d, f, 0)
-		h.next.ServeHTTP(w, r)
+		h.serve(w, r, k)
 	case err == nil:
 		h.deny(w, r, k, a, d, f, true)
 	default:
@@ -170,7 +173,7 @@ func (h *handler) serveWait(w http.ResponseWriter, r *http.Request, k string, n 
 		h.setHeaders(w, k, a, d, f, d.Wait)
 	}
 	// else: granted by FailOpen or a Fallback limiter, served without RateLimit headers.
-	h.next.ServeHTTP(w, r)
+	h.serve(w, r, k)
 }
 
 // failed answers a call that returned an error together with decision d.
@@ -178,7 +181,7 @@ func (h *handler) failed(w http.ResponseWriter, r *http.Request, k string, a alg
 	switch {
 	case d.Allowed:
 		// FailOpen or Fallback allowed it: the failure policy decided to serve.
-		h.next.ServeHTTP(w, r)
+		h.serve(w, r, k)
 	case errors.Is(err, store.ErrUnavailable) && d.RetryAfter > 0:
 		// A Fallback limiter denied it: a real rate-limit denial, by another policy.
 		h.deny(w, r, k, a, d, nil, false)

@@ -27,6 +27,7 @@ type Option interface {
 
 type options struct {
 	cost      func(*http.Request) int64
+	charge    func(*http.Request, int, http.Header) int64 // WithChargeAfter
 	wait      time.Duration
 	denied    http.Handler
 	deniedSet bool // WithDeniedHandler gave one
@@ -100,6 +101,47 @@ func WithCost(f func(*http.Request) int64) Option {
 			return
 		}
 		o.cost = f
+	})
+}
+
+// WithChargeAfter charges, once the next handler has returned, what the request turned
+// out to use: f gets the request, the status and the header of the response (an LLM's
+// usage header, X-Usage-Tokens say) and returns the cost, which the middleware records
+// for the key the check used with limiter.Limiter.Charge, whatever is left. Usage beyond
+// the limit is debt: later requests of the key are denied with 429 and Retry-After until
+// it is earned back (what debt means per algorithm: docs/usage-based-limits.md). A cost
+// ≤ 0 charges nothing. The default is no charge; a nil f is an error, and so is a limiter
+// with an algorithm that does not state algo.Chargeable.
+//
+// The check before the handler stays as it is (WithCost, 1 permit by default) and keeps
+// what it took: to count every unit once, return the usage beyond the check's cost
+// (tokens − 1 with the default), or the whole usage to make the check a fee of its own.
+// Only a request that the check let through and that reached the handler is charged: not
+// an exempt one (WithCost returned 0), a denied one or one the error handler answered.
+//
+// status is the status the handler wrote: 200 when it wrote none, as net/http then sends;
+// 0 when it hijacked the connection without writing one. With ginlimit, echolimit and
+// fiberlimit it is the framework's: for a handler that returned an error, the error's
+// status (echo.HTTPError, fiber.Error) or 500, as the framework's default error handler
+// sends. f runs on the request's goroutine after the handler (a streamed response has
+// been written by then) and must not keep h.
+//
+// The charge is made on the request's context without its cancellation (the work was
+// done even if the client has gone), and nothing of the response changes: its RateLimit
+// headers, sent before the handler ran, describe the key after the check, not after the
+// charge. A charge the
+// limiter cannot record (the store is down under FailClosed, or closed; a cost above
+// 2^53) goes to the error handler with a ResponseWriter that drops what it writes, since
+// the response is already on its way; store failures that the failure policy answers
+// (FailOpen records nothing, a Fallback limiter is charged) do not.
+func WithChargeAfter(f func(r *http.Request, status int, h http.Header) int64) Option {
+	return optionFunc(func(o *options) {
+		o.middlewareOnly("WithChargeAfter")
+		if f == nil {
+			o.invalid("WithChargeAfter(nil): the function is nil")
+			return
+		}
+		o.charge = f
 	})
 }
 

@@ -19,8 +19,17 @@ func TestAdapterSuite(t *testing.T) {
 			return nil, err
 		}
 		mux := http.NewServeMux()
-		mux.HandleFunc("GET /", func(w http.ResponseWriter, _ *http.Request) { n.Handler.Add(1); _, _ = w.Write([]byte("ok")) })
-		mux.HandleFunc("POST /", func(w http.ResponseWriter, _ *http.Request) { n.Handler.Add(1); _, _ = w.Write([]byte("ok")) })
+		ok := func(w http.ResponseWriter, r *http.Request) {
+			n.Handler.Add(1)
+			status, usage := adaptertest.Answer(r.Header.Get)
+			if usage != "" {
+				w.Header().Set("X-Usage-Tokens", usage)
+			}
+			w.WriteHeader(status)
+			_, _ = w.Write([]byte("ok"))
+		}
+		mux.HandleFunc("GET /", ok)
+		mux.HandleFunc("POST /", ok)
 		after := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { n.After.Add(1); mux.ServeHTTP(w, r) })
 		return mw(after), nil
 	}

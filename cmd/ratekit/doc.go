@@ -9,7 +9,8 @@
 // denied, then an ASCII chart; --svg also writes the chart as an SVG file, and
 // --compare a,b,c puts several algorithms on one chart. --quota 100/min (any rate string
 // algo.ParseQuota reads) sets the limit and its period in place of --rate, --burst,
-// --limit and --window.
+// --limit and --window. --charge n=50,every=10s,at=2s also charges usage known after the
+// fact (Limiter.Charge) and shows the debt: admitted drops until it is paid.
 //
 //	ratekit bench --store redis://localhost:6379 --algo gcra --goroutines 64 --duration 10s
 //

@@ -29,6 +29,7 @@ type simFlags struct {
 	mode     string
 	maxWait  time.Duration
 	svg      string
+	charge   string
 }
 
 // simRun is one algorithm's simulation.
@@ -55,6 +56,7 @@ func simCommand(args []string, stdout io.Writer) error {
 	fs.StringVar(&f.mode, "mode", "allow", "allow: a request is granted only if a permit is free now;\nwait: it is granted if it can be served within --max-wait (and counted as delayed)")
 	fs.DurationVar(&f.maxWait, "max-wait", time.Second, "longest wait a request accepts in wait mode")
 	fs.StringVar(&f.svg, "svg", "", "also write the chart (offered vs admitted over time) to this SVG `file`")
+	fs.StringVar(&f.charge, "charge", "", "also charge usage known after the fact (Limiter.Charge): n=N[,every=D][,at=D]\ncharges N permits at D (default 0s), then every D, whatever is left:\nthe debt shows as admitted dropping until it is paid (\"charged\" column, '^' marks)")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
@@ -86,6 +88,13 @@ func simCommand(args []string, stdout io.Writer) error {
 	default:
 		return usagef("sim: unknown mode %q (want allow or wait)", f.mode)
 	}
+	var charge sim.Charge
+	if f.charge != "" {
+		var err error
+		if charge, err = sim.ParseCharge(f.charge); err != nil {
+			return usagef("sim: --%s", err)
+		}
+	}
 	if f.interval <= 0 {
 		return usagef("sim: --interval must be > 0, got %v", f.interval)
 	}
@@ -111,7 +120,7 @@ func simCommand(args []string, stdout io.Writer) error {
 			return usagef("sim: %s", unwrapUsage(err))
 		}
 		rows, err := sim.Run(sim.Config{Algorithm: a, Traffic: p, Base: f.algo.rate,
-			Duration: f.duration, Interval: f.interval, MaxWait: maxWait})
+			Duration: f.duration, Interval: f.interval, MaxWait: maxWait, Charge: charge})
 		if errors.Is(err, sim.ErrConfig) || errors.Is(err, algo.ErrInvalidConfig) {
 			return usagef("%s", simPrefix(err))
 		}
@@ -122,13 +131,19 @@ func simCommand(args []string, stdout io.Writer) error {
 	}
 
 	setting := fmt.Sprintf("%s traffic at base rate %g/s for %s, %s", p, f.algo.rate, sim.FormatDuration(f.duration), modeText(maxWait))
+	if charge.N > 0 {
+		setting += ", " + charge.String()
+	}
 	title, subtitle := fmt.Sprint(runs[0].a), setting
 	if len(runs) == 1 {
-		printTable(stdout, title+", "+setting, runs[0].rows, maxWait > 0)
+		printTable(stdout, title+", "+setting, runs[0].rows, maxWait > 0, charge.N > 0)
 	} else {
 		title = fmt.Sprintf("%s traffic: admitted by algorithm", p)
 		subtitle = fmt.Sprintf("base rate %g/s for %s; %s; %s", f.algo.rate, sim.FormatDuration(f.duration), paramsText(runs), modeText(maxWait))
-		printCompare(stdout, setting, runs, maxWait > 0)
+		if charge.N > 0 {
+			subtitle += "; " + charge.String()
+		}
+		printCompare(stdout, setting, runs, maxWait > 0, charge.N > 0)
 	}
 	names = names[:0]
 	rowSets := make([][]sim.Interval, len(runs))
@@ -254,17 +269,23 @@ func paramsText(runs []simRun) string {
 }
 
 // printTable writes one line per interval of one simulation, then the totals.
-func printTable(w io.Writer, title string, rows []sim.Interval, wait bool) {
+func printTable(w io.Writer, title string, rows []sim.Interval, wait, charged bool) {
 	fmt.Fprintln(w, title)
 	fmt.Fprintf(w, "%8s %8s %8s %8s %8s", "time", "offered", "admitted", "delayed", "denied")
 	if wait {
 		fmt.Fprintf(w, " %10s %10s", "mean delay", "max delay")
+	}
+	if charged {
+		fmt.Fprintf(w, " %8s", "charged")
 	}
 	fmt.Fprintln(w)
 	line := func(label string, r sim.Interval) {
 		fmt.Fprintf(w, "%8s %8d %8d %8d %8d", label, r.Offered, r.Admitted, r.Delayed, r.Denied())
 		if wait {
 			fmt.Fprintf(w, " %10s %10s", sim.FormatDuration(r.MeanDelay()), sim.FormatDuration(r.MaxDelay))
+		}
+		if charged {
+			fmt.Fprintf(w, " %8d", r.Charged)
 		}
 		fmt.Fprintln(w)
 	}
@@ -276,16 +297,22 @@ func printTable(w io.Writer, title string, rows []sim.Interval, wait bool) {
 
 // printCompare writes the admitted counts of several simulations of the same traffic side
 // by side, one line per interval, then a summary line per algorithm.
-func printCompare(w io.Writer, title string, runs []simRun, wait bool) {
+func printCompare(w io.Writer, title string, runs []simRun, wait, charged bool) {
 	fmt.Fprintln(w, title)
 	fmt.Fprintln(w, "admitted per interval:")
 	fmt.Fprintf(w, "%8s %8s", "time", "offered")
+	if charged {
+		fmt.Fprintf(w, " %8s", "charged")
+	}
 	for _, r := range runs {
 		fmt.Fprintf(w, " %*s", max(8, len(r.name)), r.name)
 	}
 	fmt.Fprintln(w)
 	row := func(label string, i int, pick func([]sim.Interval, int) sim.Interval) {
 		fmt.Fprintf(w, "%8s %8d", label, pick(runs[0].rows, i).Offered)
+		if charged {
+			fmt.Fprintf(w, " %8d", pick(runs[0].rows, i).Charged)
+		}
 		for _, r := range runs {
 			fmt.Fprintf(w, " %*d", max(8, len(r.name)), pick(r.rows, i).Admitted)
 		}

@@ -17,12 +17,25 @@ import (
 	"github.com/ratekit/limiter/httplimit"
 )
 
+// Responder is what every adapter's W implements, since the framework's handlers write
+// the response through the framework's own writer, not through the one httplimit hands
+// on: WrittenResponse returns the status and header of that response once the framework's
+// chain has returned (for a chain that returned an error, the status the framework's
+// default error handler sends for it). httplimit's WithChargeAfter reads the response
+// through it, finding the method on the writer it serves with as it finds Unwrap.
+type Responder interface {
+	WrittenResponse() (status int, header http.Header)
+}
+
 // Handler returns httplimit.Middleware(l, key, opts...) built around a handler that calls
 // pass with the W the request was served with (or wraps, found through Unwrap) and the
 // request httplimit hands on: pass continues the framework's chain. A request served with
 // no W, which only a misuse of the returned handler can cause, gets 500. The errors are
 // httplimit.Middleware's.
-func Handler[W http.ResponseWriter](l *limiter.Limiter, key httplimit.KeyFunc, opts []httplimit.Option, pass func(W, *http.Request)) (http.Handler, error) {
+func Handler[W interface {
+	http.ResponseWriter
+	Responder
+}](l *limiter.Limiter, key httplimit.KeyFunc, opts []httplimit.Option, pass func(W, *http.Request)) (http.Handler, error) {
 	mw, err := httplimit.Middleware(l, key, opts...)
 	if err != nil {
 		return nil, err

@@ -30,8 +30,9 @@ type Counts struct {
 
 // Mount builds an app of the adapter's framework: the adapter's middleware for l, key
 // and opts; after it a middleware that adds one to n.After and calls the next; GET / and
-// POST / routes that add one to n.Handler and answer 200 "ok". It returns the error of
-// the adapter's constructor as it is. tb is the (sub)test the app serves.
+// POST / routes that add one to n.Handler and answer "ok" as Answer says (200, and no
+// X-Usage-Tokens, unless the request asks). It returns the error of the adapter's
+// constructor as it is. tb is the (sub)test the app serves.
 type Mount func(tb testing.TB, l *limiter.Limiter, key httplimit.KeyFunc, opts []httplimit.Option, n *Counts) (http.Handler, error)
 
 // Adapter is what the suite needs of one adapter.
@@ -141,6 +142,8 @@ func Run(t *testing.T, a Adapter) {
 		{"CompositeLines", compositeLines},
 		{"InvalidConfig", invalidConfig},
 		{"HandlersGetAFlushingWriter", handlersGetAFlushingWriter},
+		{"ChargeAfter", chargeAfter},
+		{"ChargeError", chargeError},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

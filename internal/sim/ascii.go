@@ -21,8 +21,12 @@ func (c Chart) WriteASCII(w io.Writer, width, height int) error {
 	}
 	width, height = max(width, 8), max(height, 2)
 	var ref []float64
-	var lines []Series
+	var lines, marks []Series
 	for _, s := range c.Series {
+		if s.Separate {
+			marks = append(marks, s)
+			continue
+		}
 		if s.Reference && ref == nil {
 			ref = s.Values
 		} else {
@@ -37,6 +41,9 @@ func (c Chart) WriteASCII(w io.Writer, width, height int) error {
 	if group > 1 {
 		peak = 0
 		for _, s := range c.Series {
+			if s.Separate {
+				continue
+			}
 			for i := 0; i < cols; i++ {
 				peak = max(peak, average(s.Values, i, group))
 			}
@@ -104,15 +111,27 @@ func (c Chart) WriteASCII(w io.Writer, width, height int) error {
 		}
 		fmt.Fprintf(b, "%7s %s%s\n", label, axis, strings.TrimRight(string(grid[l]), " "))
 	}
+	if len(marks) > 0 {
+		// A Separate series: '^' under each column where it is above 0.
+		row := []byte(strings.Repeat(" ", cols*colWidth))
+		for col := 0; col < cols; col++ {
+			for _, m := range marks {
+				if average(m.Values, col, group) > 0 {
+					copy(row[col*colWidth:], strings.Repeat("^", colWidth))
+				}
+			}
+		}
+		fmt.Fprintf(b, "%7s %s\n", "", strings.TrimRight(" "+string(row), " "))
+	}
 	end := FormatDuration(c.Step * time.Duration(n))
 	pad := max(1, cols*colWidth-len(end))
 	fmt.Fprintf(b, "%7s %-*s%s\n", "", pad+1, "0s", end)
-	b.WriteString(asciiLegend(c.Series, lines, ref != nil))
+	b.WriteString(asciiLegend(c.Series, lines, marks, ref != nil))
 	return b.Flush()
 }
 
 // asciiLegend names the symbols of the chart.
-func asciiLegend(all, lines []Series, hasRef bool) string {
+func asciiLegend(all, lines, marks []Series, hasRef bool) string {
 	var parts []string
 	if hasRef {
 		for _, s := range all {
@@ -129,6 +148,9 @@ func asciiLegend(all, lines []Series, hasRef bool) string {
 			parts = append(parts, fmt.Sprintf("%c %s", '1'+k%9, s.Name))
 		}
 		parts = append(parts, "* several")
+	}
+	for _, m := range marks {
+		parts = append(parts, "^ "+m.Name)
 	}
 	// Wrap at about 72 columns.
 	var b strings.Builder

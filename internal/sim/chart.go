@@ -21,6 +21,11 @@ type Series struct {
 	// Reference draws the line as the backdrop of the others: grey and dashed in the SVG,
 	// shaded in the ASCII chart. Charts of a simulation use it for the offered load.
 	Reference bool
+	// Separate draws the series on a scale of its own, for values of another unit or
+	// size: as marks under the time axis of the ASCII chart ('^' where a value is above
+	// 0), in a panel of its own below the others in the SVG. Charts of a simulation use
+	// it for the permits charged.
+	Separate bool
 }
 
 // Chart is a line chart over time: every series has one value per Step, the first one
@@ -38,7 +43,8 @@ type Chart struct {
 
 // NewChart returns the chart of one or more simulations of the same traffic: the offered
 // load of the first one as the reference line, then one admitted line per simulation,
-// named by names. Every rows must have the same length; step is their interval.
+// named by names, and, when the first one charged (Config.Charge), the permits charged as
+// a Separate series named "charged". Every rows must have the same length; step is their interval.
 func NewChart(title, subtitle string, step time.Duration, names []string, runs [][]Interval) (Chart, error) {
 	if len(runs) == 0 || len(names) != len(runs) {
 		return Chart{}, fmt.Errorf("%w: %d names for %d runs", ErrChart, len(names), len(runs))
@@ -59,6 +65,16 @@ func NewChart(title, subtitle string, step time.Duration, names []string, runs [
 			name = "admitted"
 		}
 		c.Series = append(c.Series, Series{Name: name, Values: admitted})
+	}
+	// Charges (Config.Charge) are the same for every run of one traffic: the first run's.
+	charged := make([]float64, len(runs[0]))
+	some := false
+	for i, r := range runs[0] {
+		charged[i] = float64(r.Charged)
+		some = some || r.Charged > 0
+	}
+	if some {
+		c.Series = append(c.Series, Series{Name: "charged", Values: charged, Separate: true})
 	}
 	return c, c.check()
 }
@@ -84,10 +100,14 @@ func (c Chart) check() error {
 	return nil
 }
 
-// peak returns the largest value of every series, at least 0.
+// peak returns the largest value of every series drawn on the chart's scale (not
+// Separate), at least 0.
 func (c Chart) peak() float64 {
 	p := 0.0
 	for _, s := range c.Series {
+		if s.Separate {
+			continue
+		}
 		for _, v := range s.Values {
 			p = max(p, clean(v))
 		}

@@ -46,6 +46,9 @@ type Config struct {
 	// reservation is committed and the wait reported in Interval.Delayed and the delays);
 	// algo.Forever puts no bound on the wait.
 	MaxWait time.Duration
+	// Charge is usage charged on top of the traffic (see Charge); the zero Charge is none.
+	// A charge at the instant of arrivals is recorded before them.
+	Charge Charge
 }
 
 // Interval is one row of a result: the requests that arrived in [Start, Start+width).
@@ -65,6 +68,8 @@ type Interval struct {
 	TotalDelay time.Duration
 	// MaxDelay is the longest of those waits.
 	MaxDelay time.Duration
+	// Charged sums the permits charged in the interval (Config.Charge).
+	Charged int64
 }
 
 // Denied returns the number of requests of the interval that were not granted.
@@ -89,6 +94,7 @@ func Sum(rows []Interval) Interval {
 		t.Delayed += r.Delayed
 		t.TotalDelay += r.TotalDelay
 		t.MaxDelay = max(t.MaxDelay, r.MaxDelay)
+		t.Charged += r.Charged
 	}
 	return t
 }
@@ -99,7 +105,8 @@ var Start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Run simulates cfg on a fresh in-memory store driven by a clockx.Fake and returns one
 // Interval per Interval width (the last one may be cut short by Duration). Every request
-// uses the same key and asks for one permit. The same Config always gives the same result.
+// uses the same key and asks for one permit; the charges of cfg.Charge go to that key
+// too. The same Config always gives the same result.
 // Errors wrap ErrConfig, or algo.ErrInvalidConfig for an algorithm that does not validate.
 func Run(cfg Config) ([]Interval, error) {
 	if cfg.Algorithm == nil {
@@ -134,6 +141,11 @@ func Run(cfg Config) ([]Interval, error) {
 			ErrConfig, cfg.Traffic, cfg.Base, cfg.Duration, want, MaxArrivals)
 	}
 
+	charges, err := cfg.Charge.instants(cfg.Algorithm, cfg.Duration)
+	if err != nil {
+		return nil, err
+	}
+
 	clk := clockx.NewFake(Start)
 	s, err := local.New(local.WithClock(clk), local.WithSweepInterval(0))
 	if err != nil {
@@ -147,7 +159,20 @@ func Run(cfg Config) ([]Interval, error) {
 	}
 	ctx := context.Background()
 	req := algo.Request{N: 1, MaxWait: max(cfg.MaxWait, 0)}
+	charge := func(at time.Duration) error {
+		clk.Set(Start.Add(at))
+		if _, err := s.Apply(ctx, "sim", cfg.Algorithm, algo.Request{N: cfg.Charge.N, Charge: true}); err != nil {
+			return fmt.Errorf("sim: %s: charge at %v: %w", cfg.Algorithm.Name(), at, err)
+		}
+		rows[at/width].Charged += cfg.Charge.N
+		return nil
+	}
 	for _, at := range cfg.Traffic.Arrivals(cfg.Base, cfg.Duration) {
+		for ; len(charges) > 0 && charges[0] <= at; charges = charges[1:] {
+			if err := charge(charges[0]); err != nil {
+				return nil, err
+			}
+		}
 		clk.Set(Start.Add(at))
 		d, err := s.Apply(ctx, "sim", cfg.Algorithm, req)
 		if err != nil {
@@ -163,6 +188,11 @@ func Run(cfg Config) ([]Interval, error) {
 			row.Delayed++
 			row.TotalDelay += d.Wait
 			row.MaxDelay = max(row.MaxDelay, d.Wait)
+		}
+	}
+	for _, at := range charges { // after the last arrival
+		if err := charge(at); err != nil {
+			return nil, err
 		}
 	}
 	return rows, nil

@@ -17,13 +17,14 @@ const panelsFrom = 4
 // attribute and a colour and dash pattern of its own. Up to three series besides the
 // reference share one plot with a legend; from four on, each gets a panel of its own,
 // titled with its name, over the reference series, all panels on the same scales, two a
-// row. The title and subtitle wrap to the document's width. Text is XML-escaped.
+// row. A Separate series gets a panel of its own, on its own scale, after the others.
+// The title and subtitle wrap to the document's width. Text is XML-escaped.
 func (c Chart) WriteSVG(w io.Writer) error {
 	if err := c.check(); err != nil {
 		return err
 	}
 	step := c.Step.Seconds()
-	var all, refs, lines []chart.Series
+	var all, refs, lines, separate []chart.Series
 	for _, s := range c.Series {
 		// Value i is held over [i, i+1) steps: one point at the start of each step, and
 		// one more to end the last.
@@ -33,6 +34,10 @@ func (c Chart) WriteSVG(w io.Writer) error {
 		}
 		pts[len(s.Values)] = chart.Point{X: float64(len(s.Values)) * step, Y: pts[len(s.Values)-1].Y}
 		cs := chart.Series{Name: s.Name, Points: pts, Shape: chart.Step, Reference: s.Reference}
+		if s.Separate {
+			separate = append(separate, cs)
+			continue
+		}
 		all = append(all, cs)
 		if s.Reference {
 			refs = append(refs, cs)
@@ -48,6 +53,10 @@ func (c Chart) WriteSVG(w io.Writer) error {
 		for _, l := range lines {
 			out.Panels = append(out.Panels, chart.Panel{Series: append(refs[:len(refs):len(refs)], l)})
 		}
+	}
+	for _, s := range separate {
+		// On a scale of its own, below the others.
+		out.Panels = append(out.Panels, chart.Panel{YLabel: s.Name + " per " + FormatDuration(c.Step), Series: []chart.Series{s}})
 	}
 	return out.WriteSVG(w)
 }

@@ -12,7 +12,9 @@ import (
 //
 // A reservation that does not fit in the current window is placed at the start of the next
 // one. The state remembers only the latest window holding grants (the tail): while the tail
-// is in the future the current window is full, so later requests queue behind it.
+// is in the future the current window is full, so later requests queue behind it. A charge
+// ([Request].Charge) counts in the tail whatever it holds: past Limit, the rest of that
+// window is denied, and the next starts fresh.
 type FixedWindow struct {
 	Limit  int64         // permits per window, and the largest N; ≥ 1
 	Window time.Duration // window length; a whole number of µs in [1µs, MaxMicros µs] (31.7 years)

@@ -3,7 +3,8 @@
 --
 -- KEYS[1]  string "F" win count (get_state of the base: a tag byte, then doubles packed
 --          little-endian, 17 bytes): win = index of the tail window (the latest holding
---          grants; window index = floor(now / window)), count = permits granted in it.
+--          grants; window index = floor(now / window)), count = permits granted in it
+--          (charges included: it may pass limit, never 2^53).
 --          No key: no grants. A hash {win, count} (the format of earlier versions) is still read,
 --          and rewritten in this one by the next write.
 -- ARGV[5]  limit, permits per window and the largest N (integer ≤ 2^53)

@@ -15,7 +15,9 @@ import (
 // A request for N is allowed at t when estimate(t) + N ≤ Limit. Memory is O(1) per key; the
 // estimate assumes the previous window's grants were spread evenly, so it can be off when
 // they were not. A reservation that does not fit in the current window goes to the earliest
-// instant of the next window (or the one after) where it does. docs/algorithms.md
+// instant of the next window (or the one after) where it does. A charge ([Request].Charge)
+// is counted as a grant in the state's window, whatever the estimate, and weighs until the
+// sliding window has passed it. docs/algorithms.md
 // ("SlidingWindowCounter") has the integer arithmetic shared with the Lua twin.
 type SlidingWindowCounter struct {
 	Limit  int64         // permits per sliding window, and the largest N; ≥ 1

@@ -4,7 +4,8 @@
 --
 -- KEYS[1]  string "C" win curr prev (get_state of the base: a tag byte, then doubles
 --          packed little-endian, 25 bytes): win = index of the window curr counts (index =
---          floor(now / window)), curr = its count, prev = the count of window win-1. No
+--          floor(now / window)), curr = its count (charges included: it may pass limit,
+--          never 2^53), prev = the count of window win-1. No
 --          key: no grants. A hash {win, curr, prev} (the format of earlier versions) is
 --          still read, and rewritten in this one by the next write.
 -- ARGV[5]  limit, permits per sliding window and the largest N (integer ≤ 2^53)

@@ -17,7 +17,10 @@ import (
 // (reservations queued windows ahead could pile up more): a request that would exceed that
 // is denied, with RetryAfter the time until enough entries have left the window. A reservation is placed at the earliest
 // instant, not before the latest grant already logged (first come, first served), at which
-// the window ending there has room.
+// the window ending there has room. A charge ([Request].Charge) is logged as a grant with
+// no wait is, whatever the window holds, and leaves the window as a grant does; entries
+// before a run of entries that holds Limit alone are merged into it (no decision changes),
+// so the log stays at most about Limit entries long.
 type SlidingWindowLog struct {
 	Limit  int64         // permits per sliding window, and the largest N; ≥ 1
 	Window time.Duration // window length; a whole number of µs in [1µs, MaxMicros µs] (31.7 years)
@@ -202,10 +205,12 @@ func (c SlidingWindowLog) charge(s *slidingLogState, now, n int64) Decision {
 // compact merges the live entries before the newest run of entries that holds at least
 // Limit into the oldest entry of that run, so that the log stays at most about Limit
 // entries long (one per instant otherwise: a stream of small charges would grow it
-// without bound). No decision changes: wherever a merged entry would still count on its
-// own, the run counts too and denies every request alone, and a request waits until the
-// whole run has left the window either way. (Only a refund of a merged entry's grant
-// finds nothing to give back, which denies more, never less.)
+// without bound). No decision changes (TestChargeSlidingLogCompactionChangesNoDecision):
+// wherever a merged entry would still count on its own, the whole run counts too and
+// alone denies every request, which waits at least until the run's oldest entry has left
+// the window, merged or not. (A refund of a merged entry's grant finds nothing to give
+// back: it denies more, never less. Near 2^53 permits the cap of the log counts the merged
+// permits a little longer.)
 func (c SlidingWindowLog) compact(s *slidingLogState) {
 	live := s.entries[s.head:]
 	var run int64

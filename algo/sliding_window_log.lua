@@ -12,8 +12,11 @@
 -- writes nothing. A refund that empties an entry removes it, except the newest, which
 -- stays as "T:0" at its own instant, because it is the floor of every later grant. All
 -- values are integers below 2^53, so the arithmetic is exact; "sum + N > limit" is
--- computed as "sum > limit - N", which cannot round. Entries are read with LRANGE in
--- chunks of CHUNK. TTL: until the newest entry has left the window.
+-- computed as "sum > limit - N", which cannot round. A charge logs N as a grant with no
+-- wait is, whatever the window holds (the log holding at most 2^53), then merges the
+-- entries before the newest run holding at least limit into the run's oldest entry, as
+-- SlidingWindowLog.compact does. Entries are read with LRANGE in chunks of CHUNK. TTL:
+-- until the newest entry has left the window.
 
 -- decide runs on every call (see scripts.go).
 local function decide()

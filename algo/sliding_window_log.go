@@ -213,6 +213,9 @@ func (c SlidingWindowLog) charge(s *slidingLogState, now, n int64) Decision {
 // permits a little longer.)
 func (c SlidingWindowLog) compact(s *slidingLogState) {
 	live := s.entries[s.head:]
+	if len(live) < 2 || s.total-live[0].n < c.Limit {
+		return // no run after the first entry holds Limit: nothing to read
+	}
 	var run int64
 	for i := len(live) - 1; i >= 1; i-- {
 		run += live[i].n

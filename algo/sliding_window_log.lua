@@ -79,13 +79,14 @@ if len > 0 then last_t, last_n = parse(redis.call('LINDEX', LOG, -1)) end
 
 if op == 'apply' then
   -- head entries (summing sum_dead) no longer count at now: T ≤ now − window.
-  local head, sum_dead = 0, 0
+  -- first_k: the N of the first live entry.
+  local head, sum_dead, first_k = 0, 0, 0
   while head < len do
     local chunk = redis.call('LRANGE', LOG, head, head + CHUNK - 1)
     local stop = false
     for i = 1, #chunk do
       local t, k = parse(chunk[i])
-      if t > now - w then stop = true break end
+      if t > now - w then stop, first_k = true, k break end
       sum_dead = sum_dead + k
       head = head + 1
     end
@@ -130,7 +131,10 @@ if op == 'apply' then
     end
     -- SlidingWindowLog.compact: the entries before the newest run holding at least limit
     -- are merged into the run's oldest entry (read from the newest end, as in refund).
+    -- None is unless the entries after the first hold limit (with two entries or more,
+    -- the first is the first live one before the charge).
     local run, hi = 0, len - 1
+    if hi < 1 or total - first_k < limit then hi = 0 end
     while hi >= 1 do
       local lo = hi - CHUNK + 1
       if lo < 1 then lo = 1 end

@@ -1,11 +1,14 @@
 package algo
 
 import (
+	"context"
 	"fmt"
 	"math/rand"
 	"testing"
 	"time"
 
+	"github.com/ratekit/limiter/internal/redistest"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -326,3 +329,46 @@ func checkCharge(t *testing.T, a Algorithm, st State, now int64, d Decision, whe
 
 // limitOfQuota is the Limit of a window algorithm.
 func limitOfQuota(a Algorithm) int64 { return a.(interface{ quota() Quota }).quota().Limit }
+
+// TestLuaChargeReadsOldKeys: a key that an earlier version wrote as a hash (the fixed
+// window's and the sliding counter's; the sliding log's format is unchanged) is charged by
+// the new script as the Go twin charges the state it holds, and rewritten packed.
+func TestLuaChargeReadsOldKeys(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.WithoutExpiry(newRedisClient(t, startRedis(t), 3)) // fake instants
+	ctx := context.Background()
+	for _, tw := range luaTwins {
+		if tw.name != (FixedWindow{}).Name() && tw.name != (SlidingWindowCounter{}).Name() {
+			continue
+		}
+		old := redis.NewScript(hashFormatSource(t, tw.name))
+		for seed := int64(0); seed < 30; seed++ {
+			r := rand.New(rand.NewSource(seed))
+			a := tw.family(r)[0]
+			key := fmt.Sprintf("{charge-old}:%s:%d", tw.name, seed)
+			st, scale := a.NewState(), tw.scale(a)
+			now := int64(1_700_000_000_000_000) + r.Int63n(1e12)
+			for i := 0; i < 1+r.Intn(5); i++ {
+				now += r.Int63n(scale/3 + 1)
+				req := Request{N: 1 + r.Int63n(min(tw.limit(a), 4))}
+				a.Apply(st, now, req)
+				require.NoError(t, old.Run(ctx, rdb, []string{key}, applyArgs(a, now, req)...).Err())
+			}
+			require.Equal(t, "hash", rdb.Type(ctx, key).Val(), "seed %d: the old script wrote a hash", seed)
+			now += r.Int63n(scale/3 + 1)
+			req := Request{N: 1 + r.Int63n(min(3*tw.limit(a), maxExact-1)), Charge: true}
+			want := a.Apply(st, now, req)
+			v, err := redis.NewScript(a.Script().Source).Run(ctx, rdb, []string{key}, applyArgs(a, now, req)...).Result()
+			require.NoError(t, err)
+			got, err := decisionOf(v)
+			require.NoError(t, err)
+			require.Equal(t, want, got, "seed %d: %v charged %d at %d", seed, a, req.N, now)
+			require.Equal(t, "string", rdb.Type(ctx, key).Val(), "seed %d: rewritten packed", seed)
+			h, err := readState(ctx, rdb, key)
+			require.NoError(t, err)
+			stored, err := tw.stored(h, nil)
+			require.NoError(t, err)
+			require.Equal(t, tw.snap(st), stored, "seed %d", seed)
+		}
+	}
+}

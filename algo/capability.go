@@ -116,19 +116,19 @@ func (LeakyBucket) capabilities() Capability {
 }
 
 // capabilities: leasable within the window of the grant, denials cacheable, overflow-safe,
-// exact.
+// exact, chargeable.
 func (FixedWindow) capabilities() Capability {
-	return Leasable | LeaseEndsAtReset | DenialCacheable | OverflowSafe | Exact
+	return Leasable | LeaseEndsAtReset | DenialCacheable | OverflowSafe | Exact | Chargeable
 }
 
-// capabilities: leasable, denials cacheable, overflow-safe, exact.
+// capabilities: leasable, denials cacheable, overflow-safe, exact, chargeable.
 func (SlidingWindowLog) capabilities() Capability {
-	return Leasable | DenialCacheable | OverflowSafe | Exact
+	return Leasable | DenialCacheable | OverflowSafe | Exact | Chargeable
 }
 
-// capabilities: leasable, denials cacheable, overflow-safe, exact.
+// capabilities: leasable, denials cacheable, overflow-safe, exact, chargeable.
 func (SlidingWindowCounter) capabilities() Capability {
-	return Leasable | DenialCacheable | OverflowSafe | Exact
+	return Leasable | DenialCacheable | OverflowSafe | Exact | Chargeable
 }
 
 // capabilities: denials cacheable, chargeable (its point is the spacing of grants, and a

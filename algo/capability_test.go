@@ -53,14 +53,14 @@ func TestCapabilitiesLookThroughWrappers(t *testing.T) {
 		t.Errorf("CapabilitiesOf(nil) = %b, want none", got)
 	}
 	want := map[string]algo.Capability{
-		"fixed-window":    algo.Leasable | algo.LeaseEndsAtReset | algo.DenialCacheable | algo.OverflowSafe | algo.Exact,
+		"fixed-window":    algo.Leasable | algo.LeaseEndsAtReset | algo.DenialCacheable | algo.OverflowSafe | algo.Exact | algo.Chargeable,
 		"token-bucket":    algo.Leasable | algo.DenialCacheable | algo.OverflowSafe | algo.Exact | algo.Chargeable,
 		"smooth-bursty":   algo.DenialCacheable | algo.Chargeable,
 		"smooth-warmup":   algo.DenialCacheable | algo.Chargeable,
 		"gcra":            algo.Leasable | algo.DenialCacheable | algo.OverflowSafe | algo.Exact | algo.Chargeable,
 		"leaky-bucket":    algo.Leasable | algo.DenialCacheable | algo.OverflowSafe | algo.Exact | algo.Chargeable,
-		"sliding-log":     algo.Leasable | algo.DenialCacheable | algo.OverflowSafe | algo.Exact,
-		"sliding-counter": algo.Leasable | algo.DenialCacheable | algo.OverflowSafe | algo.Exact,
+		"sliding-log":     algo.Leasable | algo.DenialCacheable | algo.OverflowSafe | algo.Exact | algo.Chargeable,
+		"sliding-counter": algo.Leasable | algo.DenialCacheable | algo.OverflowSafe | algo.Exact | algo.Chargeable,
 	}
 	for _, a := range everyAlgorithm() {
 		if w, ok := want[a.Name()]; !ok || algo.CapabilitiesOf(a) != w {

@@ -12,7 +12,9 @@ import (
 //
 // A reservation that does not fit in the current window is placed at the start of the next
 // one. The state remembers only the latest window holding grants (the tail): while the tail
-// is in the future the current window is full, so later requests queue behind it.
+// is in the future the current window is full, so later requests queue behind it. A charge
+// ([Request].Charge) counts in the tail whatever it holds: past Limit, the rest of that
+// window is denied, and the next starts fresh.
 type FixedWindow struct {
 	Limit  int64         // permits per window, and the largest N; ≥ 1
 	Window time.Duration // window length; a whole number of µs in [1µs, MaxMicros µs] (31.7 years)
@@ -86,8 +88,12 @@ func (c FixedWindow) AppendArgs(args []any) []any {
 func (c FixedWindow) quota() Quota { return Quota{Limit: c.Limit, Window: c.Window} }
 
 // Apply grants req.N in the current window if it fits, else (with MaxWait) in the next.
+// A Charge counts req.N whatever the window holds (see charge).
 func (c FixedWindow) Apply(st State, now int64, req Request) Decision {
 	s := st.(*fixedWindowState)
+	if req.Charge && req.N > 0 {
+		return c.charge(s, now, req.N)
+	}
 	w := int64(c.Window / time.Microsecond)
 	cur := floorDiv(now, w)
 	win, count := cur, int64(0)
@@ -118,6 +124,38 @@ func (c FixedWindow) Apply(st State, now int64, req Request) Decision {
 	s.valid, s.win, s.count = true, grant, total
 	return Decision{Allowed: true, Limit: c.Limit, Remaining: remaining(grant, total),
 		ResetAfter: toDuration(c.reset(grant, now, total)), Wait: toDuration(wait), At: now + wait}
+}
+
+// charge counts n in the tail window whatever it holds ([Request].Charge): the current
+// window, or the later one that reservations already wait for (a full window could not
+// count it). Past Limit, the rest of that window is denied and the next starts fresh. A
+// window counts at most 2^53 permits (exact in the Lua twin's doubles), more than any
+// Limit, so the cap changes no decision. At is the instant the charge counts at: now, or
+// the start of the tail window, where a refund finds it.
+func (c FixedWindow) charge(s *fixedWindowState, now, n int64) Decision {
+	w := int64(c.Window / time.Microsecond)
+	cur := floorDiv(now, w)
+	win, count := cur, int64(0)
+	if s.valid && s.win >= cur {
+		win, count = s.win, s.count
+	}
+	if count > maxExact-n {
+		count = maxExact
+	} else {
+		count += n
+	}
+	s.valid, s.win, s.count = true, win, count
+	// RetryAfter: when Apply grants one permit with no wait: window win if it has room
+	// (once it has begun), else the next.
+	next, rem := win, int64(0)
+	if count > c.Limit-1 {
+		next = win + 1
+	}
+	if win == cur {
+		rem = max(0, c.Limit-count)
+	}
+	return Decision{Allowed: true, Limit: c.Limit, Remaining: rem, RetryAfter: retryAfter(next*w-now, 0),
+		ResetAfter: toDuration(c.reset(win, now, count)), At: max(now, win*w)}
 }
 
 // reset is the time in µs until window win has ended. When it holds nothing (a reservation

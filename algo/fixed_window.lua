@@ -3,7 +3,8 @@
 --
 -- KEYS[1]  string "F" win count (get_state of the base: a tag byte, then doubles packed
 --          little-endian, 17 bytes): win = index of the tail window (the latest holding
---          grants; window index = floor(now / window)), count = permits granted in it.
+--          grants; window index = floor(now / window)), count = permits granted in it
+--          (charges included: it may pass limit, never 2^53).
 --          No key: no grants. A hash {win, count} (the format of earlier versions) is still read,
 --          and rewritten in this one by the next write.
 -- ARGV[5]  limit, permits per window and the largest N (integer ≤ 2^53)
@@ -57,6 +58,22 @@ end
 local cur = now / w -- floor_div(now, w), inlined
 local f = cur % 1
 if f == f then cur = cur - f end
+
+if charging and n > 0 then
+  -- FixedWindow.charge: n counted in the tail window whatever it holds, at most 2^53.
+  local win, count = cur, 0
+  if valid and s_win >= cur then win, count = s_win, s_count end
+  if count > MAX_EXACT - n then count = MAX_EXACT else count = count + n end
+  local r = (win + 1) * w - now -- reset(win, count, w, now): count > 0
+  put_state(KEYS[1], spack('<Bdd', 70, win, count), r)
+  -- RetryAfter: one permit goes in window win if it has room (once it has begun), else
+  -- in the next.
+  local next = win
+  if count > limit - 1 then next = win + 1 end
+  local at = win * w
+  if now > at then at = now end
+  return {1, limit, remaining(win, count, cur, limit), retry_after(next * w - now, 0), dur(r), 0, at}
+end
 
 if op == 'apply' and n <= limit and n > 0 then
   local win, count = cur, 0

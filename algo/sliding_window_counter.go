@@ -15,7 +15,9 @@ import (
 // A request for N is allowed at t when estimate(t) + N ≤ Limit. Memory is O(1) per key; the
 // estimate assumes the previous window's grants were spread evenly, so it can be off when
 // they were not. A reservation that does not fit in the current window goes to the earliest
-// instant of the next window (or the one after) where it does. docs/algorithms.md
+// instant of the next window (or the one after) where it does. A charge ([Request].Charge)
+// is counted as a grant in the state's window, whatever the estimate, and weighs until the
+// sliding window has passed it. docs/algorithms.md
 // ("SlidingWindowCounter") has the integer arithmetic shared with the Lua twin.
 type SlidingWindowCounter struct {
 	Limit  int64         // permits per sliding window, and the largest N; ≥ 1
@@ -133,24 +135,33 @@ func (c SlidingWindowCounter) fit(win, curr, prev, n, from int64) (int64, bool) 
 	return at, true
 }
 
+// place returns the earliest instant ≥ now at which n permits (at most Limit) fit beside
+// the counters of window win, trying that window, then the next (prev := curr), then the
+// one after (empty), and the counters of the window they fit in.
+func (c SlidingWindowCounter) place(win, curr, prev, n, now int64) (at, pwin, pcurr, pprev int64) {
+	if at, ok := c.fit(win, curr, prev, n, now); ok {
+		return at, win, curr, prev
+	}
+	if at, ok := c.fit(win+1, 0, curr, n, now); ok {
+		return at, win + 1, 0, curr
+	}
+	return (win + 2) * int64(c.Window/time.Microsecond), win + 2, 0, 0
+}
+
 // Apply grants req.N at the earliest instant ≥ now at which the estimate leaves room.
+// A Charge counts req.N whatever the estimate is (see charge).
 func (c SlidingWindowCounter) Apply(st State, now int64, req Request) Decision {
 	s := st.(*slidingCounterState)
+	if req.Charge && req.N > 0 {
+		return c.charge(s, now, req.N)
+	}
 	w := int64(c.Window / time.Microsecond)
 	cur := floorDiv(now, w)
 	win, curr, prev := c.view(s, cur)
 	if req.N > c.Limit || req.N <= 0 {
 		return never(c.Limit, c.remaining(win, curr, prev, now), c.reset(win, curr, prev, now))
 	}
-	// Try the state's window, then the next (prev := curr), then the one after (empty).
-	at, ok := c.fit(win, curr, prev, req.N, now)
-	if !ok {
-		win, curr, prev = win+1, 0, curr
-		if at, ok = c.fit(win, curr, prev, req.N, now); !ok {
-			win, curr, prev = win+1, 0, 0
-			at = win * w
-		}
-	}
+	at, win, curr, prev := c.place(win, curr, prev, req.N, now)
 	wait := at - now
 	if maxWait := req.maxWaitMicros(); wait > maxWait {
 		win, curr, prev = c.view(s, cur)
@@ -161,6 +172,28 @@ func (c SlidingWindowCounter) Apply(st State, now int64, req Request) Decision {
 	s.valid, s.win, s.curr, s.prev = true, win, curr, prev
 	return Decision{Allowed: true, Limit: c.Limit, Remaining: c.remaining(win, curr, prev, now),
 		ResetAfter: toDuration(c.reset(win, curr, prev, now)), Wait: toDuration(wait), At: at}
+}
+
+// charge counts n in the window of the state's view whatever the estimate is
+// ([Request].Charge), as a grant there is counted: the current window, or the later one
+// that reservations already wait in (the counters hold no earlier one). It weighs in the
+// estimate as that window's grants do, so it leaves the sliding window as the window
+// slides past. A window counts at most 2^53 permits (exact in the Lua twin's doubles),
+// more than any Limit. At is the instant the charge counts at: now, or the start of that
+// window, where a refund finds it.
+func (c SlidingWindowCounter) charge(s *slidingCounterState, now, n int64) Decision {
+	w := int64(c.Window / time.Microsecond)
+	win, curr, prev := c.view(s, floorDiv(now, w))
+	if curr > maxExact-n {
+		curr = maxExact
+	} else {
+		curr += n
+	}
+	s.valid, s.win, s.curr, s.prev = true, win, curr, prev
+	// RetryAfter: when Apply places one permit with no wait.
+	next, _, _, _ := c.place(win, curr, prev, 1, now)
+	return Decision{Allowed: true, Limit: c.Limit, Remaining: c.remaining(win, curr, prev, now),
+		RetryAfter: retryAfter(next-now, 0), ResetAfter: toDuration(c.reset(win, curr, prev, now)), At: max(now, win*w)}
 }
 
 // remaining is the most a request at now could take without waiting: 0 while the state is

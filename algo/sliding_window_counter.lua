@@ -4,7 +4,8 @@
 --
 -- KEYS[1]  string "C" win curr prev (get_state of the base: a tag byte, then doubles
 --          packed little-endian, 25 bytes): win = index of the window curr counts (index =
---          floor(now / window)), curr = its count, prev = the count of window win-1. No
+--          floor(now / window)), curr = its count (charges included: it may pass limit,
+--          never 2^53), prev = the count of window win-1. No
 --          key: no grants. A hash {win, curr, prev} (the format of earlier versions) is
 --          still read, and rewritten in this one by the next write.
 -- ARGV[5]  limit, permits per sliding window and the largest N (integer ≤ 2^53)
@@ -74,6 +75,17 @@ local function fit(win, curr, prev, k, from)
   return t
 end
 
+-- place returns the earliest instant ≥ from at which k permits (at most limit) fit beside
+-- the counters of window win, trying that window, then the next (prev := curr), then the
+-- one after (empty), and the counters of the window they fit in.
+local function place(win, curr, prev, k, from)
+  local t = fit(win, curr, prev, k, from)
+  if t then return t, win, curr, prev end
+  t = fit(win + 1, 0, curr, k, from)
+  if t then return t, win + 1, 0, curr end
+  return (win + 2) * w, win + 2, 0, 0
+end
+
 -- reset is the time in µs until both counters have left the sliding window. With both at
 -- zero in a future window (its reservations were refunded) the state is fresh once that
 -- window has begun.
@@ -107,6 +119,20 @@ end
 local cur = now / w -- floor_div(now, w), inlined
 local f = cur % 1
 if f == f then cur = cur - f end
+
+if charging and n > 0 then
+  -- SlidingWindowCounter.charge: n counted in the window of the state's view whatever the
+  -- estimate is, at most 2^53.
+  local win, curr, prev = view(cur)
+  if curr > MAX_EXACT - n then curr = MAX_EXACT else curr = curr + n end
+  local r = reset(win, curr, prev, now) -- > 0: curr > 0
+  put_state(KEYS[1], spack('<Bddd', 67, win, curr, prev), r)
+  -- RetryAfter: when apply places one permit with no wait.
+  local t = place(win, curr, prev, 1, now)
+  local at = win * w
+  if now > at then at = now end
+  return {1, limit, remaining(win, curr, prev, now), retry_after(t - now, 0), dur(r), 0, at}
+end
 
 -- The grant in the window of the state's view (the commonest decision) is the hot path:
 -- straight line, calling only need and remaining (the reply's Remaining), as in
@@ -155,16 +181,8 @@ if op == 'apply' then
   if n > limit or n <= 0 then
     return {0, limit, remaining(win, curr, prev, now), MAX_MICROS, dur(reset(win, curr, prev, now)), 0, 0}
   end
-  -- Try the state's window, then the next (prev := curr), then the one after (empty).
-  local t = fit(win, curr, prev, n, now)
-  if not t then
-    win, curr, prev = win + 1, 0, curr
-    t = fit(win, curr, prev, n, now)
-    if not t then
-      win, curr, prev = win + 1, 0, 0
-      t = win * w
-    end
-  end
+  local t
+  t, win, curr, prev = place(win, curr, prev, n, now)
   local wait = t - now
   if wait > max_wait then
     win, curr, prev = view(cur)

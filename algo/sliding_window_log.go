@@ -17,7 +17,10 @@ import (
 // (reservations queued windows ahead could pile up more): a request that would exceed that
 // is denied, with RetryAfter the time until enough entries have left the window. A reservation is placed at the earliest
 // instant, not before the latest grant already logged (first come, first served), at which
-// the window ending there has room.
+// the window ending there has room. A charge ([Request].Charge) is logged as a grant with
+// no wait is, whatever the window holds, and leaves the window as a grant does; entries
+// before a run of entries that holds Limit alone are merged into it (no decision changes),
+// so the log stays at most about Limit entries long.
 type SlidingWindowLog struct {
 	Limit  int64         // permits per sliding window, and the largest N; ≥ 1
 	Window time.Duration // window length; a whole number of µs in [1µs, MaxMicros µs] (31.7 years)
@@ -131,8 +134,12 @@ func (s *slidingLogState) drop(head int, total int64) {
 
 // Apply logs req.N at the earliest instant ≥ now (and ≥ the last logged grant) at which the
 // window ending there has room.
+// A Charge logs req.N whatever the window holds (see charge).
 func (c SlidingWindowLog) Apply(st State, now int64, req Request) Decision {
 	s := st.(*slidingLogState)
+	if req.Charge && req.N > 0 {
+		return c.charge(s, now, req.N)
+	}
 	head, total := c.live(s, now)
 	live := s.entries[head:]
 	if req.N > c.Limit || req.N <= 0 {
@@ -168,6 +175,56 @@ func (c SlidingWindowLog) Apply(st State, now int64, req Request) Decision {
 	live = s.entries[s.head:]
 	return Decision{Allowed: true, Limit: c.Limit, Remaining: c.remaining(live, s.total, now),
 		ResetAfter: toDuration(c.reset(s, now)), Wait: toDuration(wait), At: at}
+}
+
+// charge logs n whatever the window holds ([Request].Charge), as a grant with no wait is
+// logged: at now, or at the newest entry if it is later (a reservation), so that it
+// leaves the window as the window slides past it. The log holds at most 2^53 permits
+// (exact in the Lua twin's doubles), more than any Limit: a charge beyond that counts up
+// to it. Then compact bounds the log.
+func (c SlidingWindowLog) charge(s *slidingLogState, now, n int64) Decision {
+	head, total := c.live(s, now)
+	at := grantFloor(s.entries[head:], now)
+	n = min(n, maxExact-total)
+	s.drop(head, total) // the entry is at or after now: see live
+	if k := len(s.entries); k > s.head && s.entries[k-1].t == at {
+		s.entries[k-1].n += n
+	} else {
+		s.entries = append(s.entries, logEntry{t: at, n: n})
+	}
+	s.total += n
+	c.compact(s)
+	// RetryAfter: when Apply grants one permit with no wait (the entries then left in the
+	// window hold at most Limit-1). The newest entry is at.
+	live := s.entries[s.head:]
+	next := c.untilRoom(live, s.total, c.Limit-1, at)
+	return Decision{Allowed: true, Limit: c.Limit, Remaining: c.remaining(live, s.total, now),
+		RetryAfter: retryAfter(next-now, 0), ResetAfter: toDuration(c.reset(s, now)), At: at}
+}
+
+// compact merges the live entries before the newest run of entries that holds at least
+// Limit into the oldest entry of that run, so that the log stays at most about Limit
+// entries long (one per instant otherwise: a stream of small charges would grow it
+// without bound). No decision changes (TestChargeSlidingLogCompactionChangesNoDecision):
+// wherever a merged entry would still count on its own, the whole run counts too and
+// alone denies every request, which waits at least until the run's oldest entry has left
+// the window, merged or not. (A refund of a merged entry's grant finds nothing to give
+// back: it denies more, never less. Near 2^53 permits the cap of the log counts the merged
+// permits a little longer.)
+func (c SlidingWindowLog) compact(s *slidingLogState) {
+	live := s.entries[s.head:]
+	if len(live) < 2 || s.total-live[0].n < c.Limit {
+		return // no run after the first entry holds Limit: nothing to read
+	}
+	var run int64
+	for i := len(live) - 1; i >= 1; i-- {
+		run += live[i].n
+		if run >= c.Limit {
+			live[i].n += s.total - run // the sum of live[:i]
+			s.drop(s.head+i, s.total)
+			return
+		}
+	}
 }
 
 // grantFloor is the earliest instant a grant can take: now, or the newest live entry if

@@ -12,8 +12,11 @@
 -- writes nothing. A refund that empties an entry removes it, except the newest, which
 -- stays as "T:0" at its own instant, because it is the floor of every later grant. All
 -- values are integers below 2^53, so the arithmetic is exact; "sum + N > limit" is
--- computed as "sum > limit - N", which cannot round. Entries are read with LRANGE in
--- chunks of CHUNK. TTL: until the newest entry has left the window.
+-- computed as "sum > limit - N", which cannot round. A charge logs N as a grant with no
+-- wait is, whatever the window holds (the log holding at most 2^53), then merges the
+-- entries before the newest run holding at least limit into the run's oldest entry, as
+-- SlidingWindowLog.compact does. Entries are read with LRANGE in chunks of CHUNK. TTL:
+-- until the newest entry has left the window.
 
 -- decide runs on every call (see scripts.go).
 local function decide()
@@ -76,13 +79,14 @@ if len > 0 then last_t, last_n = parse(redis.call('LINDEX', LOG, -1)) end
 
 if op == 'apply' then
   -- head entries (summing sum_dead) no longer count at now: T ≤ now − window.
-  local head, sum_dead = 0, 0
+  -- first_k: the N of the first live entry.
+  local head, sum_dead, first_k = 0, 0, 0
   while head < len do
     local chunk = redis.call('LRANGE', LOG, head, head + CHUNK - 1)
     local stop = false
     for i = 1, #chunk do
       local t, k = parse(chunk[i])
-      if t > now - w then stop = true break end
+      if t > now - w then stop, first_k = true, k break end
       sum_dead = sum_dead + k
       head = head + 1
     end
@@ -92,16 +96,10 @@ if op == 'apply' then
   local live_last_t = nil
   if head < len then live_last_t = last_t end
 
-  if n > limit or n <= 0 then
-    return {0, limit, remaining(live_last_t, live_total), MAX_MICROS, dur(reset(last_t)), 0, 0}
-  end
-  -- The log holds at most 2^53 permits, so that total stays exact in doubles: a request
-  -- that would exceed it waits, unreserved, until enough entries have left the window.
-  -- "sum > MAX_EXACT - n" cannot round: both sides are integers in [0, 2^53].
-  -- until_room drops the oldest live entries until the rest sum to at most bound, and
-  -- returns the later of t and the instant the last dropped entry leaves the window.
-  local function until_room(bound, t)
-    local sum, i = live_total, head
+  -- until_room drops the oldest live entries (from index i of the list, summing sum)
+  -- until the rest sum to at most bound, and returns the later of t and the instant the
+  -- last dropped entry leaves the window.
+  local function until_room(sum, i, bound, t)
     while sum > bound and i < len do
       local chunk = redis.call('LRANGE', LOG, i, i + CHUNK - 1)
       if #chunk == 0 then break end -- total disagrees with the log: never loop forever
@@ -115,16 +113,68 @@ if op == 'apply' then
     end
     return t
   end
+
+  if charging and n > 0 then
+    -- SlidingWindowLog.charge: n logged at now, or at the newest entry if it is later,
+    -- whatever the window holds; the log holds at most 2^53 permits.
+    local t = now
+    if live_last_t and live_last_t > t then t = live_last_t end
+    local k = n
+    if k > MAX_EXACT - live_total then k = MAX_EXACT - live_total end
+    if head > 0 then redis.call('LTRIM', LOG, head, -1) end
+    len, total = len - head, live_total + k
+    if live_last_t == t then
+      redis.call('LSET', LOG, -1, entry(t, last_n + k))
+    else
+      redis.call('RPUSH', LOG, entry(t, k))
+      len = len + 1
+    end
+    -- SlidingWindowLog.compact: the entries before the newest run holding at least limit
+    -- are merged into the run's oldest entry (read from the newest end, as in refund).
+    -- None is unless the entries after the first hold limit (with two entries or more,
+    -- the first is the first live one before the charge).
+    local run, hi = 0, len - 1
+    if hi < 1 or total - first_k < limit then hi = 0 end
+    while hi >= 1 do
+      local lo = hi - CHUNK + 1
+      if lo < 1 then lo = 1 end
+      local chunk = redis.call('LRANGE', LOG, lo, hi)
+      hi = lo - 1
+      for j = #chunk, 1, -1 do
+        local et, ek = parse(chunk[j])
+        run = run + ek
+        if run >= limit then
+          local idx = lo + j - 1
+          redis.call('LTRIM', LOG, idx, -1)
+          -- total - run first: ek + total could pass 2^53 and round
+          redis.call('LSET', LOG, 0, entry(et, ek + (total - run)))
+          len, hi = len - idx, 0
+          break
+        end
+      end
+    end
+    commit(t)
+    -- RetryAfter: when apply grants one permit with no wait; the newest entry is at t.
+    local ra = retry_after(until_room(total, 0, limit - 1, t) - now, 0)
+    return {1, limit, remaining(t, total), ra, dur(reset(t)), 0, t}
+  end
+
+  if n > limit or n <= 0 then
+    return {0, limit, remaining(live_last_t, live_total), MAX_MICROS, dur(reset(last_t)), 0, 0}
+  end
+  -- The log holds at most 2^53 permits, so that total stays exact in doubles: a request
+  -- that would exceed it waits, unreserved, until enough entries have left the window.
+  -- "sum > MAX_EXACT - n" cannot round: both sides are integers in [0, 2^53].
   local t = now
   if live_last_t and live_last_t > t then t = live_last_t end
   -- Drop the oldest live entries until the rest leaves room for N; the grant can happen
   -- once the last dropped entry has left the window.
-  t = until_room(limit - n, t)
+  t = until_room(live_total, head, limit - n, t)
   local wait = t - now
   if live_total > MAX_EXACT - n then
     -- Denied until enough entries have left the window at its now, and, as any request,
     -- until its wait fits max_wait.
-    local ra = dur(until_room(MAX_EXACT - n, now) - now)
+    local ra = dur(until_room(live_total, head, MAX_EXACT - n, now) - now)
     local rw = retry_after(wait, max_wait)
     if rw > ra then ra = rw end
     return {0, limit, remaining(live_last_t, live_total), ra, dur(reset(last_t)), 0, 0}

@@ -128,7 +128,11 @@ func (l *Limiter) Rules() []*Limiter {
 // Allow reports whether one permit for key is available now, and takes it if so. It is
 // AllowN(ctx, key, 1).
 func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
-	return l.AllowN(ctx, key, 1)
+	var res result
+	if err := l.run(ctx, key, algo.Request{N: 1}, &res); err != nil {
+		return res.d, err
+	}
+	return res.d, res.soft // the request stands: FailOpen or Fallback answered a store failure
 }
 
 // AllowN reports whether n permits for key are available now, and takes them if so; it
@@ -155,11 +159,10 @@ func (l *Limiter) Charge(ctx context.Context, key string, n int64) (Decision, er
 // returned beside an answer that stands.
 func (l *Limiter) ask(ctx context.Context, key string, q algo.Request) (Decision, error) {
 	var res result
-	d, err := l.run(ctx, key, q, &res)
-	if err == nil && res.soft != nil {
-		err = res.soft // the request stands: FailOpen or Fallback answered a store failure
+	if err := l.run(ctx, key, q, &res); err != nil {
+		return res.d, err
 	}
-	return d, err
+	return res.d, res.soft // the request stands: FailOpen or Fallback answered a store failure
 }
 
 // Reserve asks for n permits of key usable within maxWait (algo.Forever: no bound;
@@ -175,14 +178,14 @@ func (l *Limiter) Reserve(ctx context.Context, key string, n int64, maxWait time
 		return nil, errUnmade
 	}
 	res := result{keep: true}
-	d, err := l.run(ctx, key, algo.Request{N: n, MaxWait: max(maxWait, 0)}, &res)
+	err := l.run(ctx, key, algo.Request{N: n, MaxWait: max(maxWait, 0)}, &res)
 	switch {
 	case res.refused:
 		return l.reservation(n, Decision{}, &res), err
 	case err != nil:
 		return nil, err
 	}
-	return l.reservation(n, d, &res), res.soft
+	return l.reservation(n, res.d, &res), res.soft
 }
 
 // reservation records the answer d to a request of n permits as a Reservation, timed on
@@ -233,12 +236,13 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64) error {
 			maxWait = max(0, time.Until(deadline))
 		}
 		res := result{keep: true}
-		d, err := l.run(ctx, key, algo.Request{N: n, MaxWait: maxWait}, &res)
+		err := l.run(ctx, key, algo.Request{N: n, MaxWait: maxWait}, &res)
+		d := &res.d
 		switch {
 		case err != nil:
 			return err
 		case d.Allowed:
-			return l.sleep(ctx, l.reservation(n, d, &res))
+			return l.sleep(ctx, l.reservation(n, *d, &res))
 		case d.RetryAfter == algo.Never:
 			return exceeds(res.key, n, d.Limit)
 		case hasDeadline:
@@ -283,12 +287,13 @@ func (l *Limiter) TryAcquire(ctx context.Context, key string, n int64, timeout t
 		maxWait = min(maxWait, max(0, time.Until(deadline)))
 	}
 	res := result{keep: true}
-	d, err := l.run(ctx, key, algo.Request{N: n, MaxWait: maxWait}, &res)
+	err := l.run(ctx, key, algo.Request{N: n, MaxWait: maxWait}, &res)
+	d := &res.d
 	switch {
 	case err != nil:
 		return false, err
 	case d.Allowed:
-		if err := l.sleep(ctx, l.reservation(n, d, &res)); err != nil {
+		if err := l.sleep(ctx, l.reservation(n, *d, &res)); err != nil {
 			return false, err
 		}
 		return true, nil

@@ -128,11 +128,7 @@ func (l *Limiter) Rules() []*Limiter {
 // Allow reports whether one permit for key is available now, and takes it if so. It is
 // AllowN(ctx, key, 1).
 func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
-	var res result
-	if err := l.run(ctx, key, algo.Request{N: 1}, &res); err != nil {
-		return res.d, err
-	}
-	return res.d, res.soft // the request stands: FailOpen or Fallback answered a store failure
+	return l.AllowN(ctx, key, 1)
 }
 
 // AllowN reports whether n permits for key are available now, and takes them if so; it
@@ -141,7 +137,9 @@ func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
 // and when the store is unavailable the failure policy's Decision with the store error
 // (under FailOpen an allowed Decision with a non-nil error).
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Decision, error) {
-	return l.ask(ctx, key, algo.Request{N: n})
+	var res result
+	err := l.ask(ctx, key, algo.Request{N: n}, &res)
+	return res.d, err
 }
 
 // Charge records n permits of key as used whatever is left: usage known only after the
@@ -152,17 +150,20 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Decision, er
 // Errors as AllowN's, and algo.ErrInvalidRequest for an algorithm that does not state
 // algo.Chargeable; FailClosed and FailOpen record nothing, Fallback charges its limiter.
 func (l *Limiter) Charge(ctx context.Context, key string, n int64) (Decision, error) {
-	return l.ask(ctx, key, algo.Request{N: n, Charge: true})
+	var res result
+	err := l.ask(ctx, key, algo.Request{N: n, Charge: true}, &res)
+	return res.d, err
 }
 
-// ask is AllowN and Charge: q through the pipeline, holding nothing, its soft error
-// returned beside an answer that stands.
-func (l *Limiter) ask(ctx context.Context, key string, q algo.Request) (Decision, error) {
-	var res result
-	if err := l.run(ctx, key, q, &res); err != nil {
-		return res.d, err
+// ask is AllowN and Charge: q through the pipeline, holding nothing, its answer in res.d
+// and its soft error returned beside an answer that stands. (Returning the Decision from
+// here would copy it once more: AllowN, inlined into Allow, returns it from res.)
+func (l *Limiter) ask(ctx context.Context, key string, q algo.Request, res *result) error {
+	err := l.run(ctx, key, q, res)
+	if err == nil {
+		err = res.soft // the request stands: FailOpen or Fallback answered a store failure
 	}
-	return res.d, res.soft // the request stands: FailOpen or Fallback answered a store failure
+	return err
 }
 
 // Reserve asks for n permits of key usable within maxWait (algo.Forever: no bound;

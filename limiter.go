@@ -156,8 +156,9 @@ func (l *Limiter) Charge(ctx context.Context, key string, n int64) (Decision, er
 }
 
 // ask is AllowN and Charge: q through the pipeline, holding nothing, its answer in res.d
-// and its soft error returned beside an answer that stands. (Returning the Decision from
-// here would copy it once more: AllowN, inlined into Allow, returns it from res.)
+// and its soft error returned beside an answer that stands. It returns no Decision: a
+// struct returned by value is copied once more at each call, and small as it is, ask is
+// inlined into AllowN and Charge, which return res.d to their caller.
 func (l *Limiter) ask(ctx context.Context, key string, q algo.Request, res *result) error {
 	err := l.run(ctx, key, q, res)
 	if err == nil {

@@ -270,7 +270,7 @@ func (g *group) decide(ctx, sctx context.Context, q algo.Request, detached bool,
 // call's latency on the monotonic clock: 0 when the breaker kept the call from the store.
 func (r *rule) call(ctx context.Context, key string, a algo.Algorithm, req algo.Request, timeout time.Duration, d *Decision) (time.Duration, error) {
 	probe := false
-	if b := r.breaker; b != nil {
+	if b := r.breaker; b != nil && !b.clean() { // clean: allow would say pass, no probe
 		var pass bool
 		if pass, probe = b.allow(); !pass {
 			*d = Decision{}
@@ -299,8 +299,8 @@ func (r *rule) call(ctx context.Context, key string, a algo.Algorithm, req algo.
 		r.record(key, err, probe)
 		return lat, err
 	}
-	if r.breaker != nil {
-		r.breaker.success()
+	if b := r.breaker; b != nil && !b.clean() { // clean: success would record nothing
+		b.success()
 	}
 	return lat, nil
 }

@@ -156,7 +156,9 @@ func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
 // and when the store is unavailable the failure policy's Decision with the store error
 // (under FailOpen an allowed Decision with a non-nil error).
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Decision, error) {
-	return l.ask(ctx, key, algo.Request{N: n})
+	var res result
+	err := l.ask(ctx, key, algo.Request{N: n}, &res)
+	return res.d, err
 }
 
 // Charge records n permits of key as used whatever is left: usage known only after the
@@ -167,18 +169,21 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Decision, er
 // Errors as AllowN's, and algo.ErrInvalidRequest for an algorithm that does not state
 // algo.Chargeable; FailClosed and FailOpen record nothing, Fallback charges its limiter.
 func (l *Limiter) Charge(ctx context.Context, key string, n int64) (Decision, error) {
-	return l.ask(ctx, key, algo.Request{N: n, Charge: true})
+	var res result
+	err := l.ask(ctx, key, algo.Request{N: n, Charge: true}, &res)
+	return res.d, err
 }
 
-// ask is AllowN and Charge: q through the pipeline, holding nothing, its soft error
-// returned beside an answer that stands.
-func (l *Limiter) ask(ctx context.Context, key string, q algo.Request) (Decision, error) {
-	var res result
-	d, err := l.run(ctx, key, q, &res)
-	if err == nil && res.soft != nil {
+// ask is AllowN and Charge: q through the pipeline, holding nothing, its answer in res.d
+// and its soft error returned beside an answer that stands. It returns no Decision: a
+// struct returned by value is copied once more at each call, and small as it is, ask is
+// inlined into AllowN and Charge, which return res.d to their caller.
+func (l *Limiter) ask(ctx context.Context, key string, q algo.Request, res *result) error {
+	err := l.run(ctx, key, q, res)
+	if err == nil {
 		err = res.soft // the request stands: FailOpen or Fallback answered a store failure
 	}
-	return d, err
+	return err
 }
 
 // Reserve asks for n permits of key usable within maxWait (algo.Forever: no bound;
@@ -194,14 +199,14 @@ func (l *Limiter) Reserve(ctx context.Context, key string, n int64, maxWait time
 		return nil, errUnmade
 	}
 	res := result{keep: true}
-	d, err := l.run(ctx, key, algo.Request{N: n, MaxWait: max(maxWait, 0)}, &res)
+	err := l.run(ctx, key, algo.Request{N: n, MaxWait: max(maxWait, 0)}, &res)
 	switch {
 	case res.refused:
 		return l.reservation(n, Decision{}, &res), err
 	case err != nil:
 		return nil, err
 	}
-	return l.reservation(n, d, &res), res.soft
+	return l.reservation(n, res.d, &res), res.soft
 }
 
 // reservation records the answer d to a request of n permits as a Reservation, timed on
@@ -252,12 +257,13 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64) error {
 			maxWait = max(0, time.Until(deadline))
 		}
 		res := result{keep: true}
-		d, err := l.run(ctx, key, algo.Request{N: n, MaxWait: maxWait}, &res)
+		err := l.run(ctx, key, algo.Request{N: n, MaxWait: maxWait}, &res)
+		d := &res.d
 		switch {
 		case err != nil:
 			return err
 		case d.Allowed:
-			return l.sleep(ctx, l.reservation(n, d, &res))
+			return l.sleep(ctx, l.reservation(n, *d, &res))
 		case d.RetryAfter == algo.Never:
 			return exceeds(res.key, n, d.Limit)
 		case hasDeadline:
@@ -302,12 +308,13 @@ func (l *Limiter) TryAcquire(ctx context.Context, key string, n int64, timeout t
 		maxWait = min(maxWait, max(0, time.Until(deadline)))
 	}
 	res := result{keep: true}
-	d, err := l.run(ctx, key, algo.Request{N: n, MaxWait: maxWait}, &res)
+	err := l.run(ctx, key, algo.Request{N: n, MaxWait: maxWait}, &res)
+	d := &res.d
 	switch {
 	case err != nil:
 		return false, err
 	case d.Allowed:
-		if err := l.sleep(ctx, l.reservation(n, d, &res)); err != nil {
+		if err := l.sleep(ctx, l.reservation(n, *d, &res)); err != nil {
 			return false, err
 		}
 		return true, nil

@@ -92,7 +92,8 @@ func (r *rule) onFailure(ctx context.Context, key string, q algo.Request, err er
 	case failFallback:
 		fb := r.policy.fallback
 		fres := result{keep: res.keep}
-		d, ferr := fb.run(ctx, key, q, &fres)
+		ferr := fb.run(ctx, key, q, &fres)
+		d := fres.d
 		res.held = append(res.held, fres.held...)
 		res.by = fres.answerer(fb)
 		if ferr != nil {

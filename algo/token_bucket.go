@@ -149,7 +149,13 @@ func (c TokenBucket) Apply(st State, now int64, req Request) Decision {
 	if req.Charge {
 		return c.charge(st.(*tokenBucketState), now, req.N)
 	}
-	return c.applyFast(st.(*tokenBucketState), now, req)
+	s := st.(*tokenBucketState)
+	if left, until, ok := c.applyFast(s, now, req); ok {
+		// The Decision is built here, in Apply's result: returned by applyFast it was
+		// stored and copied once more, a seventh of Apply's time.
+		return Decision{Allowed: true, Limit: c.Burst, Remaining: floorCount(left), ResetAfter: toDuration(until), At: now}
+	}
+	return c.applyTo(s, now, req)
 }
 
 // charge takes n tokens at now whatever is left ([Request].Charge): the bucket goes below
@@ -178,15 +184,16 @@ func (c TokenBucket) charge(s *tokenBucketState, now, n int64) Decision {
 // applyFast is applyTo, its usual case written out: a grant with no wait on a state last
 // written under the current Rate, with the clock not behind it, by the same float64
 // operations on the same values, with the branches that case cannot take left out and no
-// division that it does not need (see rollsBack, oneMicro). Any other case goes
-// to applyTo before anything is written.
-func (c TokenBucket) applyFast(s *tokenBucketState, now int64, req Request) Decision {
+// division that it does not need (see rollsBack, oneMicro). It returns the tokens left
+// and the µs until the bucket is full (the grant's Remaining and ResetAfter), or false,
+// having written nothing, for any other case, which applyTo answers.
+func (c TokenBucket) applyFast(s *tokenBucketState, now int64, req Request) (left float64, until int64, ok bool) {
 	r, n := c.Rate, req.N
 	// r in [2^-1000, 1e9] (every valid Rate but the absurdly small): refill is r exactly
 	// when the state was written under it, and rollsBack's brackets hold. A zero mark
 	// (a state never written) never equals it.
 	if !(r >= 0x1p-1000 && r <= 1e9) || s.mark != r && s.mark != -r || now < s.last || n <= 0 || n > c.Burst {
-		return c.applyTo(s, now, req)
+		return 0, 0, false
 	}
 	burst := float64(c.Burst)
 	// advance: at = now, so lag = 0. At now = s.last the refill is s.tokens + 0, which is
@@ -200,9 +207,9 @@ func (c TokenBucket) applyFast(s *tokenBucketState, now int64, req Request) Deci
 	if tokens > burst {
 		tokens = burst
 	}
-	left := tokens - float64(n)
+	left = tokens - float64(n)
 	if !(left >= 0) { // a wait (or a deficit under 1 ns), or NaN
-		return c.applyTo(s, now, req)
+		return 0, 0, false
 	}
 	// wait = 0, so act = now; rb as applyTo computes it for a valid state.
 	act, rb := now, false
@@ -219,7 +226,6 @@ func (c TokenBucket) applyFast(s *tokenBucketState, now int64, req Request) Deci
 	// roundings of def/r*1e6), the estimate is 1 with no division: the quotient is then
 	// in (0, 1] (def is positive: left ≤ Burst - 1).
 	def := burst - min(burst, left)
-	var until int64
 	if def*1e6*(1+0x1p-30) <= r && def >= 0x1p-1000 {
 		until = 1
 	} else {
@@ -228,7 +234,7 @@ func (c TokenBucket) applyFast(s *tokenBucketState, now int64, req Request) Deci
 	if until != 1 || !(left+float64(oneMicro*r) >= burst) {
 		until = c.untilFullFrom(s, now, r)
 	}
-	return Decision{Allowed: true, Limit: c.Burst, Remaining: floorCount(left), ResetAfter: toDuration(until), At: now}
+	return left, until, true
 }
 
 // rollsBack is applyTo's float64(now) - c.rollback(n) >= float64(prev) for prev < now, that

@@ -21,7 +21,7 @@ func sameBits(a, b tokenBucketState) bool {
 func checkFast(t *testing.T, c TokenBucket, s tokenBucketState, now int64, req Request) tokenBucketState {
 	t.Helper()
 	fast, ref := s, s
-	df := c.applyFast(&fast, now, req)
+	df := c.Apply(&fast, now, req) // applyFast, or applyTo when it hands over
 	dr := c.applyTo(&ref, now, req)
 	if df != dr || !sameBits(fast, ref) {
 		t.Fatalf("%v on %+v at %d, %+v:\napplyFast: %+v, %+v\napplyTo:   %+v, %+v", c, s, now, req, df, fast, dr, ref)

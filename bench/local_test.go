@@ -263,14 +263,19 @@ func BenchmarkLocalKeyed(b *testing.B) {
 }
 
 func newSethvargo(b *testing.B) slimiter.Store {
-	s, err := memorystore.New(&memorystore.Config{
-		Tokens: localBurst, Interval: time.Second, SweepInterval: time.Hour, SweepMinTTL: time.Hour,
-	})
+	s, err := newSethvargoStore()
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = s.Close(context.Background()) })
 	return s
+}
+
+// newSethvargoStore is sethvargo's memory store with our limit, sweeping rarely.
+func newSethvargoStore() (slimiter.Store, error) {
+	return memorystore.New(&memorystore.Config{
+		Tokens: localBurst, Interval: time.Second, SweepInterval: time.Hour, SweepMinTTL: time.Hour,
+	})
 }
 
 func newUlule() *ulule.Limiter {

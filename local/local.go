@@ -134,8 +134,9 @@ func (s *Store) locate(key string) (uint64, *shard) {
 // nothing, with the RetryAfter of the full shard. That is the one case a charge is denied:
 // Allowed false says the usage was not recorded.
 func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
-	// storecheck.Call's checks but a.Validate; a failed one is reported by Call, in its order.
-	if key == "" || a == nil || req.Validate() != nil || req.Charge || s.closed.Load() || storecheck.Context(ctx) != nil {
+	// storecheck.Call's checks but a.Validate (req.Validate is N > 0 but for a Charge); a
+	// failed one is reported by Call, in its order.
+	if key == "" || a == nil || req.N <= 0 || req.Charge || s.closed.Load() || storecheck.Context(ctx) != nil {
 		if err := storecheck.Call(ctx, key, a, req, s.closed.Load()); err != nil {
 			return algo.Decision{}, err
 		}

@@ -146,39 +146,57 @@ func (c TokenBucket) advance(s *tokenBucketState, now int64) (float64, int64) {
 // Apply takes req.N tokens if they are there now, or (with MaxWait) will be within MaxWait.
 // A Charge takes them whatever is left (see charge).
 func (c TokenBucket) Apply(st State, now int64, req Request) Decision {
-	if req.Charge {
-		return c.charge(st.(*tokenBucketState), now, req.N)
-	}
 	s := st.(*tokenBucketState)
 	if left, until, ok := c.applyFast(s, now, req); ok {
 		// The Decision is built here, in Apply's result: returned by applyFast it was
 		// stored and copied once more, a seventh of Apply's time.
-		return Decision{Allowed: true, Limit: c.Burst, Remaining: floorCount(left), ResetAfter: toDuration(until), At: now}
+		d := Decision{Allowed: true, Limit: c.Burst, Remaining: floorCount(left), ResetAfter: toDuration(until), At: now}
+		if req.Charge && left < 1 {
+			d.RetryAfter = toDuration(c.untilPermit(s, now))
+		}
+		return d
+	}
+	if req.Charge {
+		return c.charge(s, now, req.N)
 	}
 	return c.applyTo(s, now, req)
 }
 
-// charge takes n tokens at now whatever is left ([Request].Charge): the bucket goes below
-// empty, and the debt is earned back at Rate before the next permit. It moves no grant's
-// instant (act), and ends act's roll-back (rb), as a refund that gives back part of the
-// queue does: the spacing a roll-back relies on no longer holds.
+// charge takes n tokens at now whatever is left ([Request].Charge). A charge that fits in
+// what is left now is the grant AllowN(n) makes, the same transition; one that does not
+// takes the bucket below empty, and the debt is earned back at Rate before the next
+// permit: it moves no grant's instant (act), and ends act's roll-back (rb), as a refund
+// that gives back part of the queue does, since the spacing a roll-back relies on no
+// longer holds. Either way RetryAfter is the time until one permit is back.
 func (c TokenBucket) charge(s *tokenBucketState, now, n int64) Decision {
 	tokens, at := c.advance(s, now)
-	lag := at - now
 	left := tokens - float64(n)
+	if n <= c.Burst && (left >= 0 || -left/c.Rate*1e9 < 1) { // applyTo's grant with no wait
+		d := c.applyTo(s, now, Request{N: n})
+		if d.Remaining < 1 {
+			d.RetryAfter = toDuration(c.untilPermit(s, now))
+		}
+		return d
+	}
 	act := at
 	if s.valid() && s.act > at {
 		act = s.act
 	}
 	s.tokens, s.last, s.act = left, at, act
 	s.stamp(c.Rate, false)
-	// RetryAfter: the first µs at which one permit is granted with no wait.
-	one, retry := Request{N: 1}, int64(0)
-	if !c.grantsAt(s, now, one) {
-		retry = firstMicro(lag+ceilMicros((1-left)/c.Rate*1e6), 1, func(d int64) bool { return c.grantsAt(s, now+d, one) })
+	return Decision{Allowed: true, Limit: c.Burst, Remaining: floorCount(left), RetryAfter: toDuration(c.untilPermit(s, now)),
+		ResetAfter: toDuration(at - now + c.untilFullFrom(s, at, c.Rate)), At: at}
+}
+
+// untilPermit is the time in µs from now until one permit is granted with no wait on s as
+// it is: 0 when one is now, else the first µs at which grantsAt says so.
+func (c TokenBucket) untilPermit(s *tokenBucketState, now int64) int64 {
+	one := Request{N: 1}
+	if c.grantsAt(s, now, one) {
+		return 0
 	}
-	return Decision{Allowed: true, Limit: c.Burst, Remaining: floorCount(left), RetryAfter: toDuration(retry),
-		ResetAfter: toDuration(lag + c.untilFullFrom(s, at, c.Rate)), At: at}
+	tokens, at := c.advance(s, now)
+	return firstMicro(at-now+ceilMicros((1-tokens)/c.Rate*1e6), 1, func(d int64) bool { return c.grantsAt(s, now+d, one) })
 }
 
 // applyFast is applyTo, its usual case written out: a grant with no wait on a state last

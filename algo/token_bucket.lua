@@ -76,6 +76,14 @@ end
 -- grants_in is grants_at at from + d: first_micro's ok for a retry.
 local function grants_in(d, from, k, mw) return grants_at(from + d, k, mw) end
 
+-- until_permit is TokenBucket.untilPermit on the stored state: the µs from now until one
+-- permit is granted with no wait (0: now).
+local function until_permit()
+  if grants_at(now, 1, 0) then return 0 end
+  local tokens, t = advance(now)
+  return first_micro(t - now + ceil_micros((1 - tokens) / rate * 1e6), 1, grants_in, now, 1, 0)
+end
+
 -- decide runs on every call (the helpers above, in a library, once when it loads).
 local function decide()
 rate = config_nums[ARGV[5]] or config_num(ARGV[5])
@@ -105,22 +113,22 @@ refill = rate
 if s_rate and s_rate > 0 and s_rate < rate then refill = s_rate end
 
 if charging then
-  -- TokenBucket.charge: n taken whatever is left (below empty: debt), act kept, rb ended.
+  -- TokenBucket.charge: one that fits in what is left now is the grant of an apply with no
+  -- wait (max_wait is 0), below; one that does not takes n whatever is left (below empty:
+  -- debt), act kept, rb ended.
   local tokens, t = advance(now)
-  local lag = t - now
   local left = tokens - n
-  local act = t
-  if valid and s_act and s_act > t then act = s_act end
-  local reset = lag + until_full(left, t, rate, t)
-  store(spack('<Bddddd', 84, left, t, act, 0, rate), reset)
-  -- RetryAfter on the state as written: the first µs at which one permit is granted.
-  valid, s_tokens, s_last, refill = true, left, t, rate
-  local retry = 0
-  if not grants_at(now, 1, 0) then
-    retry = first_micro(lag + ceil_micros((1 - left) / rate * 1e6), 1, grants_in, now, 1, 0)
+  if not (n <= burst and (left >= 0 or -left / rate * 1e9 < 1)) then
+    local lag = t - now
+    local act = t
+    if valid and s_act and s_act > t then act = s_act end
+    local reset = lag + until_full(left, t, rate, t)
+    store(spack('<Bddddd', 84, left, t, act, 0, rate), reset)
+    valid, s_tokens, s_last, refill = true, left, t, rate -- the state as written
+    return {1, burst, floor_count(left), dur(until_permit()), dur(reset), 0, t}
   end
-  return {1, burst, floor_count(left), dur(retry), dur(reset), 0, t}
-elseif op == 'apply' then
+end
+if op == 'apply' then
   local tokens, t = advance(now)
   -- lag is how far a backwards clock is behind the state: ResetAfter counts from the
   -- caller's now, so the key never expires before its state is fresh.
@@ -151,7 +159,12 @@ elseif op == 'apply' then
   if s_act and s_act >= act then act, rb = s_act, false end -- never moves back
   local reset = lag + until_full(left, t, rate, t)
   store(spack('<Bddddd', 84, left, t, act, rb and 1 or 0, rate), reset)
-  return {1, burst, floor_count(left), 0, dur(reset), dur(delay), t + wait}
+  local rem, retry = floor_count(left), 0
+  if charging and rem < 1 then -- a charge's RetryAfter, on the state as written
+    valid, s_tokens, s_last, refill = true, left, t, rate
+    retry = until_permit()
+  end
+  return {1, burst, rem, dur(retry), dur(reset), dur(delay), t + wait}
 elseif op == 'refund' then
   -- Gives back what x/time/rate's CancelAt does: n minus the tokens reserved after the
   -- grant (rate·(act − at)), never below zero; the latest grant's refund moves act back.

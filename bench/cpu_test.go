@@ -109,6 +109,11 @@ func TestThreadCPU(t *testing.T) {
 				fail("Allow", d, err)
 			}
 		}},
+		{"one key: ratekit Charge", func(int) {
+			if d, err := l1.Charge(ctx, "key", 1); err != nil || !d.Allowed {
+				fail("Charge", d, err)
+			}
+		}},
 		{"one key: local.Store.Apply", func(int) {
 			if d, err := s1.Apply(ctx, "key", tokenBucket, req); err != nil || !d.Allowed {
 				fail("Apply", d, err)

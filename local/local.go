@@ -136,7 +136,7 @@ func (s *Store) locate(key string) (uint64, *shard) {
 func (s *Store) Apply(ctx context.Context, key string, a algo.Algorithm, req algo.Request) (algo.Decision, error) {
 	// storecheck.Call's checks but a.Validate (req.Validate is N > 0 but for a Charge); a
 	// failed one is reported by Call, in its order.
-	if key == "" || a == nil || req.N <= 0 || req.Charge || s.closed.Load() || storecheck.Context(ctx) != nil {
+	if key == "" || a == nil || req.N <= 0 || req.Charge && !storecheck.Chargeable(a, req) || s.closed.Load() || storecheck.Context(ctx) != nil {
 		if err := storecheck.Call(ctx, key, a, req, s.closed.Load()); err != nil {
 			return algo.Decision{}, err
 		}

@@ -142,8 +142,16 @@ func Request(a algo.Algorithm, req algo.Request) error {
 	if err := req.Validate(); err != nil {
 		return err
 	}
-	if req.Charge && algo.CapabilitiesOf(a)&algo.Chargeable == 0 {
+	if req.Charge && !chargeable(a) {
 		return fmt.Errorf("%w: %s cannot be charged (it does not state algo.Chargeable)", algo.ErrInvalidRequest, a.Name())
 	}
 	return nil
 }
+
+// Chargeable reports whether the Charge req passes Request's checks of a charge (its N
+// at most 2^53, a chargeable a), without building an error: a store's hot path asks it.
+func Chargeable(a algo.Algorithm, req algo.Request) bool {
+	return req.N <= 1<<53 && chargeable(a)
+}
+
+func chargeable(a algo.Algorithm) bool { return algo.CapabilitiesOf(a)&algo.Chargeable != 0 }

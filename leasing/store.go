@@ -237,6 +237,11 @@ func (s *Store) charge(ctx context.Context, key string, a algo.Algorithm, req al
 	if took > 0 { // under another config, ended, or busy (a slice in flight): none
 		d, ok = l.grant(a, algo.Request{N: took}, s.tick(), true)
 	}
+	if !ok || took < req.N {
+		// Set before the call, so that no refund racing with it reaches the lease; kept
+		// if the call fails (those refunds then go to the inner store: nothing is created).
+		l.charged = true
+	}
 	l.mu.Unlock()
 	if !ok {
 		return s.inner.Apply(ctx, key, a, req)
@@ -394,7 +399,7 @@ func (s *Store) refill(ctx context.Context, a algo.Algorithm, req algo.Request, 
 		life = min(life, d.ResetAfter)
 	}
 	l.a, l.size, l.left, l.at, l.limit, l.remain = a, size, size-req.N, d.At, d.Limit, d.Remaining
-	l.own, l.top = d.At > l.top, max(l.top, d.At)
+	l.own, l.top, l.charged = d.At > l.top, max(l.top, d.At), false
 	// The inner store decided at now in whole µs, and its ResetAfter counts from there: a
 	// lease counted from the ns instant would outlive a fixed window by up to 1 µs.
 	taken := now.Truncate(time.Microsecond)
@@ -415,7 +420,7 @@ func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int6
 	}
 	if leased(a) {
 		if l := s.lookup(ctx, leaseKey{key, a.Slot()}, false); l != nil {
-			if l.a == a && l.own && l.at == at && s.tick()-l.start < l.life && n <= l.size-l.left {
+			if l.a == a && l.own && !l.charged && l.at == at && s.tick()-l.start < l.life && n <= l.size-l.left {
 				l.left += n
 				l.mu.Unlock()
 				return nil

@@ -412,8 +412,10 @@ func (s *Store) refill(ctx context.Context, a algo.Algorithm, req algo.Request, 
 
 // Refund gives n permits of a grant back: to key's lease when the grant came from it (at
 // is the lease's slice, and no earlier slice of the key has that At), the lease still
-// lasts and holds no more than its slice after it; otherwise to the inner store. A lease that a Reset dropped is gone: the refund of
-// its grants goes to the inner store, as on a plain store.
+// lasts, holds no more than its slice after it, and no charge of the key has reached the
+// inner store since the slice (see lease.charged); otherwise to the inner store. A lease
+// that a Reset dropped is gone: the refund of its grants goes to the inner store, as on a
+// plain store.
 func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int64, at int64) error {
 	if err := storecheck.Call(ctx, key, a, algo.Request{N: n}, s.closed.Load()); err != nil {
 		return err

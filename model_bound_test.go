@@ -19,6 +19,11 @@ type modelGrant struct {
 	n, at     int64
 	cancelled bool
 	charge    bool
+	// proc is the process that made the grant or the charge; counted, for a grant, the
+	// instant its store counted the permits (a leased grant's slice At; 0: at): see
+	// modelCeiling.blind.
+	proc    int
+	counted int64
 }
 
 // modelHistory is every grant of one tracked key, in the order the store made them.
@@ -39,14 +44,14 @@ func (h *modelHistory) cancel(n, at int64) {
 	}
 }
 
-// charged records a charge of n written at at (µs): see modelGrant.
-func (h *modelHistory) charged(step int, n, at int64) {
+// charged records a charge of n written at at (µs) by process proc: see modelGrant.
+func (h *modelHistory) charged(step, proc int, n, at int64) {
 	for _, g := range h.grants {
 		if !g.cancelled {
 			at = max(at, g.at)
 		}
 	}
-	h.grants = append(h.grants, modelGrant{step: step, n: n, at: at, charge: true})
+	h.grants = append(h.grants, modelGrant{step: step, n: n, at: at, charge: true, proc: proc})
 }
 
 // used returns the grants not cancelled, sorted by act time.
@@ -71,6 +76,12 @@ type modelCeiling struct {
 	window int64   // window length in µs (the same for every config of a window family)
 	cur    float64 // the Rate of the current config (buckets)
 	raises []modelRaise
+	// blind is set where processes keep leases of one key (leasing, more than one
+	// process): a charge takes only its own process's lease, so another's lease grants
+	// what its slice counted before the charge. A grant's bucket bound then counts the
+	// charges of other processes only when made before its permits were counted (at an
+	// earlier instant: a slice counted at the charge's instant may have come before it).
+	blind bool
 }
 
 // modelRaise is a SetAlgorithm that raised the Rate, at step. It takes effect for a key at
@@ -164,7 +175,8 @@ func (c *modelCeiling) add(a algo.Algorithm) {
 //
 // Charges count as grants do, but a bound is checked only where a grant ends the span
 // (a charge itself may pass any limit): the permits granted in a span are at most
-// limit + earned − charged, charged being the charges in the span before its last grant.
+// limit + earned − charged, charged being the charges in the span before its last grant
+// (with leases in several processes, those that grant could see: see blind).
 func (c *modelCeiling) check(key string, h *modelHistory) string {
 	used := h.used()
 	if len(used) == 0 {
@@ -176,7 +188,10 @@ func (c *modelCeiling) check(key string, h *modelHistory) string {
 	case "sliding-log":
 		return c.checkSliding(used)
 	case "token-bucket", "gcra", "leaky-bucket":
-		return c.checkBucket(used, c.queued(key, used))
+		if c.blind {
+			return c.checkBucketBlind(used, c.queued(key, used))
+		}
+		return c.checkBucket(used, c.queued(key, used), 0)
 	}
 	return ""
 }
@@ -218,11 +233,36 @@ func (c *modelCeiling) checkSliding(used []modelGrant) string {
 	return ""
 }
 
-// checkBucket finds the interval [t_i, t_j] with the largest excess of permits over
-// Rate·(t_j − t_i) in one pass: excess = (S_j − R·t_j) − (S_{i−1} − R·t_i), S the prefix sums.
+// checkBucketBlind is checkBucket for each grant on what it could see (see blind): the
+// grants before it and the charges that its permits were counted after.
+func (c *modelCeiling) checkBucketBlind(used []modelGrant, queued float64) string {
+	view := make([]modelGrant, 0, len(used))
+	for k, g := range used {
+		if g.charge {
+			continue
+		}
+		counted := g.at
+		if g.counted != 0 {
+			counted = min(counted, g.counted)
+		}
+		view = view[:0]
+		for _, e := range used[:k] {
+			if !e.charge || e.proc == g.proc || e.at < counted {
+				view = append(view, e)
+			}
+		}
+		if msg := c.checkBucket(append(view, g), queued, len(view)); msg != "" {
+			return msg
+		}
+	}
+	return ""
+}
+
+// checkBucket finds the interval [t_i, t_j] (j ≥ from) with the largest excess of permits
+// over Rate·(t_j − t_i) in one pass: excess = (S_j − R·t_j) − (S_{i−1} − R·t_i), S the prefix sums.
 // Act times are whole µs rounded up from the instant the permits become available, so two
 // of them may be up to 1 µs closer than those instants: the bound allows Rate·1µs more.
-func (c *modelCeiling) checkBucket(used []modelGrant, queued float64) string {
+func (c *modelCeiling) checkBucket(used []modelGrant, queued float64, from int) string {
 	base := used[0].at
 	r := c.rate / 1e6 // per µs
 	var (
@@ -238,7 +278,7 @@ func (c *modelCeiling) checkBucket(used []modelGrant, queued float64) string {
 			minStart, minIdx = s, k
 		}
 		prefix += float64(g.n)
-		if e := prefix - r*t - minStart; e > worst && !g.charge {
+		if e := prefix - r*t - minStart; e > worst && !g.charge && k >= from {
 			worst, wi, wj = e, minIdx, k
 		}
 	}

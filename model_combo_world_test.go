@@ -153,6 +153,8 @@ func newComboWorld(env *comboEnv, p *comboPlan, rules comboRules, v *comboVarian
 		w.ceil[rule] = &modelCeiling{}
 		w.ceil[rule].add(bound)
 		w.ceil[rule].limit += w.slack[rule]
+		// Each process's leases hold slices that another's charge cannot take.
+		w.ceil[rule].blind = w.slack[rule] != 0 && len(w.stores) > 1
 	}
 	if v != nil && v.setup != nil {
 		if err := v.setup(env, w, prefix); err != nil {
@@ -200,6 +202,20 @@ func (w *comboWorld) histKeys(key string) []string {
 // record adds a grant of n usable at use (µs), made at step, to key's histories.
 func (w *comboWorld) record(step int, key string, n, use int64) []comboRef {
 	return w.recordEach(step, key, n, use, nil)
+}
+
+// counted notes on the grants refs that process proc made them, its store counting the
+// permits at at (µs; a leased grant's slice At; 0: when used), with one rule (see
+// modelCeiling.blind); it returns refs.
+func (w *comboWorld) counted(refs []comboRef, proc int, at int64) []comboRef {
+	for _, r := range refs {
+		g := &r.h.grants[r.i]
+		g.proc = proc
+		if w.rules.b == nil {
+			g.counted = at
+		}
+	}
+	return refs
 }
 
 // recordEach is record with each rule's own instant where rules (the composite's rules'
@@ -314,7 +330,7 @@ func (w *comboWorld) do(step int, o comboOp) (comboObs, error) {
 			return obs, fmt.Errorf("AllowN answered %s, and the observer was told of nothing", fmtDecision(d))
 		}
 		if d.Allowed && err == nil {
-			refs := w.record(step, key, o.n, w.useAt(d))
+			refs := w.counted(w.record(step, key, o.n, w.useAt(d)), proc, d.At)
 			if w.rules.b == nil {
 				w.grants = append(w.grants, comboGrant{proc: proc, key: key, a: w.rules.a, n: o.n, at: d.At, refs: refs})
 			}
@@ -341,7 +357,7 @@ func (w *comboWorld) do(step int, o comboOp) (comboObs, error) {
 					h = &modelHistory{}
 					w.hist[hk] = h
 				}
-				h.charged(step, o.n, at)
+				h.charged(step, proc, o.n, at)
 			}
 		}
 		obs = comboObs{fmtDecision(d) + errText(err), fmt.Sprintf("charged%s", errText(err))}
@@ -358,7 +374,8 @@ func (w *comboWorld) do(step int, o comboOp) (comboObs, error) {
 		}
 		ok := r != nil && r.OK() && err == nil
 		if ok {
-			w.res = append(w.res, comboRes{r, w.recordEach(step, key, o.n, w.useAt(r.Decision()), rules)})
+			refs := w.counted(w.recordEach(step, key, o.n, w.useAt(r.Decision()), rules), proc, r.Decision().At)
+			w.res = append(w.res, comboRes{r, refs})
 			obs.full = fmt.Sprintf("ok delay=%v %s", r.Delay(), fmtDecision(r.Decision()))
 		} else {
 			obs.full = "not ok" + errText(err)
@@ -408,7 +425,7 @@ func (w *comboWorld) do(step int, o comboOp) (comboObs, error) {
 		}
 		post := w.clk.Now().UnixMicro()
 		if ok && err == nil {
-			w.recordFrom(step, key, o.n, post, rules, pre)
+			w.counted(w.recordFrom(step, key, o.n, post, rules, pre), proc, 0)
 		}
 		obs = comboObs{fmt.Sprintf("%s%s ok=%v slept=%dµs%s", obs.full, name, ok, post-pre, errText(err)), fmt.Sprintf("%s%s ok=%v%s", obs.full, name, ok, errText(err))}
 	case cCancel:

@@ -103,7 +103,7 @@ func (r *modelRecorder) Apply(ctx context.Context, key string, a algo.Algorithm,
 			if !d.Allowed {
 				return d, fmt.Errorf("model: the store denied a charge: %s", fmtDecision(d))
 			}
-			h.charged(r.step, req.N, d.At)
+			h.charged(r.step, 0, req.N, d.At)
 		case err == nil && d.Allowed:
 			h.grants = append(h.grants, modelGrant{step: r.step, n: req.N, at: d.At})
 		}

@@ -42,10 +42,14 @@
 // A Charge (algo.Request.Charge) takes what it can from the key's live lease and charges
 // the rest to the inner store: every permit charged is counted once, on a slice the inner
 // store already counted or on the inner store, so a charge adds nothing to the bounds
-// above. It never takes a slice, never waits for one in flight, and is never answered from
-// a remembered denial (a charge is never denied). A charge the lease covers is answered as
-// a grant from it (RetryAfter 0, even when nothing is left: the inner store alone knows
-// when the key's next permit comes); one that reaches the inner store gets its answer.
+// above. It takes only its own process's lease: another process's lease keeps granting
+// what its slice counted before the charge (within the processes × Slice above). Once a
+// charge has reached the inner store, a refund of a grant of the lease goes there too,
+// into the key's debt, as on a plain store. A charge never takes a slice, never waits for
+// one in flight, and is never answered from a remembered denial (a charge is never
+// denied). A charge the lease covers is answered as a grant from it (RetryAfter 0, even
+// when nothing is left: the inner store alone knows when the key's next permit comes);
+// one that reaches the inner store gets its answer.
 //
 // Leased: the algorithms that state algo.Leasable (token bucket, GCRA, leaky bucket, fixed
 // window, sliding log and sliding counter), also wrapped in algo.Named or any wrapper with

@@ -237,6 +237,11 @@ func (s *Store) charge(ctx context.Context, key string, a algo.Algorithm, req al
 	if took > 0 { // under another config, ended, or busy (a slice in flight): none
 		d, ok = l.grant(a, algo.Request{N: took}, s.tick(), true)
 	}
+	if !ok || took < req.N {
+		// Set before the call, so that no refund racing with it reaches the lease; kept
+		// if the call fails (those refunds then go to the inner store: nothing is created).
+		l.charged = true
+	}
 	l.mu.Unlock()
 	if !ok {
 		return s.inner.Apply(ctx, key, a, req)
@@ -394,7 +399,7 @@ func (s *Store) refill(ctx context.Context, a algo.Algorithm, req algo.Request, 
 		life = min(life, d.ResetAfter)
 	}
 	l.a, l.size, l.left, l.at, l.limit, l.remain = a, size, size-req.N, d.At, d.Limit, d.Remaining
-	l.own, l.top = d.At > l.top, max(l.top, d.At)
+	l.own, l.top, l.charged = d.At > l.top, max(l.top, d.At), false
 	// The inner store decided at now in whole µs, and its ResetAfter counts from there: a
 	// lease counted from the ns instant would outlive a fixed window by up to 1 µs.
 	taken := now.Truncate(time.Microsecond)
@@ -407,15 +412,17 @@ func (s *Store) refill(ctx context.Context, a algo.Algorithm, req algo.Request, 
 
 // Refund gives n permits of a grant back: to key's lease when the grant came from it (at
 // is the lease's slice, and no earlier slice of the key has that At), the lease still
-// lasts and holds no more than its slice after it; otherwise to the inner store. A lease that a Reset dropped is gone: the refund of
-// its grants goes to the inner store, as on a plain store.
+// lasts, holds no more than its slice after it, and no charge of the key has reached the
+// inner store since the slice (see lease.charged); otherwise to the inner store. A lease
+// that a Reset dropped is gone: the refund of its grants goes to the inner store, as on a
+// plain store.
 func (s *Store) Refund(ctx context.Context, key string, a algo.Algorithm, n int64, at int64) error {
 	if err := storecheck.Call(ctx, key, a, algo.Request{N: n}, s.closed.Load()); err != nil {
 		return err
 	}
 	if leased(a) {
 		if l := s.lookup(ctx, leaseKey{key, a.Slot()}, false); l != nil {
-			if l.a == a && l.own && l.at == at && s.tick()-l.start < l.life && n <= l.size-l.left {
+			if l.a == a && l.own && !l.charged && l.at == at && s.tick()-l.start < l.life && n <= l.size-l.left {
 				l.left += n
 				l.mu.Unlock()
 				return nil

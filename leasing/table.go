@@ -56,10 +56,16 @@ type lease struct {
 	// that left its shard before it was made (leaseShard.gone). Without it a refund of an
 	// earlier slice's grant at the same instant would be credited to this slice and
 	// granted again late, beyond the processes × slice the package documents.
-	own    bool
-	top    int64
-	limit  int64 // the slice's Decision.Limit
-	remain int64 // the inner store's Remaining after the slice
+	own bool
+	top int64
+	// charged is set when a charge of the key reached the inner store past this slice
+	// (Store.charge): the key may be in debt there, so a refund of the slice's grants goes
+	// to the inner store, into that debt, as on a plain store. Credited to the lease it
+	// would be granted again at once, a permit counted before the charge used after it,
+	// one the charge would have taken had the lease still held it.
+	charged bool
+	limit   int64 // the slice's Decision.Limit
+	remain  int64 // the inner store's Remaining after the slice
 	// start is when the slice was asked for (Store.tick); the inner store decided at that
 	// instant truncated to whole µs, skew before it, and its ResetAfter (reset) counts
 	// from there.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -190,14 +189,6 @@ func (s *serverTLS) build() *tls.Config {
 	if s.clientSAN != "" {
 		// VerifyConnection, not VerifyPeerCertificate: it also runs on resumed sessions.
 		c.VerifyConnection = verifyClientSAN(s.clientSAN)
-	}
-	// A resumed session skips the client certificate's check against the CAs; ticket keys
-	// of this config's own make the tickets issued under the files before refused after.
-	var key [32]byte
-	if _, err := rand.Read(key[:]); err == nil {
-		c.SetSessionTicketKeys([][32]byte{key})
-	} else {
-		c.SessionTicketsDisabled = true
 	}
 	return c
 }

@@ -178,8 +178,9 @@ func TestListenerTLSFilesReloaded(t *testing.T) {
 	assert.Equal(t, 2, strings.Count(in.log.String(), "TLS files reloaded"), in.log.String())
 }
 
-// TestClientCAReloaded: a client CA replaced on disk decides the next handshakes, and a
-// session resumed from a ticket issued before the change does not skip the new check.
+// TestClientCAReloaded: a client CA replaced on disk decides the next handshakes, also of a
+// client that resumes a session from a ticket issued before the change (crypto/tls checks
+// a resumed session's chain against the ClientCAs of the config the handshake gets).
 func TestClientCAReloaded(t *testing.T) {
 	t.Parallel()
 	p1, p2 := newPKI(t, "client.internal"), newPKI(t, "client.internal")
@@ -301,4 +302,26 @@ func TestListenerTLSErrors(t *testing.T) {
 	err := run(context.Background(), []string{"--config", "../../examples"}, io.Discard, hooks{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "$GRPC_SERVER_USE_TLS")
+}
+
+// TestSameFiles: a file renamed over the path is another file even with the same size and
+// modification time (a filesystem with coarse times, a copy that keeps them).
+func TestSameFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path, other := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "other")
+	require.NoError(t, os.WriteFile(path, []byte("one"), 0o600))
+	require.NoError(t, os.WriteFile(other, []byte("two"), 0o600))
+	mtime := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	require.NoError(t, os.Chtimes(path, mtime, mtime))
+	require.NoError(t, os.Chtimes(other, mtime, mtime))
+	f := &fileValue[int]{paths: []string{path}}
+	before := f.stat()
+	assert.True(t, sameFiles(before, f.stat()))
+	require.NoError(t, os.Rename(other, path))
+	assert.False(t, sameFiles(before, f.stat()), "renamed over")
+	require.NoError(t, os.Remove(path))
+	missing := f.stat()
+	assert.False(t, sameFiles(before, missing), "removed")
+	assert.True(t, sameFiles(missing, f.stat()), "still missing")
 }

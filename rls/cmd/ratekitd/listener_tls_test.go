@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -324,4 +325,28 @@ func TestSameFiles(t *testing.T) {
 	missing := f.stat()
 	assert.False(t, sameFiles(before, missing), "removed")
 	assert.True(t, sameFiles(missing, f.stat()), "still missing")
+}
+
+// BenchmarkForClient: what a handshake pays for the files' reload: a look within the
+// second (a lock and the clock), and a look that stats the files.
+func BenchmarkForClient(b *testing.B) {
+	p := newPKI(b, "ratekitd.internal")
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, tc := range []struct {
+		name string
+		step time.Duration
+	}{{"cached", 0}, {"stat", time.Second}} {
+		b.Run(tc.name, func(b *testing.B) {
+			clock := clockx.NewFake(time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC))
+			s, err := newServerTLS("grpc", listenerTLS{on: true, cert: p.serverCert, key: p.serverKey, clientCA: p.caFile}, nil, log, clock)
+			require.NoError(b, err)
+			b.ReportAllocs()
+			for b.Loop() {
+				clock.Add(tc.step)
+				if _, err := s.forClient(nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -6,7 +6,9 @@ import (
 	"crypto/x509"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -349,4 +351,26 @@ func BenchmarkForClient(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestVerifyClientSAN: the client SAN matches a DNS name (wildcards as x509 reads them), an
+// IP or a URI of the client's certificate, and nothing else.
+func TestVerifyClientSAN(t *testing.T) {
+	t.Parallel()
+	spiffe, err := url.Parse("spiffe://mesh.local/ns/edge/sa/envoy")
+	require.NoError(t, err)
+	leaf := &x509.Certificate{DNSNames: []string{"*.edge.internal"}, IPAddresses: []net.IP{net.IPv4(10, 0, 0, 7)}, URIs: []*url.URL{spiffe}}
+	cs := tls.ConnectionState{PeerCertificates: []*x509.Certificate{leaf}}
+	for san, ok := range map[string]bool{
+		"envoy-1.edge.internal": true, "10.0.0.7": true, "spiffe://mesh.local/ns/edge/sa/envoy": true,
+		"edge.internal": false, "a.b.edge.internal": false, "10.0.0.8": false, "spiffe://mesh.local/ns/edge/sa/other": false,
+	} {
+		err := verifyClientSAN(san)(cs)
+		if ok {
+			assert.NoError(t, err, san)
+		} else {
+			assert.Error(t, err, san)
+		}
+	}
+	assert.Error(t, verifyClientSAN("x")(tls.ConnectionState{}), "no certificate")
 }

@@ -18,10 +18,12 @@ import (
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/ratekit/limiter"
+	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/local"
 	"github.com/ratekit/limiter/rls/server"
 	"github.com/ratekit/limiter/store"
@@ -61,11 +63,12 @@ type flags struct {
 	logFormat      string
 	logLevel       string
 	store          storeFlags
+	listenersTLS   listenersTLS
 }
 
 func parseFlags(args []string, out io.Writer) (*flags, error) {
 	var f flags
-	envBools, err := envBools("REDIS_TLS", "REDIS_TLS_SKIP_HOSTNAME_VERIFICATION")
+	envBools, err := envBools(append([]string{"REDIS_TLS", "REDIS_TLS_SKIP_HOSTNAME_VERIFICATION"}, envListenerBools...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -114,6 +117,7 @@ func parseFlags(args []string, out io.Writer) (*flags, error) {
 	fs.Int64Var(&f.store.lease, "lease", 0, "serve hot keys from local slices of this many permits (package leasing; 0: off)")
 	fs.DurationVar(&f.store.leaseTTL, "lease-ttl", 100*time.Millisecond, "how long a lease lives (leasing.WithTTL)")
 	fs.IntVar(&f.store.localMaxKeys, "memory-max-keys", defaultMemoryMaxKeys, "bound on the keys of the in-memory store and of --failure-policy local's (0: none)")
+	f.listenersTLS.register(fs, envBools)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -171,6 +175,7 @@ type hooks struct {
 	ready     func(grpcAddr, httpAddr string) // both listeners serve
 	draining  func()                          // the drain has begun: health checks fail
 	wrapStore func(store.Store) store.Store
+	tlsClock  clockx.Clock // when the listeners' TLS files are looked at; nil: the system's
 }
 
 // httpServer is the HTTP listener's server, bounded against slow or idle clients: the
@@ -195,6 +200,10 @@ func run(ctx context.Context, args []string, logOut io.Writer, h hooks) error {
 		return err
 	}
 	server.LogIgnored(log, cfg)
+	grpcTLS, httpTLS, err := f.listenersTLS.configs(log, h.tlsClock)
+	if err != nil {
+		return err
+	}
 	// A store that cannot be reached at start is an error only when no answer can be
 	// given without it (--failure-policy error); otherwise ratekitd serves by its
 	// failure policy until the store answers.
@@ -243,23 +252,34 @@ func run(ctx context.Context, args []string, logOut io.Writer, h hooks) error {
 		gl.Close()
 		return err
 	}
-	gs := grpc.NewServer()
+	var grpcOpts []grpc.ServerOption
+	if grpcTLS != nil {
+		grpcOpts = append(grpcOpts, grpc.Creds(credentials.NewTLS(grpcTLS)))
+	}
+	gs := grpc.NewServer(grpcOpts...)
 	rlsv3.RegisterRateLimitServiceServer(gs, svc)
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(gs, hs)
 	web := server.NewHTTP(svc)
 	httpSrv := httpServer(web.Handler())
+	httpSrv.TLSConfig = httpTLS
 
 	errc := make(chan error, 2)
 	go func() { errc <- gs.Serve(gl) }()
-	go func() { errc <- httpSrv.Serve(hl) }()
+	go func() {
+		if httpTLS != nil {
+			errc <- httpSrv.ServeTLS(hl, "", "") // the files are httpTLS's
+			return
+		}
+		errc <- httpSrv.Serve(hl)
+	}()
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	if f.reloadInterval > 0 {
 		go server.NewWatcher(f.config, svc).Run(wctx, f.reloadInterval)
 	}
 	log.Info("ratekitd serving", slog.String("grpc", gl.Addr().String()), slog.String("http", hl.Addr().String()),
-		slog.String("store", desc), slog.String("failure_policy", f.policy), slog.String("config", f.config),
+		slog.Bool("grpc_tls", grpcTLS != nil), slog.Bool("http_tls", httpTLS != nil), slog.String("store", desc), slog.String("failure_policy", f.policy), slog.String("config", f.config),
 		slog.String("domains", strings.Join(cfg.Domains(), ",")))
 	if h.ready != nil {
 		h.ready(gl.Addr().String(), hl.Addr().String())

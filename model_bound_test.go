@@ -183,10 +183,17 @@ func (c *modelCeiling) check(key string, h *modelHistory) string {
 		return ""
 	}
 	switch c.name {
-	case "fixed-window", "sliding-counter":
+	case "fixed-window", "sliding-counter", "sliding-log":
+		if c.blind {
+			if msg := c.checkWindowBlind(used); msg != "" {
+				return msg
+			}
+			used = slices.DeleteFunc(slices.Clone(used), func(g modelGrant) bool { return g.charge })
+		}
+		if c.name == "sliding-log" {
+			return c.checkSliding(used)
+		}
 		return c.checkAligned(used)
-	case "sliding-log":
-		return c.checkSliding(used)
 	case "token-bucket", "gcra", "leaky-bucket":
 		if c.blind {
 			return c.checkBucketBlind(used, c.queued(key, used))
@@ -233,6 +240,48 @@ func (c *modelCeiling) checkSliding(used []modelGrant) string {
 	return ""
 }
 
+// sees reports whether grant g could see e (see blind): every grant, the charges of its
+// own process, and the others' charges made before g's permits were counted. When that
+// instant is not known (a composite's grant: its Decision.At is not each rule's slice
+// At), the others' charges are not counted: their slice may come from before them.
+func sees(g, e modelGrant) bool {
+	return !e.charge || e.proc == g.proc || g.counted != 0 && e.at < min(g.at, g.counted)
+}
+
+// checkWindowBlind is the window families' bound for each grant on what it could see (see
+// blind): the window that ends with it (sliding-log), or its aligned window up to it in
+// the order the store made them, holds at most Limit. The grants alone are then checked
+// as usual by check.
+func (c *modelCeiling) checkWindowBlind(used []modelGrant) string {
+	for _, g := range used {
+		if g.charge {
+			continue
+		}
+		var sum int64
+		var from, to int64
+		if c.name == "sliding-log" {
+			from, to = g.at-c.window+1, g.at+1
+		} else {
+			w := floorDivModel(g.at, c.window)
+			from, to = w*c.window, (w+1)*c.window
+		}
+		for _, e := range used {
+			before := e.step <= g.step
+			if c.name == "sliding-log" {
+				before = e.at < g.at || e.at == g.at && e.step <= g.step
+			}
+			if before && e.at >= from && e.at < to && sees(g, e) {
+				sum += e.n
+			}
+		}
+		if sum > c.limit {
+			return fmt.Sprintf("%s bound: window [%d, %d) µs holds %d permits > Limit %d at step %d (what it could see); grants in it: %s",
+				c.name, from, to, sum, c.limit, g.step, grantsIn(used, from, to))
+		}
+	}
+	return ""
+}
+
 // checkBucketBlind is checkBucket for each grant on what it could see (see blind): the
 // grants before it and the charges that its permits were counted after.
 func (c *modelCeiling) checkBucketBlind(used []modelGrant, queued float64) string {
@@ -241,13 +290,9 @@ func (c *modelCeiling) checkBucketBlind(used []modelGrant, queued float64) strin
 		if g.charge {
 			continue
 		}
-		counted := g.at
-		if g.counted != 0 {
-			counted = min(counted, g.counted)
-		}
 		view = view[:0]
 		for _, e := range used[:k] {
-			if !e.charge || e.proc == g.proc || e.at < counted {
+			if sees(g, e) {
 				view = append(view, e)
 			}
 		}

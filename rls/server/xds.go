@@ -49,6 +49,16 @@ func ConfigFromXDS(resources []*rlconfv3.RateLimitConfig) (*Config, error) {
 	return parseSources(srcs)
 }
 
+// pendingConfig is the Config of a Service whose rules have not arrived yet.
+var pendingConfig = &Config{domains: map[string]*domain{}}
+
+// PendingConfig returns a Config under which a Service answers every call with
+// UNAVAILABLE until SetConfig replaces it: the Config to start with when the rules come
+// from an xDS server and the Service is to serve before they arrive. envoyproxy/ratelimit
+// answers an error then too ("no rate limit configuration loaded"), so Envoy's
+// failure_mode_deny decides.
+func PendingConfig() *Config { return pendingConfig }
+
 // xdsFile and the types below are the YAML a RateLimitConfig stands for, field by field
 // as envoyproxy/ratelimit converts it (config.ConfigXdsProtoToYaml). The proto has no
 // field for our extensions (rate, algorithm, burst, charge) nor for unit_multiplier,

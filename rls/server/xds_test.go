@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
@@ -16,7 +19,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -32,18 +37,29 @@ type xdsServer struct {
 	requests chan *discoveryv3.DiscoveryRequest
 	headers  chan metadata.MD
 	dial     grpc.DialOption
+	lis      atomic.Pointer[bufconn.Listener] // where dial connects
+	gs       *grpc.Server
 }
 
 func startXDSServer(t *testing.T, node string) *xdsServer {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
 	xs := &xdsServer{
-		cache:    cachev3.NewSnapshotCache(true, cachev3.IDHash{}, nil),
 		node:     node,
 		requests: make(chan *discoveryv3.DiscoveryRequest, 100),
 		headers:  make(chan metadata.MD, 10),
 	}
+	xs.dial = grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return xs.lis.Load().DialContext(ctx) })
+	xs.restart(t)
+	return xs
+}
+
+// restart replaces the server by a new one with an empty cache, as a management server
+// that restarts, and closes the old one's streams.
+func (xs *xdsServer) restart(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	xs.cache = cachev3.NewSnapshotCache(true, cachev3.IDHash{}, nil)
 	cb := serverv3.CallbackFuncs{
 		StreamOpenFunc: func(ctx context.Context, _ int64, _ string) error {
 			md, _ := metadata.FromIncomingContext(ctx)
@@ -60,8 +76,11 @@ func startXDSServer(t *testing.T, node string) *xdsServer {
 	discoveryv3.RegisterAggregatedDiscoveryServiceServer(gs, serverv3.NewServer(ctx, xs.cache, cb))
 	go gs.Serve(lis)
 	t.Cleanup(gs.Stop)
-	xs.dial = grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) })
-	return xs
+	xs.lis.Store(lis)
+	if xs.gs != nil {
+		xs.gs.Stop()
+	}
+	xs.gs = gs
 }
 
 // push makes version the node's snapshot: these domains and nothing else.
@@ -321,4 +340,44 @@ func TestXDSParsePairs(t *testing.T) {
 	assert.Nil(t, m)
 	_, err = ParseXDSPairs("novalue", "=")
 	assert.Error(t, err)
+}
+
+// A stream that ends is opened again: the running config stays meanwhile, and the new
+// server's set replaces it.
+func TestXDSReconnects(t *testing.T) {
+	t.Parallel()
+	ts := startLocal(t, "domain: files\n", Options{})
+	xs := startXDSServer(t, "n")
+	xs.push(t, "1", domainConf("a", 1))
+	startXDSClient(t, ts, xs, XDSOptions{RetryMin: 10 * time.Millisecond})
+	xs.acked(t, "1")
+
+	xs.restart(t)
+	_, n := limitOf(t, ts, "a")
+	assert.EqualValues(t, 1, n, "the config was dropped with the stream")
+	xs.push(t, "7", domainConf("b", 2))
+	xs.acked(t, "7")
+	_, n = limitOf(t, ts, "a")
+	assert.Zero(t, n)
+	_, n = limitOf(t, ts, "b")
+	assert.EqualValues(t, 2, n)
+}
+
+// Until the first set arrives a Service started on PendingConfig answers UNAVAILABLE, as
+// the reference answers an error before its first config.
+func TestXDSPendingUntilTheFirstSet(t *testing.T) {
+	t.Parallel()
+	ts := startLocal(t, "domain: files\n", Options{})
+	ts.svc.SetConfig(PendingConfig())
+	_, err := ts.client.ShouldRateLimit(context.Background(), &rlsv3.RateLimitRequest{Domain: "a", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("k", "v")}})
+	assert.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
+
+	xs := startXDSServer(t, "n")
+	x := startXDSClient(t, ts, xs, XDSOptions{})
+	xs.push(t, "1", domainConf("a", 1))
+	xs.acked(t, "1")
+	<-x.Ready()
+	code, n := limitOf(t, ts, "a")
+	assert.Equal(t, "OK", code)
+	assert.EqualValues(t, 1, n)
 }

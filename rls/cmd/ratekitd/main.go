@@ -195,7 +195,7 @@ func run(ctx context.Context, args []string, logOut io.Writer, h hooks) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := server.ConfigFromXDS(nil) // with --config-type GRPC_XDS_SOTW: none until the server's
+	cfg := server.PendingConfig() // with --config-type GRPC_XDS_SOTW: UNAVAILABLE until the server's
 	if !f.xds.on() {
 		if cfg, err = server.Load(f.config); err != nil {
 			return err

@@ -57,7 +57,7 @@ func (x *xdsFlags) register(fs *flag.FlagSet) error {
 	fs.StringVar(&x.key, "xds-tls-key", os.Getenv("CONFIG_GRPC_XDS_CLIENT_TLS_KEY"), "PEM file of its key (default $CONFIG_GRPC_XDS_CLIENT_TLS_KEY)")
 	fs.StringVar(&x.ca, "xds-tls-ca", os.Getenv("CONFIG_GRPC_XDS_SERVER_TLS_CACERT"), "PEM file of the CAs the xDS server's certificate chains to (default $CONFIG_GRPC_XDS_SERVER_TLS_CACERT; empty: the system's)")
 	fs.StringVar(&x.san, "xds-tls-san", os.Getenv("CONFIG_GRPC_XDS_SERVER_TLS_SAN"), "name to check the xDS server's certificate for, if not the host of --xds-server (default $CONFIG_GRPC_XDS_SERVER_TLS_SAN)")
-	fs.BoolVar(&x.forceStart, "force-start-without-initial-config", env["FORCE_START_WITHOUT_INITIAL_CONFIG"], "with GRPC_XDS_SOTW, serve before the first config arrives (every domain unknown meanwhile); by default wait for it (default $FORCE_START_WITHOUT_INITIAL_CONFIG)")
+	fs.BoolVar(&x.forceStart, "force-start-without-initial-config", env["FORCE_START_WITHOUT_INITIAL_CONFIG"], "with GRPC_XDS_SOTW, serve before the first config arrives (answering UNAVAILABLE meanwhile); by default wait for it (default $FORCE_START_WITHOUT_INITIAL_CONFIG)")
 	return nil
 }
 

@@ -17,6 +17,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // Envoy Gateway configures the reference with environment variables only.
@@ -117,13 +119,14 @@ func TestXDSServesWhatTheServerPushes(t *testing.T) {
 }
 
 // With --force-start-without-initial-config (Envoy Gateway sets it) ratekitd serves at
-// once, every domain unknown until the server sends its config.
+// once, answering UNAVAILABLE until the server sends its config (the reference answers
+// an error then too).
 func TestXDSForceStart(t *testing.T) {
 	t.Parallel()
 	addr, cache, acks := startControlPlane(t)
 	in := start(t, "--config-type", "GRPC_XDS_SOTW", "--xds-server", addr, "--xds-node-id", "envoy-ratelimit", "--force-start-without-initial-config")
-	assert.Equal(t, rlsv3.RateLimitResponse_OK, in.ask(t, "k", "v"))
-	assert.Equal(t, rlsv3.RateLimitResponse_OK, in.ask(t, "k", "v"))
+	_, err := in.client.ShouldRateLimit(context.Background(), request("k", "v"))
+	assert.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
 	pushEdge(t, cache, "1", edgeConf)
 	waitAck(t, acks, "1")
 	assert.Equal(t, rlsv3.RateLimitResponse_OK, in.ask(t, "k", "v"))

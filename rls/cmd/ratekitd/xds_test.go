@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"io"
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -18,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 )
 
@@ -53,7 +57,7 @@ func TestXDSFlagsFromEnv(t *testing.T) {
 
 // startControlPlane runs go-control-plane's SotW server on a loopback port; acks receives
 // the versions the client ACKs.
-func startControlPlane(t *testing.T) (addr string, cache cachev3.SnapshotCache, acks chan string) {
+func startControlPlane(t *testing.T, opts ...grpc.ServerOption) (addr string, cache cachev3.SnapshotCache, acks chan string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -67,7 +71,7 @@ func startControlPlane(t *testing.T) (addr string, cache cachev3.SnapshotCache, 
 	}}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	gs := grpc.NewServer()
+	gs := grpc.NewServer(opts...)
 	discoveryv3.RegisterAggregatedDiscoveryServiceServer(gs, serverv3.NewServer(ctx, cache, cb))
 	go gs.Serve(lis)
 	t.Cleanup(gs.Stop)
@@ -128,6 +132,30 @@ func TestXDSForceStart(t *testing.T) {
 	_, err := in.client.ShouldRateLimit(context.Background(), request("k", "v"))
 	assert.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
 	pushEdge(t, cache, "1", edgeConf)
+	waitAck(t, acks, "1")
+	assert.Equal(t, rlsv3.RateLimitResponse_OK, in.ask(t, "k", "v"))
+	assert.Equal(t, rlsv3.RateLimitResponse_OVER_LIMIT, in.ask(t, "k", "v"))
+}
+
+// Envoy Gateway's xDS server asks for a client certificate; its own is checked against
+// the CA file and, with --xds-tls-san, a name other than the address's.
+func TestXDSOverMutualTLS(t *testing.T) {
+	t.Parallel()
+	p := newPKI(t, "envoy-gateway")
+	pair, err := tls.LoadX509KeyPair(p.serverCert, p.serverKey)
+	require.NoError(t, err)
+	caPEM, err := os.ReadFile(p.caFile)
+	require.NoError(t, err)
+	clients := x509.NewCertPool()
+	require.True(t, clients.AppendCertsFromPEM(caPEM))
+	creds := credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{pair}, ClientCAs: clients, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12})
+	addr, cache, acks := startControlPlane(t, grpc.Creds(creds))
+	pushEdge(t, cache, "1", edgeConf)
+	_, port, err := net.SplitHostPort(addr)
+	require.NoError(t, err)
+	in := start(t, "--config-type", "GRPC_XDS_SOTW", "--xds-server", "localhost:"+port, "--xds-node-id", "envoy-ratelimit",
+		"--xds-tls", "--xds-tls-cert", p.clientCert, "--xds-tls-key", p.clientKey, "--xds-tls-ca", p.caFile, "--xds-tls-san", "envoy-gateway",
+		"--force-start-without-initial-config") // so that a failed handshake fails waitAck, in bounded time
 	waitAck(t, acks, "1")
 	assert.Equal(t, rlsv3.RateLimitResponse_OK, in.ask(t, "k", "v"))
 	assert.Equal(t, rlsv3.RateLimitResponse_OVER_LIMIT, in.ask(t, "k", "v"))

@@ -109,6 +109,9 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 		return nil, status.Errorf(codes.InvalidArgument, "%d descriptors in one request; at most %d (--max-descriptors)", n, most)
 	}
 	cfg := s.cfg.Load()
+	if cfg == pendingConfig {
+		return nil, status.Error(codes.Unavailable, "no rate limit configuration loaded yet (waiting for the xDS server)")
+	}
 	dom := cfg.domains[req.GetDomain()]
 	checks := make([]check, len(req.GetDescriptors()))
 	replaced := map[string]bool{}

@@ -64,6 +64,7 @@ type flags struct {
 	logLevel       string
 	store          storeFlags
 	listenersTLS   listenersTLS
+	xds            xdsFlags
 }
 
 func parseFlags(args []string, out io.Writer) (*flags, error) {
@@ -74,7 +75,10 @@ func parseFlags(args []string, out io.Writer) (*flags, error) {
 	}
 	fs := flag.NewFlagSet("ratekitd", flag.ContinueOnError)
 	fs.SetOutput(out)
-	fs.StringVar(&f.config, "config", "", "a YAML file, or a directory of *.yaml files, in envoyproxy/ratelimit's format (required)")
+	fs.StringVar(&f.config, "config", "", "a YAML file, or a directory of *.yaml files, in envoyproxy/ratelimit's format (required with --config-type FILE)")
+	if err := f.xds.register(fs); err != nil {
+		return nil, err
+	}
 	fs.StringVar(&f.grpcAddr, "grpc-addr", ":8081", "address of the gRPC RateLimitService")
 	fs.StringVar(&f.httpAddr, "http-addr", ":8080", "address of /json, /healthcheck and /metrics")
 	fs.StringVar(&f.policy, "failure-policy", "error", "when the store cannot decide: error (gRPC UNAVAILABLE: Envoy's failure_mode_deny decides, as with envoyproxy/ratelimit), closed (OVER_LIMIT), open (OK) or local (decide in this process's memory)")
@@ -124,8 +128,9 @@ func parseFlags(args []string, out io.Writer) (*flags, error) {
 	switch {
 	case fs.NArg() > 0:
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
-	case f.config == "":
-		return nil, errors.New("--config PATH is required (a YAML file or a directory of them)")
+	}
+	if err := f.xds.check(f.config); err != nil {
+		return nil, err
 	}
 	return &f, nil
 }
@@ -195,11 +200,13 @@ func run(ctx context.Context, args []string, logOut io.Writer, h hooks) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := server.Load(f.config)
-	if err != nil {
-		return err
+	cfg := server.PendingConfig() // with --config-type GRPC_XDS_SOTW: UNAVAILABLE until the server's
+	if !f.xds.on() {
+		if cfg, err = server.Load(f.config); err != nil {
+			return err
+		}
+		server.LogIgnored(log, cfg)
 	}
-	server.LogIgnored(log, cfg)
 	grpcTLS, httpTLS, err := f.listenersTLS.configs(log, h.tlsClock)
 	if err != nil {
 		return err
@@ -243,6 +250,13 @@ func run(ctx context.Context, args []string, logOut io.Writer, h hooks) error {
 	if err != nil {
 		return err
 	}
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	if f.xds.on() {
+		if serve, err := startXDS(wctx, &f.xds, svc, log); !serve {
+			return err
+		}
+	}
 	gl, err := net.Listen("tcp", f.grpcAddr)
 	if err != nil {
 		return err
@@ -273,14 +287,13 @@ func run(ctx context.Context, args []string, logOut io.Writer, h hooks) error {
 		}
 		errc <- httpSrv.Serve(hl)
 	}()
-	wctx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
-	if f.reloadInterval > 0 {
+	if f.reloadInterval > 0 && !f.xds.on() {
 		go server.NewWatcher(f.config, svc).Run(wctx, f.reloadInterval)
 	}
 	log.Info("ratekitd serving", slog.String("grpc", gl.Addr().String()), slog.String("http", hl.Addr().String()),
-		slog.Bool("grpc_tls", grpcTLS != nil), slog.Bool("http_tls", httpTLS != nil), slog.String("store", desc), slog.String("failure_policy", f.policy), slog.String("config", f.config),
-		slog.String("domains", strings.Join(cfg.Domains(), ",")))
+		slog.Bool("grpc_tls", grpcTLS != nil), slog.Bool("http_tls", httpTLS != nil), slog.String("store", desc),
+		slog.String("failure_policy", f.policy), slog.String("config", f.config),
+		slog.String("domains", strings.Join(svc.Config().Domains(), ",")))
 	if h.ready != nil {
 		h.ready(gl.Addr().String(), hl.Addr().String())
 	}

@@ -157,7 +157,8 @@ func TestResponsesAreNotReused(t *testing.T) {
 }
 
 // Two Services may read one Config: each decides a rule with its own Limiter, over its
-// own store, whichever of them last remembered its Limiter on the rule.
+// own store, and counts it in its own Metrics, whichever of them last remembered its
+// Limiter and counters on the rule.
 func TestServicesSharingAConfig(t *testing.T) {
 	t.Parallel()
 	cfg, _ := loadConfig(t, "domain: d\ndescriptors:\n  - key: user\n    rate_limit: {unit: minute, requests_per_unit: 1}\n")
@@ -179,4 +180,10 @@ func TestServicesSharingAConfig(t *testing.T) {
 	r, err := svcs[0].ShouldRateLimit(context.Background(), req)
 	require.NoError(t, err)
 	assert.Equal(t, over, r.OverallCode, "service 0's second call")
+	for i, want := range []string{"2", "1"} {
+		var b strings.Builder
+		_, err := svcs[i].Metrics().WriteTo(&b)
+		require.NoError(t, err)
+		assert.Contains(t, b.String(), `ratekitd_rule_total_hits_total{rule="d.user"} `+want+"\n", "service %d counts its own calls", i)
+	}
 }

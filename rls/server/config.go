@@ -113,6 +113,15 @@ type Rule struct {
 	// stat is the rule's statistics path when it names no value of the request (see
 	// domain.match): computed by the first call that needs it.
 	stat atomic.Pointer[string]
+	// counters are the counters of stat (when set) in the Metrics of the Service that
+	// last decided the rule (see Service.countersOf).
+	counters atomic.Pointer[ruleCountersIn]
+}
+
+// ruleCountersIn is a rule's counters in m.
+type ruleCountersIn struct {
+	m  *Metrics
+	rc *ruleCounters
 }
 
 // Window is the span over which the rule grants its count.

@@ -202,7 +202,7 @@ func (s *Service) decide(ctx context.Context, domain string, c *check) {
 		c.status.Code = rlsv3.RateLimitResponse_OK
 		return
 	case r.Unlimited:
-		s.metrics.rule(c.stat).hit(c.hits, 0, 0, 0)
+		s.countersOf(c).hit(c.hits, 0, 0, 0)
 		c.status.Code, c.status.LimitRemaining = rlsv3.RateLimitResponse_OK, math.MaxUint32
 		return
 	case r.Algorithm == nil: // requests_per_unit: 0 denies everything
@@ -254,7 +254,7 @@ func (s *Service) decide(ctx context.Context, domain string, c *check) {
 	}
 	if c.outage {
 		// The failure policy answered: counted apart, never as over (or near) the limit.
-		s.metrics.rule(c.stat).hit(c.hits, 0, 0, 0)
+		s.countersOf(c).hit(c.hits, 0, 0, 0)
 		s.metrics.outageAnswer(code)
 	} else {
 		o, n := hitsPastThresholds(c.d, c.hits, over, left)
@@ -262,7 +262,7 @@ func (s *Service) decide(ctx context.Context, domain string, c *check) {
 		if shadow {
 			sh = o
 		}
-		s.metrics.rule(c.stat).hit(c.hits, o, n, sh)
+		s.countersOf(c).hit(c.hits, o, n, sh)
 	}
 	st := c.status
 	st.Code = code
@@ -273,6 +273,20 @@ func (s *Service) decide(ctx context.Context, domain string, c *check) {
 		c.block.reset.Seconds, c.block.reset.Nanos = int64(c.d.ResetAfter/time.Second), int32(c.d.ResetAfter%time.Second)
 		st.DurationUntilReset = &c.block.reset
 	}
+}
+
+// countersOf returns the counters of c's statistics path. A rule whose path names no
+// request value keeps its counters (see Rule.stat), so its calls look nothing up.
+func (s *Service) countersOf(c *check) *ruleCounters {
+	r := c.rule
+	if k := r.counters.Load(); k != nil && k.m == s.metrics {
+		return k.rc
+	}
+	rc := s.metrics.rule(c.stat)
+	if r.stat.Load() != nil { // c.stat is the rule's one path
+		r.counters.Store(&ruleCountersIn{m: s.metrics, rc: rc})
+	}
+	return rc
 }
 
 // spendRest counts a denied request's hits as envoyproxy/ratelimit does (its INCRBY adds

@@ -5,8 +5,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -126,5 +128,96 @@ func benchRLS(b *testing.B, st store.Store, rc *redis.Client) {
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 	if meter != nil {
 		meter.report(b, b.N)
+	}
+}
+
+// BenchmarkRatekitdService is ratekitd's service (rls/server) called directly, without
+// gRPC: `decide` is what one decision costs the service itself (the gRPC row adds the
+// transport, client and server, to it), `memory` the live heap per distinct descriptor
+// value in memory, measured as BenchmarkLocalMemory measures the store (the same 1M keys
+// and store options; the descriptor values are allocated beforehand and not counted, the
+// limiter key ratekitd builds from them is).
+func BenchmarkRatekitdService(b *testing.B) {
+	ctx := context.Background()
+	newService := func(b *testing.B, st store.Store, config string) *server.Service {
+		path := filepath.Join(b.TempDir(), "bench.yaml")
+		if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		cfg, err := server.Load(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		svc, err := server.New(cfg, st, server.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return svc
+	}
+	// request returns a one-entry request and the entry whose value each call sets.
+	request := func() (*rlsv3.RateLimitRequest, *ratelimitv3.RateLimitDescriptor_Entry) {
+		entry := &ratelimitv3.RateLimitDescriptor_Entry{Key: "user"}
+		return &rlsv3.RateLimitRequest{Domain: "bench", Descriptors: []*ratelimitv3.RateLimitDescriptor{{Entries: []*ratelimitv3.RateLimitDescriptor_Entry{entry}}}}, entry
+	}
+	b.Run("decide", func(b *testing.B) {
+		st, err := local.New()
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer st.Close()
+		svc := newService(b, st, rlsConfig)
+		vals := make([]string, 1000)
+		for i := range vals {
+			vals[i] = strconv.Itoa(i)
+		}
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			req, entry := request()
+			for i := 0; pb.Next(); i += 7 {
+				entry.Value = vals[i%len(vals)]
+				r, err := svc.ShouldRateLimit(ctx, req)
+				if err != nil || r.OverallCode != rlsv3.RateLimitResponse_OK {
+					b.Errorf("call: %v %v", r, err)
+					return
+				}
+			}
+		})
+	})
+	// memory: the bench's rule; memory-detailed: the same with detailed_metric, whose
+	// statistics name each value, so that every key adds a metric series as well.
+	for _, m := range []struct{ name, config string }{
+		{"memory", rlsConfig},
+		{"memory-detailed", strings.Replace(rlsConfig, "    rate_limit:", "    detailed_metric: true\n    rate_limit:", 1)},
+	} {
+		b.Run(m.name, func(b *testing.B) {
+			const n = 1_000_000
+			vals := make([]string, n)
+			for i := range vals {
+				vals[i] = strconv.Itoa(i)
+			}
+			req, entry := request()
+			b.ReportAllocs()
+			var perKey float64
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				before := settledHeap()
+				b.StartTimer()
+				st, _ := local.New(local.WithSweepInterval(0)) // valid options: no error
+				svc := newService(b, st, m.config)
+				for _, v := range vals {
+					entry.Value = v
+					if _, err := svc.ShouldRateLimit(ctx, req); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				perKey = (float64(settledHeap()) - float64(before)) / n
+				runtime.KeepAlive(svc)
+				_ = st.Close()
+				b.StartTimer()
+			}
+			b.ReportMetric(perKey, "bytes/key")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/insert")
+		})
 	}
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/types/known/structpb"
@@ -105,6 +106,22 @@ type Rule struct {
 	// file and line locate the rule for logs.
 	file string
 	line int
+	// transient rules (limit overrides) are built for one call.
+	transient bool
+	// lim is the Limiter a Service decides the rule with (see limiters.of).
+	lim atomic.Pointer[ruleLimiter]
+	// stat is the rule's statistics path when it names no value of the request (see
+	// domain.match): computed by the first call that needs it.
+	stat atomic.Pointer[string]
+	// counters are the counters of stat (when set) in the Metrics of the Service that
+	// last decided the rule (see Service.countersOf).
+	counters atomic.Pointer[ruleCountersIn]
+}
+
+// ruleCountersIn is a rule's counters in m.
+type ruleCountersIn struct {
+	m  *Metrics
+	rc *ruleCounters
 }
 
 // Window is the span over which the rule grants its count.
@@ -141,7 +158,7 @@ func (d *domain) match(entries []entry) (r *Rule, stat string, keyed []entry) {
 			if n.rule == nil {
 				return nil, "", nil
 			}
-			return n.rule, statPath(d.name, entries, nodes, n.rule.Detailed), keyed
+			return n.rule, n.rule.statFor(d.name, entries, nodes), keyed
 		}
 		lv = &n.children
 	}
@@ -154,24 +171,57 @@ func (d *domain) match(entries []entry) (r *Rule, stat string, keyed []entry) {
 // everywhere, or the entry's value_to_metric asks for it where the config has no exact
 // value; a share_threshold wildcard is always named as written.
 func statPath(domain string, entries []entry, nodes []*node, detailed bool) string {
-	var b strings.Builder
-	b.WriteString(domain)
-	for i, e := range entries {
+	value := func(i int) string {
 		n := nodes[i]
-		b.WriteByte('.')
-		b.WriteString(e.key)
-		v := n.value
 		switch {
 		case n.shareThreshold:
 		case detailed, n.valueToMetric && (n.value == "" || n.parts != nil):
-			v = e.value
+			return entries[i].value
 		}
-		if v != "" {
+		return n.value
+	}
+	size := len(domain)
+	for i, e := range entries {
+		size += 2 + len(e.key) + len(value(i))
+	}
+	var b strings.Builder
+	b.Grow(size) // one allocation
+	b.WriteString(domain)
+	for i, e := range entries {
+		b.WriteByte('.')
+		b.WriteString(e.key)
+		if v := value(i); v != "" {
 			b.WriteByte('_')
 			b.WriteString(v)
 		}
 	}
 	return b.String()
+}
+
+// statFor is r's statistics path for a request whose entries matched nodes (see
+// statPath). When the path names none of the request's values it is the same for every
+// request that reaches r (one path of nodes leads to a rule, and entries match their
+// node's key), and r keeps it instead of building it per call.
+func (r *Rule) statFor(domain string, entries []entry, nodes []*node) string {
+	for _, n := range nodes {
+		if namesRequestValue(n, r.Detailed) {
+			return statPath(domain, entries, nodes, r.Detailed)
+		}
+	}
+	if p := r.stat.Load(); p != nil {
+		return *p
+	}
+	stat := statPath(domain, entries, nodes, r.Detailed)
+	r.stat.Store(&stat)
+	return stat
+}
+
+// namesRequestValue reports whether statPath names the request's value for an entry that
+// matched n, which may differ from n's value: a value-less or wildcard descriptor with
+// detailed_metric or value_to_metric, unless it shares its threshold. (Where statPath
+// takes the request's value for an exact descriptor, that value is n's.)
+func namesRequestValue(n *node, detailed bool) bool {
+	return !n.shareThreshold && (n.value == "" || n.parts != nil) && (detailed || n.valueToMetric)
 }
 
 // find returns the descriptor of lv that e matches most specifically, or nil.

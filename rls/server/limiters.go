@@ -43,6 +43,27 @@ func newLimiters(s store.Store, o *Options, obs limiter.Observer) *limiters {
 	return ls
 }
 
+// ruleLimiter is the Limiter a Rule found in a limiters, kept on the rule (Rule.lim).
+type ruleLimiter struct {
+	ls *limiters
+	l  *limiter.Limiter
+}
+
+// of returns the Limiter of r's algorithm, the one get returns, remembered on r so that
+// the next call on r neither names the algorithm (algorithmID formats it) nor takes the
+// lock. A Rule read by several Services keeps the last one's: the others look theirs up.
+// A transient rule (a limit override, built for its call) is not worth remembering.
+func (ls *limiters) of(r *Rule) (*limiter.Limiter, error) {
+	if c := r.lim.Load(); c != nil && c.ls == ls {
+		return c.l, nil
+	}
+	l, err := ls.get(r.Algorithm)
+	if err == nil && !r.transient {
+		r.lim.Store(&ruleLimiter{ls: ls, l: l})
+	}
+	return l, err
+}
+
 // get returns the Limiter of a.
 func (ls *limiters) get(a algo.Algorithm) (*limiter.Limiter, error) {
 	id := algorithmID(a)

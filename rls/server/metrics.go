@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -24,14 +25,15 @@ import (
 type Metrics struct {
 	requests      atomic.Int64
 	overLimit     atomic.Int64
-	globalShadow  atomic.Int64    // requests OVER_LIMIT answered OK by global shadow mode
-	rules         sync.Map        // stat → *ruleCounters
-	outcomes      [7]atomic.Int64 // one per limiter.Outcome
-	breaker       [3]atomic.Int64 // transitions into each BreakerState
-	breakersNow   [3]atomic.Int64 // breakers now in each BreakerState but closed
-	outageAnswers [2]atomic.Int64 // descriptors the failure policy answered OK, OVER_LIMIT
-	outageErrors  atomic.Int64    // descriptors whose outage failed the call (PolicyError)
-	outageSince   atomic.Int64    // Unix ns the store outage in progress began; 0: none
+	globalShadow  atomic.Int64 // requests OVER_LIMIT answered OK by global shadow mode
+	rulesMu       sync.RWMutex
+	rules         map[string]*ruleCounters // stat → counters (see rule)
+	outcomes      [7]atomic.Int64          // one per limiter.Outcome
+	breaker       [3]atomic.Int64          // transitions into each BreakerState
+	breakersNow   [3]atomic.Int64          // breakers now in each BreakerState but closed
+	outageAnswers [2]atomic.Int64          // descriptors the failure policy answered OK, OVER_LIMIT
+	outageErrors  atomic.Int64             // descriptors whose outage failed the call (PolicyError)
+	outageSince   atomic.Int64             // Unix ns the store outage in progress began; 0: none
 	latency       histogram
 	reloadsOK     atomic.Int64
 	reloadsKO     atomic.Int64
@@ -48,19 +50,30 @@ func (m *Metrics) outageAnswer(code rlsv3.RateLimitResponse_Code) {
 
 var _ limiter.Observer = (*Metrics)(nil)
 
-func newMetrics() *Metrics { return &Metrics{} }
+func newMetrics() *Metrics { return &Metrics{rules: map[string]*ruleCounters{}} }
 
 type ruleCounters struct {
 	hits, over, near, shadow atomic.Int64
 }
 
-// rule returns the counters of a rule's statistics path.
+// rule returns the counters of a rule's statistics path. They are in a plain map: a rule
+// whose path names the request's value (detailed_metric, value_to_metric) adds a path per
+// value, which a sync.Map held in about twice the bytes; the calls of the other rules do
+// not look theirs up (see Service.countersOf).
 func (m *Metrics) rule(stat string) *ruleCounters {
-	if rc, ok := m.rules.Load(stat); ok {
-		return rc.(*ruleCounters)
+	m.rulesMu.RLock()
+	rc := m.rules[stat]
+	m.rulesMu.RUnlock()
+	if rc != nil {
+		return rc
 	}
-	rc, _ := m.rules.LoadOrStore(stat, &ruleCounters{})
-	return rc.(*ruleCounters)
+	m.rulesMu.Lock()
+	defer m.rulesMu.Unlock()
+	if rc = m.rules[stat]; rc == nil {
+		rc = &ruleCounters{}
+		m.rules[stat] = rc
+	}
+	return rc
 }
 
 // hit counts a decision of n hits, of which over were over the limit, near within it but
@@ -124,9 +137,9 @@ func (m *Metrics) WriteTo(w io.Writer) (int64, error) {
 	p("# HELP ratekitd_requests_total ShouldRateLimit calls answered.\n# TYPE ratekitd_requests_total counter\nratekitd_requests_total %d\n", m.requests.Load())
 	p("# HELP ratekitd_over_limit_total ShouldRateLimit calls answered OVER_LIMIT by a limit (not those only the failure policy denied).\n# TYPE ratekitd_over_limit_total counter\nratekitd_over_limit_total %d\n", m.overLimit.Load())
 	p("# HELP ratekitd_global_shadow_mode_total ShouldRateLimit calls over the limit answered OK by global shadow mode (--shadow).\n# TYPE ratekitd_global_shadow_mode_total counter\nratekitd_global_shadow_mode_total %d\n", m.globalShadow.Load())
-	var stats []string
-	m.rules.Range(func(k, _ any) bool { stats = append(stats, k.(string)); return true })
-	slices.Sort(stats)
+	m.rulesMu.RLock()
+	stats := slices.Sorted(maps.Keys(m.rules))
+	m.rulesMu.RUnlock()
 	for _, s := range []struct{ name, help string }{
 		{"total_hits", "Hits (by hits_addend) on the rule."},
 		{"over_limit", "Hits past the rule's limit (not those the failure policy answered: ratekitd_outage_answers_total)."},

@@ -5,7 +5,9 @@ import (
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
 // respond builds the response from the decided checks (or fails the call with the first
@@ -13,8 +15,8 @@ import (
 // in quota mode is over its limit, or when the request has rules in quota mode and every
 // one of them is; global shadow mode (Options.Shadow) then turns only the overall code to
 // OK, each status keeping its code.
-func (s *Service) respond(req *rlsv3.RateLimitRequest, checks []check) (*rlsv3.RateLimitResponse, error) {
-	resp := &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK, Statuses: make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(checks))}
+func (s *Service) respond(req *rlsv3.RateLimitRequest, resp *rlsv3.RateLimitResponse, checks []check) (*rlsv3.RateLimitResponse, error) {
+	resp.OverallCode = rlsv3.RateLimitResponse_OK
 	var overRules, overQuotas, quotas int
 	realDenial := false // a status OVER_LIMIT by a store's decision, not the failure policy's
 	for i := range checks {
@@ -22,7 +24,6 @@ func (s *Service) respond(req *rlsv3.RateLimitRequest, checks []check) (*rlsv3.R
 		if c.err != nil {
 			return nil, c.err
 		}
-		resp.Statuses[i] = c.status
 		quota := s.isQuota(c)
 		if quota {
 			quotas++
@@ -57,6 +58,60 @@ func (s *Service) respond(req *rlsv3.RateLimitRequest, checks []check) (*rlsv3.R
 		resp.DynamicMetadata = dynamicMetadata(req, checks)
 	}
 	return resp, nil
+}
+
+// statusBlock is one descriptor's status with the messages it points to, allocated
+// together with the response (see newResponse): a decision then allocates its answer at
+// once instead of message by message.
+type statusBlock struct {
+	status rlsv3.RateLimitResponse_DescriptorStatus
+	limit  rlsv3.RateLimitResponse_RateLimit
+	mult   wrapperspb.UInt32Value
+	reset  durationpb.Duration
+}
+
+// oneResponse is the response to a request of one descriptor, the common one, in one
+// allocation.
+type oneResponse struct {
+	resp     rlsv3.RateLimitResponse
+	statuses [1]*rlsv3.RateLimitResponse_DescriptorStatus
+	blocks   [1]statusBlock
+}
+
+// newResponse returns the response to checks, its Statuses pointing at zero statuses, and
+// points each check's status (and block) at its own: one allocation for one descriptor,
+// three for more.
+func newResponse(checks []check) *rlsv3.RateLimitResponse {
+	var (
+		resp     *rlsv3.RateLimitResponse
+		statuses []*rlsv3.RateLimitResponse_DescriptorStatus
+		blocks   []statusBlock
+	)
+	if len(checks) == 1 {
+		one := new(oneResponse)
+		resp, statuses, blocks = &one.resp, one.statuses[:], one.blocks[:]
+	} else {
+		resp = new(rlsv3.RateLimitResponse)
+		statuses = make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(checks))
+		blocks = make([]statusBlock, len(checks))
+	}
+	for i := range checks {
+		b := &blocks[i]
+		statuses[i], checks[i].status, checks[i].block = &b.status, &b.status, b
+	}
+	resp.Statuses = statuses
+	return resp
+}
+
+// currentLimit is the limit Envoy is told about, in b.
+func (b *statusBlock) currentLimit(r *Rule) *rlsv3.RateLimitResponse_RateLimit {
+	cl := &b.limit
+	cl.Name, cl.RequestsPerUnit, cl.Unit = r.Name, uint32(r.rate.count), r.rate.unit
+	if r.rate.multiplier > 1 {
+		b.mult.Value = r.rate.multiplier
+		cl.UnitMultiplier = &b.mult
+	}
+	return cl
 }
 
 // isQuota reports whether c is decided in quota mode: its rule's quota_mode, or every

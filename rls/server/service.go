@@ -14,8 +14,6 @@ import (
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/ratekit/limiter"
 	"github.com/ratekit/limiter/algo"
@@ -88,7 +86,8 @@ type check struct {
 	rule    *Rule
 	stat    string
 	hits    int64
-	status  *rlsv3.RateLimitResponse_DescriptorStatus
+	status  *rlsv3.RateLimitResponse_DescriptorStatus // in block, allocated with the response
+	block   *statusBlock
 	d       algo.Decision
 	decided bool // d holds a decision of the store, or of the failure policy
 	outage  bool // the failure policy answered d
@@ -113,17 +112,16 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 		return nil, status.Error(codes.Unavailable, "no rate limit configuration loaded yet (waiting for the xDS server)")
 	}
 	dom := cfg.domains[req.GetDomain()]
-	checks := make([]check, len(req.GetDescriptors()))
-	replaced := map[string]bool{}
+	sc := getScratch(req)
+	defer sc.release()
+	checks := sc.checks
+	var replaced map[string]bool // made by the first rule that replaces others
 	for i, desc := range req.GetDescriptors() {
 		c := &checks[i]
 		if n, most := len(desc.GetEntries()), s.opts.maxEntries(); n > most {
 			return nil, status.Errorf(codes.InvalidArgument, "descriptor %d has %d entries; at most %d (--max-entries)", i, n, most)
 		}
-		c.entries = make([]entry, len(desc.GetEntries()))
-		for j, e := range desc.GetEntries() {
-			c.entries[j] = entry{e.GetKey(), e.GetValue()}
-		}
+		c.entries = sc.entriesOf(desc)
 		c.hits = hitsOf(req, desc)
 		c.keyed = c.entries
 		if dom == nil {
@@ -137,27 +135,47 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 		} else {
 			c.rule, c.stat, c.keyed = dom.match(c.entries)
 		}
-		if c.rule != nil {
+		if c.rule != nil && len(c.rule.Replaces) > 0 {
+			if replaced == nil {
+				replaced = map[string]bool{}
+			}
 			for _, name := range c.rule.Replaces {
 				replaced[name] = true
 			}
 		}
 	}
 	s.metrics.requests.Add(1)
-	var wg sync.WaitGroup
+	resp := newResponse(checks)
 	for i := range checks {
 		c := &checks[i]
 		if c.rule != nil && c.rule.Name != "" && replaced[c.rule.Name] {
 			c.rule = nil // replaced: neither checked nor counted
 		}
-		if s.opts.Concurrent && c.rule != nil && c.rule.Algorithm != nil && len(checks) > 1 {
-			wg.Go(func() { s.decide(ctx, req.GetDomain(), c) })
+	}
+	if s.opts.Concurrent && len(checks) > 1 {
+		s.decideConcurrently(ctx, req.GetDomain(), checks)
+	} else {
+		for i := range checks {
+			s.decide(ctx, req.GetDomain(), &checks[i])
+		}
+	}
+	return s.respond(req, resp, checks)
+}
+
+// decideConcurrently decides each check that needs the store in a goroutine of its own,
+// the others in place. It is apart from ShouldRateLimit so that a call of one descriptor
+// does not allocate the WaitGroup its goroutines share.
+func (s *Service) decideConcurrently(ctx context.Context, domain string, checks []check) {
+	var wg sync.WaitGroup
+	for i := range checks {
+		c := &checks[i]
+		if c.rule != nil && c.rule.Algorithm != nil {
+			wg.Go(func() { s.decide(ctx, domain, c) })
 			continue
 		}
-		s.decide(ctx, req.GetDomain(), c)
+		s.decide(ctx, domain, c)
 	}
 	wg.Wait()
-	return s.respond(req, checks)
 }
 
 // hitsOf is the cost of one descriptor: its own hits_addend when set (0 included: a look
@@ -178,22 +196,22 @@ func hitsOf(req *rlsv3.RateLimitRequest, desc *ratelimitv3.RateLimitDescriptor) 
 	return 1
 }
 
-// decide fills c.status (or c.err, which fails the whole call).
+// decide fills c.status, zero on entry (or sets c.err, which fails the whole call).
 func (s *Service) decide(ctx context.Context, domain string, c *check) {
 	r := c.rule
 	left := int64(0) // what the key held before a denial
 	switch {
 	case r == nil:
-		c.status = &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
+		c.status.Code = rlsv3.RateLimitResponse_OK
 		return
 	case r.Unlimited:
-		s.metrics.rule(c.stat).hit(c.hits, 0, 0, 0)
-		c.status = &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK, LimitRemaining: math.MaxUint32}
+		s.countersOf(c).hit(c.hits, 0, 0, 0)
+		c.status.Code, c.status.LimitRemaining = rlsv3.RateLimitResponse_OK, math.MaxUint32
 		return
 	case r.Algorithm == nil: // requests_per_unit: 0 denies everything
 		c.d = algo.Decision{ResetAfter: untilWindowEnd(s.clock.Now(), r.Window()), RetryAfter: algo.Never}
 	default:
-		l, err := s.limiters.get(r.Algorithm)
+		l, err := s.limiters.of(r)
 		if err != nil {
 			c.err = status.Errorf(codes.Internal, "rule %s: %v", r.id, err)
 			return
@@ -239,7 +257,7 @@ func (s *Service) decide(ctx context.Context, domain string, c *check) {
 	}
 	if c.outage {
 		// The failure policy answered: counted apart, never as over (or near) the limit.
-		s.metrics.rule(c.stat).hit(c.hits, 0, 0, 0)
+		s.countersOf(c).hit(c.hits, 0, 0, 0)
 		s.metrics.outageAnswer(code)
 	} else {
 		o, n := hitsPastThresholds(c.d, c.hits, over, left)
@@ -247,16 +265,31 @@ func (s *Service) decide(ctx context.Context, domain string, c *check) {
 		if shadow {
 			sh = o
 		}
-		s.metrics.rule(c.stat).hit(c.hits, o, n, sh)
+		s.countersOf(c).hit(c.hits, o, n, sh)
 	}
-	c.status = &rlsv3.RateLimitResponse_DescriptorStatus{
-		Code:           code,
-		CurrentLimit:   currentLimit(r),
-		LimitRemaining: uint32(min(max(c.d.Remaining, 0), math.MaxUint32)),
-	}
+	st := c.status
+	st.Code = code
+	st.CurrentLimit = c.block.currentLimit(r)
+	st.LimitRemaining = uint32(min(max(c.d.Remaining, 0), math.MaxUint32))
 	if c.d.ResetAfter > 0 && c.d.ResetAfter < algo.Never {
-		c.status.DurationUntilReset = durationpb.New(c.d.ResetAfter)
+		// durationpb.New's fields, in the message allocated with the status.
+		c.block.reset.Seconds, c.block.reset.Nanos = int64(c.d.ResetAfter/time.Second), int32(c.d.ResetAfter%time.Second)
+		st.DurationUntilReset = &c.block.reset
 	}
+}
+
+// countersOf returns the counters of c's statistics path. A rule whose path names no
+// request value keeps its counters (see Rule.stat), so its calls look nothing up.
+func (s *Service) countersOf(c *check) *ruleCounters {
+	r := c.rule
+	if k := r.counters.Load(); k != nil && k.m == s.metrics {
+		return k.rc
+	}
+	rc := s.metrics.rule(c.stat)
+	if r.stat.Load() != nil { // c.stat is the rule's one path
+		r.counters.Store(&ruleCountersIn{m: s.metrics, rc: rc})
+	}
+	return rc
 }
 
 // spendRest counts a denied request's hits as envoyproxy/ratelimit does (its INCRBY adds
@@ -386,15 +419,6 @@ func (s *Service) storeAnswered(ctx context.Context) {
 	}
 }
 
-// currentLimit is the limit Envoy is told about.
-func currentLimit(r *Rule) *rlsv3.RateLimitResponse_RateLimit {
-	cl := &rlsv3.RateLimitResponse_RateLimit{Name: r.Name, RequestsPerUnit: uint32(r.rate.count), Unit: r.rate.unit}
-	if r.rate.multiplier > 1 {
-		cl.UnitMultiplier = wrapperspb.UInt32(r.rate.multiplier)
-	}
-	return cl
-}
-
 // overrideRule is the rule of a descriptor that carries its own limit (Envoy's
 // RateLimitOverride, from dynamic metadata): a fixed window of that size, never in shadow
 // mode, as envoyproxy/ratelimit applies it. A unit it does not know limits nothing. Its
@@ -414,7 +438,7 @@ func overrideRule(domain string, o *ratelimitv3.RateLimitDescriptor_RateLimitOve
 	if err != nil {
 		return nil, "", status.Errorf(codes.InvalidArgument, "limit override: %v", err)
 	}
-	r := &Rule{rate: rt, id: domain + ".override"}
+	r := &Rule{rate: rt, id: domain + ".override", transient: true}
 	if r.rate.count > 0 {
 		if r.Algorithm, err = buildAlgorithm(defaultAlgorithm, r.rate, 0); err != nil {
 			return nil, "", status.Errorf(codes.InvalidArgument, "limit override: %v", err)

@@ -19,13 +19,18 @@ import (
 // callFailed classes it alike. A failed group falls back to the calls one by one (see
 // settle).
 
-// group is the quick calls of one script and config in one pipeline, sent as one multi
-// command.
+// A pipeline's charges at the server's TIME (algo.Request.Charge) of one script and one
+// config go as one command too, the charge-multi function, which takes each call's N: a
+// charge then costs Redis what an Allow of 1 costs.
+
+// group is the quick calls (or the charges) of one script and config in one pipeline,
+// sent as one multi (or charge-multi) command.
 type group struct {
-	e     *scriptEntry
-	cfg   []any // the config arguments the calls share
-	calls []*call
-	cmd   *redis.Cmd
+	e      *scriptEntry
+	charge bool  // the calls are charges (call.charge), not quick calls
+	cfg    []any // the config arguments the calls share
+	calls  []*call
+	cmd    *redis.Cmd
 }
 
 // multiOK reports whether the store may send groups: one server (a *redis.Client, single
@@ -44,20 +49,23 @@ func (s *Store) multiOK() bool {
 func groupCalls(live []*call) (groups []*group, rest []*call) {
 	rest = live[:0:0]
 	for _, c := range live {
-		if !c.quick || c.step != stepFCALL || c.e.multi == nil {
+		if !(c.quick || c.charge) || c.step != stepFCALL || c.e.multi == nil {
 			rest = append(rest, c)
 			continue
 		}
 		cfg := c.args[3+c.args[2].(int):]
+		if c.charge {
+			cfg = cfg[4:] // after the charge's own head: "charge", now, N, MaxWait
+		}
 		var g *group
 		for _, h := range groups {
-			if h.e == c.e && sameArgs(h.cfg, cfg) {
+			if h.e == c.e && h.charge == c.charge && sameArgs(h.cfg, cfg) {
 				g = h
 				break
 			}
 		}
 		if g == nil {
-			g = &group{e: c.e, cfg: cfg}
+			g = &group{e: c.e, charge: c.charge, cfg: cfg}
 			groups = append(groups, g)
 		}
 		g.calls = append(g.calls, c)
@@ -94,13 +102,23 @@ func sameArgs(a, b []any) bool {
 }
 
 // command returns the multi command of g: FCALL multi numkeys, every call's keys in
-// turn, then the shared config.
+// turn, then the shared config; a charge group's names the charge-multi function and puts
+// each call's N before the config.
 func (g *group) command(ctx context.Context) *redis.Cmd {
 	nk := g.calls[0].args[2].(int)
-	args := make([]any, 0, 3+nk*len(g.calls)+len(g.cfg))
-	args = append(args, "fcall", g.e.multi, nk*len(g.calls))
+	args := make([]any, 0, 3+(nk+1)*len(g.calls)+len(g.cfg))
+	fn := g.e.multi
+	if g.charge {
+		fn = g.e.charges
+	}
+	args = append(args, "fcall", fn, nk*len(g.calls))
 	for _, c := range g.calls {
 		args = append(args, c.args[3:3+nk]...)
+	}
+	if g.charge {
+		for _, c := range g.calls {
+			args = append(args, c.args[3+nk+2]) // its N (ARGV[3])
+		}
 	}
 	args = append(args, g.cfg...)
 	g.cmd = redis.NewCmd(ctx, args...)

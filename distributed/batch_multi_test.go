@@ -167,3 +167,54 @@ func multiFunction(a algo.Scripted) string {
 	_, _, multi := distributed.FunctionNames(a.Script())
 	return multi
 }
+
+// TestBatchChargeGroups: concurrent charges at the server's TIME on one server go as
+// groups of the charge-multi function, each with its own N, and record exactly what was
+// charged: a token bucket of 1000 that does not refill, charged 1..3 by 32 goroutines × 20
+// calls over 5 keys (about 256 each), holds 1000 − (its charges) tokens.
+func TestBatchChargeGroups(t *testing.T) {
+	t.Parallel()
+	a := algo.TokenBucket{Rate: 1e-9, Burst: 1000}
+	c := redistest.Start(t).Client(t)
+	fn, _, _ := distributed.FunctionNames(a.Script())
+	h := &multiCalls{multi: fn + "_c"} // luawire.ChargeSuffix
+	c.AddHook(eachCmd(h.note))
+	s := newStore(t, c)
+	ctx := ctxTimeout(t, 30*time.Second)
+	keys := []string{"a", "b", "c", "d", "e"}
+	var mu sync.Mutex
+	charged := map[string]int64{}
+	var wg sync.WaitGroup
+	for g := 0; g < 32; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 20; i++ {
+				key, n := keys[(g+i)%len(keys)], int64(1+(g+i)%3)
+				d, err := s.Apply(ctx, key, a, algo.Request{N: n, Charge: true})
+				if err != nil || !d.Allowed {
+					t.Errorf("charge %d on %s: %+v, %v", n, key, d, err)
+					return
+				}
+				mu.Lock()
+				charged[key] += n
+				mu.Unlock()
+			}
+		}(g)
+	}
+	wg.Wait()
+	if h.groups.Load() == 0 {
+		t.Errorf("no charge group was sent (%d charges)", 32*20)
+	}
+	t.Logf("%d charge groups carried %d of %d charges", h.groups.Load(), h.inside.Load(), 32*20)
+	for _, k := range keys {
+		// What is left: a peek of one permit says Remaining; in debt, 0 and RetryAfter.
+		d, err := s.Peek(ctx, k, a, algo.Request{N: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if left := 1000 - charged[k]; d.Remaining != left {
+			t.Errorf("key %s charged %d of 1000: Remaining %d, want %d", k, charged[k], d.Remaining, left)
+		}
+	}
+}

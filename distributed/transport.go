@@ -50,9 +50,9 @@ type scriptEntry struct {
 	pads bool
 	// fn, shaArg and src are the library's function, sha and def.Source as command
 	// arguments, boxed once: a string stored in an interface is an allocation per call
-	// otherwise. quick and multi are the library's quick and multi functions so boxed
-	// (luawire.RateLibrary; batch_multi.go); nil when it has none.
-	fn, shaArg, src, quick, multi any
+	// otherwise. quick, multi and charges are the library's quick, multi and charge-multi
+	// functions so boxed (luawire.RateLibrary; batch_multi.go); nil when it has none.
+	fn, shaArg, src, quick, multi, charges any
 	// cfg caches the config arguments (AppendArgs) of the last algorithm of package algo
 	// run with this script, so that a limiter's calls format and box them once.
 	cfg atomic.Pointer[configArgs]
@@ -90,7 +90,7 @@ func newEntry(def *algo.Script, f form) *scriptEntry {
 		e.fn, e.lib = fn, lib
 	case formRate:
 		fn, quick, multi, lib := luawire.RateLibrary(def.Source, len(def.Keys))
-		e.fn, e.quick, e.multi, e.lib = fn, quick, multi, lib
+		e.fn, e.quick, e.multi, e.charges, e.lib = fn, quick, multi, fn+luawire.ChargeSuffix, lib
 	}
 	return e
 }
@@ -130,6 +130,9 @@ type call struct {
 	// quick: args is FCALL of the script's quick function (luawire.RateLibrary), whose
 	// ARGV is the config alone; expand turns it back into the full convention.
 	quick bool
+	// charge: args is a "charge" at the server's TIME (luawire.Charge), which a batch
+	// may send in a group of the script's charge-multi function (batch_multi.go).
+	charge bool
 
 	// Batching (batch.go).
 	deadline time.Time // the call's deadline (Store.bound); zero for none
@@ -159,6 +162,7 @@ func (s *Store) newCall(e *scriptEntry, keys []string, argv []any) *call {
 		c.quick = true
 		c.args = append(c.args, argv[len(quickHead):]...)
 	} else {
+		c.charge = functions && e.charges != nil && chargeArgs(argv)
 		c.args = append(c.args, argv...)
 	}
 	if functions {
@@ -187,6 +191,12 @@ func quickArgs(argv []any) bool {
 	return true
 }
 
+// chargeArgs reports the ARGV of a charge at the server's TIME (luawire.Charge with
+// luawire.ServerTime): what a charge group may carry (see batch_multi.go).
+func chargeArgs(argv []any) bool {
+	return len(argv) >= 4 && argv[0] == "charge" && argv[1] == "" && argv[3] == 0
+}
+
 // expand turns a quick call back into one of the full calling convention: the four
 // arguments quick left out go back after the keys.
 func (c *call) expand() {
@@ -201,7 +211,7 @@ func (c *call) expand() {
 func putCall(c *call) {
 	clear(c.args)
 	c.args = c.args[:0]
-	c.e, c.deadline, c.cmd, c.reply, c.err, c.quick = nil, time.Time{}, nil, nil, nil, false
+	c.e, c.deadline, c.cmd, c.reply, c.err, c.quick, c.charge = nil, time.Time{}, nil, nil, nil, false, false
 	c.state.Store(callWaiting)
 	callPool.Put(c)
 }

@@ -44,8 +44,9 @@ func Library(src string) (fn, lib string) {
 // QuickSuffix ends the name of the second function a [RateLibrary] registers, MultiSuffix
 // that of the third.
 const (
-	QuickSuffix = "_q"
-	MultiSuffix = "_m"
+	QuickSuffix  = "_q"
+	MultiSuffix  = "_m"
+	ChargeSuffix = "_c"
 )
 
 // RateLibrary is [Library] for the [Composed] script of a rate algorithm (it answers the
@@ -66,6 +67,9 @@ const (
 //     error is worded as the server words it for the same call sent alone (an error table
 //     or a command's error as its own message, a Lua error as "ERR <message> script:
 //     <function>, on @user_function."), so that the store classes it alike.
+//   - charges (fn followed by [ChargeSuffix]): multi for "charge" calls (algo.Request.Charge)
+//     at the server's TIME, each with its own N: ARGV holds each call's N in turn, then
+//     the config they share; the reply is multi's.
 func RateLibrary(src string, keys int) (fn, quick, multi, lib string) {
 	fn, lib = library(src)
 	quick, multi = fn+QuickSuffix, fn+MultiSuffix
@@ -96,11 +100,13 @@ func RateLibrary(src string, keys int) (fn, quick, multi, lib string) {
 		"  if type(e) == 'table' then return tostring(e.err) end\n" +
 		"  return 'ERR ' .. tostring(e) .. ' script: " + multi + ", on @user_function.'\n" +
 		"end\n" +
-		"redis.register_function('" + multi + "', function(keys, cfg)\n" +
+		"-- each runs m_args on each call's keys of keys in turn; ns, when given, holds each\n" +
+		"-- call's N (ARGV[3]) in turn\n" +
+		"local function each(keys, ns)\n" +
 		"  local out, one, n = {}, {}, 0\n" +
-		"  m_args = quick_args(cfg)\n" +
 		"  for i = 1, #keys, " + nk + " do\n" +
 		"    for j = 1, " + nk + " do one[j] = keys[i + j - 1] end\n" +
+		"    if ns then m_args[3] = ns[n + 1] end\n" +
 		"    m_keys, m_first = one, n == 0 -- the first reads TIME for all (serve of BaseLua)\n" +
 		"    local ok, r = xpcall(m_call, m_error)\n" +
 		"    n = n + 1\n" +
@@ -113,6 +119,20 @@ func RateLibrary(src string, keys int) (fn, quick, multi, lib string) {
 		"    end\n" +
 		"  end\n" +
 		"  return table.concat(out)\n" +
+		"end\n" +
+		"redis.register_function('" + multi + "', function(keys, cfg)\n" +
+		"  m_args = quick_args(cfg)\n" +
+		"  return each(keys, nil)\n" +
+		"end)\n" +
+		"-- the ARGV of a charge at the server's TIME, MaxWait 0, of config cfg (N set per call)\n" +
+		"local cargs = {'charge', '', '1', '0'}\n" +
+		"redis.register_function('" + fn + ChargeSuffix + "', function(keys, argv)\n" +
+		"  local calls = #keys / " + nk + "\n" +
+		"  local m = #argv - calls\n" +
+		"  for i = 1, m do cargs[4 + i] = argv[calls + i] end\n" +
+		"  for i = #cargs, m + 5, -1 do cargs[i] = nil end\n" +
+		"  m_args = cargs\n" +
+		"  return each(keys, argv)\n" +
 		"end)\n"
 	return fn, quick, multi, lib
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/ratekit/limiter/algo"
 	"github.com/ratekit/limiter/clockx"
 	"github.com/ratekit/limiter/internal/nilcheck"
+	"github.com/ratekit/limiter/internal/storecheck"
 	"github.com/ratekit/limiter/internal/storeclock"
 	"github.com/ratekit/limiter/store"
 )
@@ -132,11 +133,7 @@ func (l *Limiter) String() string {
 		return "limiter(unmade)"
 	}
 	if len(l.rules) == 1 {
-		a := l.rules[0].alg.Load().a
-		if s, ok := a.(fmt.Stringer); ok {
-			return s.String()
-		}
-		return a.Name()
+		return storecheck.Describe(l.rules[0].alg.Load().a)
 	}
 	parts := make([]string, len(l.rules))
 	for i, r := range l.rules {

@@ -60,15 +60,15 @@ func DistinctSlots(rules []algo.Algorithm) error {
 			if rules[j].Slot() == si {
 				return fmt.Errorf("%w: rules %d (%s) and %d (%s) share the state slot %q on one key; "+
 					"wrap one of them with algo.Named to give it a slot of its own",
-					algo.ErrInvalidConfig, j+1, describe(rules[j]), i+1, describe(rules[i]), si)
+					algo.ErrInvalidConfig, j+1, Describe(rules[j]), i+1, Describe(rules[i]), si)
 			}
 		}
 	}
 	return nil
 }
 
-// describe names a rule for an error message: its String when it has one, else its Name.
-func describe(a algo.Algorithm) string {
+// Describe names a rule in messages: its String when it has one, else its Name.
+func Describe(a algo.Algorithm) string {
 	if s, ok := a.(fmt.Stringer); ok {
 		return s.String()
 	}
